@@ -1,0 +1,119 @@
+"""AggregateOperation: how to fold items into an accumulator, merge accumulators and finish."""
+
+from __future__ import annotations
+
+from collections import _count_elements  # type: ignore[attr-defined]
+from dataclasses import dataclass
+from typing import Any, Callable, Iterable
+
+_MISSING = object()
+
+
+def _identity(value: Any) -> Any:
+    return value
+
+
+@dataclass(frozen=True)
+class AggregateOperation:
+    """The four primitives of an aggregation, in functional style.
+
+    create() -> acc                  a new, empty accumulator
+    accumulate(acc, item) -> acc     fold one item in (may mutate and return ``acc``)
+    combine(acc, acc2) -> acc        merge a partial accumulator in; None for single-stage only
+    finish(acc) -> result            the result reported for the accumulator
+
+    Two optional fast paths let an operation take a whole chunk in one call, which is what
+    makes counting and summing cheap in Python:
+
+    accumulate_chunk(acc, items) -> acc
+    accumulate_keyed_chunk(accumulators: dict, keys: iterable, items: list) -> None
+        fold ``items`` into ``accumulators[key]`` (``keys`` lines up with ``items``)
+    """
+
+    create: Callable[[], Any]
+    accumulate: Callable[[Any, Any], Any]
+    combine: Callable[[Any, Any], Any] | None = None
+    finish: Callable[[Any], Any] = _identity
+    accumulate_chunk: Callable[[Any, list], Any] | None = None
+    accumulate_keyed_chunk: Callable[[dict, Iterable[Any], list], None] | None = None
+    name: str = "aggregate"
+
+    def __post_init__(self) -> None:
+        for field_name in ("create", "accumulate", "finish"):
+            value = getattr(self, field_name)
+            if not callable(value):
+                raise TypeError(f"AggregateOperation.{field_name} must be callable, got {value!r}")
+        for field_name in ("combine", "accumulate_chunk", "accumulate_keyed_chunk"):
+            value = getattr(self, field_name)
+            if value is not None and not callable(value):
+                raise TypeError(
+                    f"AggregateOperation.{field_name} must be callable or None, got {value!r}")
+
+    def fold_chunk(self, acc: Any, items: list) -> Any:
+        """Fold a list of items into ``acc`` by the fastest path this operation has."""
+        if self.accumulate_chunk is not None:
+            return self.accumulate_chunk(acc, items)
+        accumulate = self.accumulate
+        for item in items:
+            acc = accumulate(acc, item)
+        return acc
+
+    def fold_keyed_chunk(self, accumulators: dict, key_fn: Callable[[Any], Any],
+                         items: list) -> None:
+        """Fold each item into ``accumulators[key_fn(item)]``, creating accumulators as needed."""
+        if self.accumulate_keyed_chunk is not None:
+            self.accumulate_keyed_chunk(accumulators, map(key_fn, items), items)
+            return
+        get, create, accumulate = accumulators.get, self.create, self.accumulate
+        for item in items:
+            key = key_fn(item)
+            acc = get(key, _MISSING)
+            if acc is _MISSING:
+                acc = create()
+            accumulators[key] = accumulate(acc, item)
+
+    def combine_into(self, accumulators: dict, entries: Iterable[tuple[Any, Any]]) -> None:
+        """Merge (key, partial accumulator) entries into ``accumulators``."""
+        combine = self.combine
+        if combine is None:
+            raise ValueError(f"aggregate operation {self.name!r} has no combine function")
+        get = accumulators.get
+        for key, partial in entries:
+            acc = get(key, _MISSING)
+            accumulators[key] = partial if acc is _MISSING else combine(acc, partial)
+
+    def with_finish(self, finish: Callable[[Any], Any]) -> "AggregateOperation":
+        """The same operation with ``finish`` applied after this one's finish."""
+        inner = self.finish
+        return AggregateOperation(self.create, self.accumulate, self.combine,
+                                  lambda acc: finish(inner(acc)), self.accumulate_chunk,
+                                  self.accumulate_keyed_chunk, self.name)
+
+
+def _count_keyed(accumulators: dict, keys: Iterable[Any], items: list) -> None:
+    _count_elements(accumulators, keys)
+
+
+def _add(a: Any, b: Any) -> Any:
+    return a + b
+
+
+def counting() -> AggregateOperation:
+    """Counts items; keyed counting runs in C over a whole chunk."""
+    return AggregateOperation(
+        create=int, accumulate=lambda acc, _item: acc + 1, combine=_add,
+        accumulate_chunk=lambda acc, items: acc + len(items),
+        accumulate_keyed_chunk=_count_keyed, name="counting")
+
+
+def summing(value_fn: Callable[[Any], Any] = _identity) -> AggregateOperation:
+    """Sums ``value_fn(item)``."""
+    def accumulate_keyed(accumulators: dict, keys: Iterable[Any], items: list) -> None:
+        get = accumulators.get
+        for key, value in zip(keys, map(value_fn, items)):
+            accumulators[key] = get(key, 0) + value
+
+    return AggregateOperation(
+        create=int, accumulate=lambda acc, item: acc + value_fn(item), combine=_add,
+        accumulate_chunk=lambda acc, items: acc + sum(map(value_fn, items)),
+        accumulate_keyed_chunk=accumulate_keyed, name="summing")

@@ -1,0 +1,98 @@
+"""The outbox a processor emits into: one bounded bucket per output ordinal."""
+
+from __future__ import annotations
+
+from typing import Any, Iterable, Sequence
+
+from jet.core.edge import DEFAULT_OUTBOX_CAPACITY
+
+
+class Outbox:
+    """Buckets of emitted items, one per output ordinal, drained by the engine after each call.
+
+    ``offer`` returns False when a target bucket is full; the processor must then return from
+    its call and offer the *same* item to the *same* ordinals next time. An offer to several
+    ordinals is all-or-nothing, so a retried item is never delivered twice.
+    """
+
+    __slots__ = ("buckets", "capacities", "_all")
+
+    def __init__(self, bucket_count: int,
+                 capacities: Sequence[int] | int = DEFAULT_OUTBOX_CAPACITY) -> None:
+        if isinstance(capacities, int):
+            capacities = [capacities] * bucket_count
+        if len(capacities) != bucket_count:
+            raise ValueError("one capacity per bucket is needed")
+        self.buckets: list[list] = [[] for _ in range(bucket_count)]
+        self.capacities = list(capacities)
+        self._all = tuple(range(bucket_count))
+
+    def bucket_count(self) -> int:
+        return len(self.buckets)
+
+    def offer(self, item: Any, ordinal: int | Iterable[int] | None = None) -> bool:
+        """Offer one item to ``ordinal`` (None or -1: every ordinal; or a list of ordinals)."""
+        buckets = self.buckets
+        if ordinal is None or ordinal == -1:
+            if len(buckets) == 1:
+                bucket = buckets[0]
+                if len(bucket) >= self.capacities[0]:
+                    return False
+                bucket.append(item)
+                return True
+            ordinals = self._all
+        elif isinstance(ordinal, int):
+            bucket = buckets[ordinal]
+            if len(bucket) >= self.capacities[ordinal]:
+                return False
+            bucket.append(item)
+            return True
+        else:
+            ordinals = tuple(ordinal)
+        capacities = self.capacities
+        for o in ordinals:
+            if len(buckets[o]) >= capacities[o]:
+                return False
+        for o in ordinals:
+            buckets[o].append(item)
+        return True
+
+    def offer_chunk(self, items: list, ordinal: int | Iterable[int] | None = None) -> bool:
+        """Offer a whole list of items; accepted whole while every target bucket has room.
+
+        A bucket below its capacity takes the whole chunk, so a bucket may overshoot its
+        capacity by up to one chunk (as a network packet may overshoot by one item). The
+        outbox takes ownership of ``items`` when it returns True: do not change the list after.
+        """
+        if not items:
+            return True
+        buckets, capacities = self.buckets, self.capacities
+        if ordinal is None or ordinal == -1:
+            ordinals = self._all
+        elif isinstance(ordinal, int):
+            ordinals = (ordinal,)
+        else:
+            ordinals = tuple(ordinal)
+        for o in ordinals:
+            if len(buckets[o]) >= capacities[o]:
+                return False
+        for o in ordinals:
+            bucket = buckets[o]
+            if bucket:
+                bucket.extend(items)
+            else:
+                buckets[o] = list(items) if len(ordinals) > 1 else items
+        return True
+
+    def has_room(self, ordinal: int | None = None) -> bool:
+        """True when an offer to ``ordinal`` (None: every ordinal) would be accepted now."""
+        if ordinal is None or ordinal == -1:
+            return all(len(b) < c for b, c in zip(self.buckets, self.capacities))
+        return len(self.buckets[ordinal]) < self.capacities[ordinal]
+
+    def pending_count(self) -> int:
+        """Items emitted and not yet taken by the engine."""
+        return sum(len(b) for b in self.buckets)
+
+    def __repr__(self) -> str:
+        return f"Outbox({[len(b) for b in self.buckets]} of {self.capacities})"

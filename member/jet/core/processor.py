@@ -1,0 +1,156 @@
+"""The processor contract (Jet's Processor and AbstractProcessor) and its context."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Iterator
+
+from jet.core.inbox import Inbox
+from jet.core.outbox import Outbox
+
+
+@dataclass
+class Context:
+    """Where a processor runs: its indices, the parallelism of its vertex and the cluster."""
+
+    vertex_name: str = "vertex"
+    local_index: int = 0
+    local_parallelism: int = 1
+    member_index: int = 0
+    member_count: int = 1
+    job_id: str = "local"
+    cooperative_threads: int = 1
+    logger: logging.Logger = field(default=None)  # type: ignore[assignment]
+
+    def __post_init__(self) -> None:
+        if self.logger is None:
+            self.logger = logging.getLogger(f"jet.processor.{self.vertex_name}#{self.global_index}")
+
+    @property
+    def global_index(self) -> int:
+        """member index x local parallelism + local index: unique in the cluster."""
+        return self.member_index * self.local_parallelism + self.local_index
+
+    @property
+    def total_parallelism(self) -> int:
+        """Processors of this vertex in the whole cluster."""
+        return self.local_parallelism * self.member_count
+
+
+class Processor:
+    """The unit of work of a vertex; one instance per tasklet.
+
+    Every boolean method means "done" when it returns True and "call me again" when it
+    returns False. A cooperative processor (the default) must not block and should return
+    within about a millisecond; it must return as soon as ``outbox.offer`` refuses an item
+    and offer that same item again on the next call. A non-cooperative processor
+    (``is_cooperative = False``) gets a thread of its own and may block, but should still
+    return about once a second.
+    """
+
+    #: False makes the engine run this processor on a dedicated thread.
+    is_cooperative: bool = True
+
+    outbox: Outbox
+    context: Context
+
+    def init(self, outbox: Outbox, context: Context) -> None:
+        """Called once before anything else. Subclasses overriding it must call super()."""
+        self.outbox = outbox
+        self.context = context
+
+    def process(self, ordinal: int, inbox: Inbox) -> None:
+        """Process some or all items of ``inbox`` (from input ``ordinal``), removing them."""
+        raise NotImplementedError(
+            f"{type(self).__name__} received input on ordinal {ordinal} but does not implement"
+            " process()")
+
+    def try_process(self) -> bool:
+        """Called before each inbox refill; return False to hold off new input."""
+        return True
+
+    def complete_edge(self, ordinal: int) -> bool:
+        """Input ``ordinal`` is exhausted. Return True when done reacting to that."""
+        return True
+
+    def complete(self) -> bool:
+        """All inputs are exhausted (a source: called until it returns True)."""
+        return True
+
+    def close(self) -> None:
+        """Release resources; called once when the job ends, however it ends."""
+
+
+class AbstractProcessor(Processor):
+    """A Processor with Jet's helpers for emitting without hand-rolling the retry rule.
+
+    Override :meth:`try_process_item` to handle one item at a time, and emit with
+    :meth:`try_emit` or :meth:`emit_from`, which keep the pending item for the retry.
+    """
+
+    _pending_iterator: Iterator[Any] | None = None
+    _pending_source: Any = None
+    _pending_item: Any = None
+    _has_pending_item: bool = False
+
+    def try_process_item(self, ordinal: int, item: Any) -> bool:
+        """Handle one input item; return False to be offered the same item again."""
+        raise NotImplementedError(f"{type(self).__name__} must implement try_process_item()")
+
+    def process(self, ordinal: int, inbox: Inbox) -> None:
+        while not inbox.is_empty():
+            if not self.try_process_item(ordinal, inbox.peek()):
+                return
+            inbox.remove()
+
+    def try_emit(self, item: Any, ordinal: int | None = None) -> bool:
+        """``outbox.offer`` under a friendlier name."""
+        return self.outbox.offer(item, ordinal)
+
+    def emit_from(self, items: Iterable[Any], ordinal: int | None = None) -> bool:
+        """Emit everything ``items`` yields; return True once all of it is in the outbox.
+
+        Pass the same iterator (typically a generator) on every call until it returns True;
+        an item the outbox refused is kept and offered first next time.
+        """
+        if self._pending_iterator is None or self._pending_source is not items:
+            self._pending_source = items
+            self._pending_iterator = iter(items)
+            self._has_pending_item = False
+        offer = self.outbox.offer
+        if self._has_pending_item:
+            if not offer(self._pending_item, ordinal):
+                return False
+            self._has_pending_item = False
+        for item in self._pending_iterator:
+            if not offer(item, ordinal):
+                self._pending_item = item
+                self._has_pending_item = True
+                return False
+        self._pending_iterator = None
+        self._pending_source = None
+        return True
+
+    def flat_mapper(self, fn: Callable[[Any], Iterable[Any]],
+                    ordinal: int | None = None) -> Callable[[Any], bool]:
+        """A ``try_process_item`` body that emits everything ``fn(item)`` yields.
+
+        ``return self._mapper(item)`` with ``self._mapper = self.flat_mapper(fn)``: the
+        returned callable is True once the item's outputs are all emitted.
+        """
+        state: dict[str, Any] = {"item": _NO_ITEM, "items": None}
+
+        def try_process(item: Any) -> bool:
+            if state["item"] is not item:
+                state["item"] = item
+                state["items"] = iter(fn(item))
+            if self.emit_from(state["items"], ordinal):
+                state["item"] = _NO_ITEM
+                return True
+            return False
+
+        return try_process
+
+
+_NO_ITEM = object()
