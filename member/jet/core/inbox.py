@@ -86,11 +86,17 @@ class Inbox:
         return iter(self._items[self._head:])
 
     def add_chunk(self, chunk: list) -> None:
-        """Engine side: append a chunk the caller hands over (it must not use it again)."""
+        """Engine side: append a chunk the caller hands over (it must not use it again).
+
+        An empty inbox adopts the list itself; later chunks extend it in place, which is safe
+        because every chunk in a queue has exactly one owner.
+        """
         if not chunk:
             return
         if self._head >= len(self._items):
             self._items, self._head = chunk, 0
+        elif self._head == 0:
+            self._items.extend(chunk)
         else:
             self._items = self._items[self._head:] + chunk
             self._head = 0

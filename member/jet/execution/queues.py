@@ -1,0 +1,95 @@
+"""Bounded single-producer/single-consumer queues of item chunks, and the special items.
+
+A queue joins one upstream processor to one downstream processor. It holds chunks (lists of
+items) and special items (DONE, and later watermarks and snapshot barriers) in order, and
+refuses data beyond ``capacity`` items, which is what gives local edges their backpressure.
+Only the producer writes ``_produced`` and only the consumer writes ``_consumed``; with one
+writer per counter no lock is needed.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections import deque
+from typing import Any
+
+UNBOUNDED = sys.maxsize
+
+
+class SpecialItem:
+    """An item the engine itself sends through the data queues (never reaches an Inbox)."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __repr__(self) -> str:
+        return self.name
+
+
+#: The last item every upstream processor sends on every queue it feeds.
+DONE_ITEM = SpecialItem("DONE_ITEM")
+
+
+class SpscQueue:
+    """A bounded queue of chunks between one producer and one consumer."""
+
+    __slots__ = ("capacity", "_entries", "_produced", "_consumed", "name")
+
+    def __init__(self, capacity: int = 1024, name: str = "") -> None:
+        if capacity < 1:
+            raise ValueError(f"queue capacity must be >= 1, got {capacity}")
+        self.capacity = capacity
+        self._entries: deque = deque()
+        self._produced = 0
+        self._consumed = 0
+        self.name = name
+
+    # -- producer side -----------------------------------------------------------------
+    def offer_chunk(self, chunk: list) -> int:
+        """Append as much of ``chunk`` as fits; return how many items were taken.
+
+        The queue keeps the list itself when it takes all of it: the producer hands it over.
+        """
+        free = self.capacity - (self._produced - self._consumed)
+        if free <= 0:
+            return 0
+        n = len(chunk)
+        if n > free:
+            self._entries.append(chunk[:free])
+            n = free
+        else:
+            self._entries.append(chunk)
+        self._produced += n
+        return n
+
+    def offer_special(self, item: SpecialItem) -> bool:
+        """Append a special item; it takes one slot, so a full queue refuses it."""
+        if self._produced - self._consumed >= self.capacity:
+            return False
+        self._entries.append(item)
+        self._produced += 1
+        return True
+
+    # -- consumer side -----------------------------------------------------------------
+    def poll(self) -> Any:
+        """Remove and return the next chunk or special item; None when empty."""
+        try:
+            entry = self._entries.popleft()
+        except IndexError:
+            return None
+        self._consumed += len(entry) if type(entry) is list else 1
+        return entry
+
+    # -- either side ----------------------------------------------------------------------
+    def size(self) -> int:
+        """Items (and special items) in the queue now."""
+        return self._produced - self._consumed
+
+    def is_empty(self) -> bool:
+        return self._produced == self._consumed
+
+    def __repr__(self) -> str:
+        cap = "unbounded" if self.capacity == UNBOUNDED else self.capacity
+        return f"SpscQueue({self.name!r}, {self.size()}/{cap})"

@@ -1,0 +1,237 @@
+"""TaskletExecutionService: cooperative worker threads, work stealing, dedicated threads.
+
+Cooperative tasklets are dealt round-robin (one index shared by all jobs) to a fixed pool of
+worker threads; each worker calls its tasklets in turn. A worker whose whole pass made no
+progress parks with exponential backoff. When a worker drops a finished tasklet it looks for
+the worker with the most tasklets; if that one has at least two more, it marks one of them,
+and the owner hands the marked tasklet over when it next reaches it, without calling it.
+So a tasklet never runs on two threads at once. Non-cooperative tasklets get a thread each.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import threading
+from collections import deque
+from typing import Sequence
+
+from jet.execution.backoff import BackoffIdleStrategy
+from jet.execution.job_future import ExecutionFuture
+from jet.execution.tasklet import DONE_BIT, Tasklet
+
+log = logging.getLogger("jet.execution")
+_steal_lock = threading.Lock()
+
+
+class TaskletTracker:
+    """A tasklet with its job and, while it is being stolen, the worker that asked for it."""
+
+    __slots__ = ("tasklet", "future", "tasklet_id", "stealing_worker", "initialized")
+
+    def __init__(self, tasklet: Tasklet, future: ExecutionFuture, tasklet_id: int) -> None:
+        self.tasklet = tasklet
+        self.future = future
+        self.tasklet_id = tasklet_id
+        self.stealing_worker: CooperativeWorker | None = None
+        self.initialized = False
+
+
+def _run_once(tracker: TaskletTracker) -> int | None:
+    """Call the tasklet once (initialising it first); None means it failed and was dropped."""
+    try:
+        if not tracker.initialized:
+            tracker.initialized = True
+            tracker.tasklet.init()
+        return tracker.tasklet.call()
+    except BaseException as error:  # noqa: BLE001 - any error fails the job, never the worker
+        tracker.future.tasklet_failed(tracker.tasklet_id, error)
+        _close(tracker)
+        return None
+
+
+def _close(tracker: TaskletTracker) -> None:
+    try:
+        tracker.tasklet.close()
+    except Exception:  # noqa: BLE001
+        log.exception("closing tasklet %s failed", tracker.tasklet.name)
+
+
+def _drop(tracker: TaskletTracker) -> None:
+    _close(tracker)
+    tracker.future.tasklet_done(tracker.tasklet_id)
+
+
+class CooperativeWorker:
+    """One cooperative thread and the tasklets it owns (only this thread changes the list)."""
+
+    def __init__(self, service: "TaskletExecutionService", index: int,
+                 idle_strategy: BackoffIdleStrategy) -> None:
+        self.index = index
+        self.trackers: list[TaskletTracker] = []
+        self.incoming: deque[tuple[TaskletTracker, bool]] = deque()
+        self.stolen_count = 0
+        """Tasklets this worker took over from another worker."""
+        self.given_count = 0
+        """Tasklets this worker handed to a thief."""
+        self.idle_passes = 0
+        self.last_park_ns = 0
+        self._service = service
+        self._idle = idle_strategy
+        self._wakeup = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True,
+                                       name=f"jet.cooperative.thread-{index}")
+
+    def add(self, tracker: TaskletTracker, stolen: bool = False) -> None:
+        """Any thread: queue a tasklet for this worker to adopt."""
+        self.incoming.append((tracker, stolen))
+        self._wakeup.set()
+
+    def wake(self) -> None:
+        self._wakeup.set()
+
+    def _adopt(self) -> None:
+        adopted = []
+        while self.incoming:
+            tracker, stolen = self.incoming.popleft()
+            adopted.append(tracker)
+            if stolen:
+                self.stolen_count += 1
+        self.trackers = self.trackers + adopted
+
+    def _run(self) -> None:
+        idle_count = 0
+        service = self._service
+        while not service.is_shut_down:
+            if self.incoming:
+                self._adopt()
+            trackers = self.trackers
+            if not trackers:
+                self._wakeup.wait()
+                self._wakeup.clear()
+                continue
+            made_progress = False
+            for tracker in trackers:
+                if tracker.stealing_worker is not None:
+                    self._give_away(tracker)
+                    continue
+                if tracker.future.failure is not None:
+                    self._remove(tracker)
+                    _drop(tracker)
+                    continue
+                state = _run_once(tracker)
+                if state is None:
+                    self._remove(tracker)
+                elif state & DONE_BIT:
+                    self._remove(tracker)
+                    _drop(tracker)
+                    self._try_steal()
+                    made_progress = True
+                elif state:
+                    made_progress = True
+            if made_progress:
+                idle_count = 0
+            else:
+                idle_count += 1
+                self.idle_passes += 1
+                self.last_park_ns = self._idle.idle(idle_count)
+        self._abandon_all()
+
+    def _abandon_all(self) -> None:
+        """On shutdown: end the jobs of every tasklet still here, so no future hangs."""
+        self._adopt()
+        for tracker in self.trackers:
+            tracker.future.cancel("stopped because the member shut down")
+            _drop(tracker)
+        self.trackers = []
+
+    def _remove(self, tracker: TaskletTracker) -> None:
+        self.trackers = [t for t in self.trackers if t is not tracker]
+
+    def _give_away(self, tracker: TaskletTracker) -> None:
+        thief = tracker.stealing_worker
+        tracker.stealing_worker = None
+        self._remove(tracker)
+        self.given_count += 1
+        thief.add(tracker, stolen=True)
+
+    def _try_steal(self) -> None:
+        workers = self._service.workers
+        victim = max(workers, key=lambda w: len(w.trackers))
+        victim_trackers = victim.trackers
+        if victim is self or len(victim_trackers) - len(self.trackers) < 2:
+            return
+        with _steal_lock:
+            for tracker in victim_trackers:
+                if tracker.stealing_worker is None:
+                    tracker.stealing_worker = self
+                    return
+
+
+class TaskletExecutionService:
+    """Runs the tasklets of any number of jobs on a fixed pool of cooperative threads."""
+
+    def __init__(self, cooperative_threads: int = 1,
+                 idle_strategy: BackoffIdleStrategy | None = None,
+                 noncooperative_idle_strategy: BackoffIdleStrategy | None = None) -> None:
+        if cooperative_threads < 1:
+            raise ValueError(f"cooperative_threads must be >= 1, got {cooperative_threads}")
+        self.cooperative_threads = cooperative_threads
+        self.is_shut_down = False
+        self._noncoop_idle = noncooperative_idle_strategy or BackoffIdleStrategy()
+        self.workers = [CooperativeWorker(self, i, idle_strategy or BackoffIdleStrategy())
+                        for i in range(cooperative_threads)]
+        self._next_worker = itertools.count()
+        self._deal_lock = threading.Lock()
+        self.noncooperative_threads: list[threading.Thread] = []
+        for worker in self.workers:
+            worker.thread.start()
+
+    def submit(self, tasklets: Sequence[Tasklet], job_name: str = "job") -> ExecutionFuture:
+        """Start running ``tasklets``; the returned future completes when all are done."""
+        if self.is_shut_down:
+            raise RuntimeError("the execution service is shut down")
+        future = ExecutionFuture(job_name, [t.name for t in tasklets])
+        trackers = [TaskletTracker(t, future, i) for i, t in enumerate(tasklets)]
+        for tracker in trackers:
+            if tracker.tasklet.is_cooperative:
+                with self._deal_lock:
+                    worker = self.workers[next(self._next_worker) % len(self.workers)]
+                worker.add(tracker)
+            else:
+                thread = threading.Thread(target=self._run_noncooperative, args=(tracker,),
+                                          daemon=True, name=f"jet.noncooperative.{tracker.tasklet.name}")
+                self.noncooperative_threads.append(thread)
+                thread.start()
+        return future
+
+    def _run_noncooperative(self, tracker: TaskletTracker) -> None:
+        idle_count = 0
+        while True:
+            if self.is_shut_down or tracker.future.failure is not None:
+                _drop(tracker)
+                return
+            state = _run_once(tracker)
+            if state is None:
+                return
+            if state & DONE_BIT:
+                _drop(tracker)
+                return
+            if state:
+                idle_count = 0
+            else:
+                idle_count += 1
+                self._noncoop_idle.idle(idle_count)
+
+    def shutdown(self) -> None:
+        """Stop the worker threads (running jobs are abandoned; cancel them first)."""
+        self.is_shut_down = True
+        for worker in self.workers:
+            worker.wake()
+        self.noncooperative_threads = [t for t in self.noncooperative_threads if t.is_alive()]
+
+    def __enter__(self) -> "TaskletExecutionService":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.shutdown()
