@@ -1,0 +1,215 @@
+"""A harness that runs one processor the way the engine would, but harder (Jet's TestSupport).
+
+::
+
+    TestSupport.verify_processor(map_p(str.upper)).input(["a", "b"]).expect_output(["A", "B"])
+
+``expect_output`` runs the processor twice, feeding the input all at once and then one item
+at a time. Its outbox holds one item per bucket and refuses every offer on every other call,
+so a processor that ignores a refused offer loses or duplicates items and fails the check.
+Every call that could make progress must make some (consume input or emit output), a
+cooperative call over 5 ms logs a warning and one over the cooperative time limit fails.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any, Callable, Sequence
+
+from jet.core.inbox import Inbox
+from jet.core.outbox import Outbox
+from jet.core.processor import Context, Processor
+
+log = logging.getLogger("jet.test_support")
+
+COOPERATIVE_TIME_LIMIT_MS_WARN = 5
+COOPERATIVE_TIME_LIMIT_MS_FAIL = 5000
+_MAX_IDLE_CALLS = 10_000
+
+OutputChecker = Callable[[list, list], bool]
+
+
+def _same_items_any_order(expected: list, actual: list) -> bool:
+    return sorted(map(repr, expected)) == sorted(map(repr, actual))
+
+
+class _TestOutbox(Outbox):
+    """An outbox that can be told to refuse everything."""
+
+    blocked = False
+
+    def offer(self, item: Any, ordinal: Any = None) -> bool:
+        return not self.blocked and super().offer(item, ordinal)
+
+    def offer_chunk(self, items: list, ordinal: Any = None) -> bool:
+        return not self.blocked and super().offer_chunk(items, ordinal)
+
+
+class ProcessorVerificationError(AssertionError):
+    """The processor broke the processor contract or produced the wrong output."""
+
+
+class TestSupport:
+    """Builder-style verifier of one processor's behaviour."""
+
+    __test__ = False  # not a pytest test class
+    SAME_ITEMS_ANY_ORDER: OutputChecker = staticmethod(_same_items_any_order)
+
+    def __init__(self, supplier: Callable[[], Processor]) -> None:
+        self._supplier = supplier
+        self._inputs: list[list] = []
+        self._priorities: list[int] = []
+        self._expected: list[list] | None = None
+        self._checker: OutputChecker = lambda expected, actual: expected == actual
+        self._assert_progress = True
+        self._time_limit_ms = COOPERATIVE_TIME_LIMIT_MS_FAIL
+        self._context = Context(vertex_name="test-vertex")
+        self.warnings: list[str] = []
+        """Every slow-call warning of the last verify(), for tests of the harness itself."""
+
+    @classmethod
+    def verify_processor(cls, supplier: Callable[[], Processor]) -> "TestSupport":
+        return cls(supplier)
+
+    # -- configuration ------------------------------------------------------------------------
+    def input(self, items: Sequence[Any]) -> "TestSupport":
+        """Input for ordinal 0."""
+        return self.inputs([items])
+
+    def inputs(self, inputs: Sequence[Sequence[Any]],
+               priorities: Sequence[int] | None = None) -> "TestSupport":
+        """One list of items per input ordinal; lower priority ordinals are fed first."""
+        self._inputs = [list(i) for i in inputs]
+        self._priorities = list(priorities) if priorities else [0] * len(self._inputs)
+        if len(self._priorities) != len(self._inputs):
+            raise ValueError("one priority per input ordinal is needed")
+        return self
+
+    def output_checker(self, checker: OutputChecker) -> "TestSupport":
+        """How expected and actual outputs of an ordinal are compared (default: equality)."""
+        self._checker = checker
+        return self
+
+    def disable_progress_assertion(self) -> "TestSupport":
+        self._assert_progress = False
+        return self
+
+    def cooperative_time_limit_ms(self, limit_ms: int) -> "TestSupport":
+        """Fail when one cooperative call takes longer (default 5000 ms; 0 disables)."""
+        self._time_limit_ms = limit_ms
+        return self
+
+    def context(self, **fields: Any) -> "TestSupport":
+        """Set Context fields, e.g. ``local_index=1, local_parallelism=2, member_count=3``."""
+        self._context = Context(**{"vertex_name": "test-vertex", **fields})
+        return self
+
+    def expect_output(self, expected: Sequence[Any]) -> None:
+        """Run and check the output of ordinal 0."""
+        self.expect_outputs([expected])
+
+    def expect_outputs(self, expected: Sequence[Sequence[Any]]) -> None:
+        """Run and check the output of each output ordinal."""
+        self._expected = [list(e) for e in expected]
+        self.verify()
+
+    # -- running ----------------------------------------------------------------------------
+    def verify(self) -> None:
+        """Run all-at-once and one-by-one, checking the contract and the output each time."""
+        self.warnings = []
+        for one_by_one in (False, True):
+            actual = self._run(one_by_one)
+            if self._expected is None:
+                continue
+            for ordinal, (expected, got) in enumerate(zip(self._expected, actual)):
+                if not self._checker(expected, got):
+                    mode = "one item at a time" if one_by_one else "all input at once"
+                    raise ProcessorVerificationError(
+                        f"output of ordinal {ordinal} with {mode}:\nexpected {expected!r}\n"
+                        f"     got {got!r}")
+
+    def _run(self, one_by_one: bool) -> list[list]:
+        processor = self._supplier()
+        bucket_count = len(self._expected) if self._expected is not None else 1
+        outbox = _TestOutbox(bucket_count, 1)
+        output: list[list] = [[] for _ in range(bucket_count)]
+        processor.init(outbox, self._context)
+        self._cooperative = bool(getattr(processor, "is_cooperative", True))
+        self._calls = 0
+        order = sorted(range(len(self._inputs)), key=lambda o: (self._priorities[o], o))
+        inbox = Inbox()
+        for ordinal in order:
+            items = self._inputs[ordinal]
+            feeds = [[item] for item in items] if one_by_one else ([list(items)] if items else [])
+            for feed in feeds:
+                inbox.add_chunk(feed)
+                self._until(lambda: inbox.is_empty(), outbox, output,
+                            lambda: processor.process(ordinal, inbox), inbox, f"process({ordinal})")
+            self._until_true(lambda: processor.complete_edge(ordinal), outbox, output,
+                             f"complete_edge({ordinal})")
+        self._until_true(processor.complete, outbox, output, "complete()")
+        processor.close()
+        return output
+
+    def _until(self, finished: Callable[[], bool], outbox: _TestOutbox, output: list[list],
+               step: Callable[[], Any], inbox: Inbox, what: str) -> None:
+        idle = 0
+        while not finished():
+            before = len(inbox)
+            made_progress = self._call(step, outbox, output, what)
+            made_progress |= len(inbox) != before
+            idle = self._check_progress(made_progress, outbox, idle, what)
+
+    def _until_true(self, step: Callable[[], bool], outbox: _TestOutbox, output: list[list],
+                    what: str) -> None:
+        idle = 0
+        result = {"done": False}
+
+        def run() -> None:
+            result["done"] = bool(step())
+
+        while True:
+            made_progress = self._call(run, outbox, output, what)
+            if result["done"]:
+                return
+            idle = self._check_progress(made_progress, outbox, idle, what)
+
+    def _call(self, step: Callable[[], Any], outbox: _TestOutbox, output: list[list],
+              what: str) -> bool:
+        """One call, with the outbox refusing on every other call; True if it emitted."""
+        self._calls += 1
+        outbox.blocked = self._calls % 2 == 0
+        started = time.perf_counter()
+        step()
+        elapsed_ms = (time.perf_counter() - started) * 1000
+        if self._cooperative:
+            if self._time_limit_ms and elapsed_ms > self._time_limit_ms:
+                raise ProcessorVerificationError(
+                    f"a cooperative call to {what} took {elapsed_ms:.0f} ms, over the limit of"
+                    f" {self._time_limit_ms} ms")
+            if elapsed_ms > COOPERATIVE_TIME_LIMIT_MS_WARN:
+                message = (f"a cooperative call to {what} took {elapsed_ms:.1f} ms; calls should"
+                           f" return within about {COOPERATIVE_TIME_LIMIT_MS_WARN} ms")
+                self.warnings.append(message)
+                log.warning(message)
+        emitted = False
+        for ordinal, bucket in enumerate(outbox.buckets):
+            if bucket:
+                output[ordinal].extend(bucket)
+                outbox.buckets[ordinal] = []
+                emitted = True
+        return emitted
+
+    def _check_progress(self, made_progress: bool, outbox: _TestOutbox, idle: int,
+                        what: str) -> int:
+        if made_progress:
+            return 0
+        if self._assert_progress and not outbox.blocked:
+            raise ProcessorVerificationError(
+                f"{what} made no progress: it neither consumed input nor emitted output,"
+                " although the outbox had room")
+        idle += 1
+        if idle > _MAX_IDLE_CALLS:
+            raise ProcessorVerificationError(f"{what} made no progress in {idle} calls")
+        return idle

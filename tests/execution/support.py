@@ -1,0 +1,41 @@
+"""Processors shared by the execution tests."""
+
+import threading
+from collections import defaultdict
+
+from jet.core import Processor
+
+
+class RecordingSink(Processor):
+    """Records (ordinal, item) per local processor index, in arrival order."""
+
+    def __init__(self, record):
+        self._record = record
+
+    def process(self, ordinal, inbox):
+        self._record[self.context.local_index].extend((ordinal, x) for x in inbox.take_chunk())
+
+
+def recording_sink():
+    record = defaultdict(list)
+    return record, lambda: RecordingSink(record)
+
+
+def items_of(record, index):
+    return [item for _, item in record[index]]
+
+
+class ThreadRecorder(Processor):
+    """Notes which threads called it."""
+
+    def __init__(self, threads, cooperative=True):
+        self._threads = threads
+        self.is_cooperative = cooperative
+
+    def process(self, ordinal, inbox):
+        self._threads.add(threading.current_thread().name)
+        inbox.clear()
+
+    def complete(self):
+        self._threads.add(threading.current_thread().name)
+        return True
