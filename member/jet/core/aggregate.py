@@ -6,6 +6,8 @@ from collections import _count_elements  # type: ignore[attr-defined]
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable
 
+from jet.core.functions import whole_item
+
 _MISSING = object()
 
 
@@ -62,7 +64,8 @@ class AggregateOperation:
                          items: list) -> None:
         """Fold each item into ``accumulators[key_fn(item)]``, creating accumulators as needed."""
         if self.accumulate_keyed_chunk is not None:
-            self.accumulate_keyed_chunk(accumulators, map(key_fn, items), items)
+            keys = items if key_fn is whole_item else map(key_fn, items)
+            self.accumulate_keyed_chunk(accumulators, keys, items)
             return
         get, create, accumulate = accumulators.get, self.create, self.accumulate
         for item in items:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Protocol, Sequence
 
+from jet.core.functions import whole_item
 from jet.core.partitioner import PARTITION_COUNT, HashPartitioner, Partitioner, key_to_partition_fn
 from jet.execution.queues import SpecialItem
 
@@ -147,7 +148,10 @@ class PartitionedCollector(OutboundCollector):
         pieces: list[list] = [[] for _ in pending]
         appends = [piece.append for piece in pieces]
         table, key_fn = self._table, self._key_fn
-        if self._use_builtin_hash:
+        if self._use_builtin_hash and key_fn is whole_item:
+            for item in chunk:
+                appends[table[hash(item) % PARTITION_COUNT]](item)
+        elif self._use_builtin_hash:
             for item in chunk:
                 appends[table[hash(key_fn(item)) % PARTITION_COUNT]](item)
         else:

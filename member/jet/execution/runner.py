@@ -11,9 +11,23 @@ from jet.execution.plan import ExecutionPlan
 from jet.execution.service import TaskletExecutionService
 
 
+#: Measured (bench/README.md): under CPython's GIL a second cooperative thread in one member
+#: makes word count 2-3x slower, so a member runs one and the cores are used by more members.
+DEFAULT_COOPERATIVE_THREADS = 1
+
+
 def default_cooperative_threads() -> int:
-    """Jet's default: one cooperative thread per core."""
-    return os.cpu_count() or 1
+    """The member default: ``JET_COOPERATIVE_THREADS`` if set, else one thread (see above)."""
+    value = os.environ.get("JET_COOPERATIVE_THREADS")
+    if value is None:
+        return DEFAULT_COOPERATIVE_THREADS
+    try:
+        threads = int(value)
+    except ValueError:
+        threads = 0
+    if threads < 1:
+        raise ValueError(f"JET_COOPERATIVE_THREADS must be an integer >= 1, got {value!r}")
+    return threads
 
 
 def execute(dag: DAG, cooperative_threads: int | None = None, timeout: float | None = None,
