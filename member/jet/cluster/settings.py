@@ -1,0 +1,188 @@
+"""The settings of one member: flags > environment variables > YAML file > defaults.
+
+The tuning knobs are those of the ``jet`` section of Hazelcast's cluster resource. A YAML file looks
+like::
+
+    cooperative_threads: 4
+    flow_control_period_ms: 100
+    edge_defaults:
+      queue_size: 1024
+      outbox_capacity: 2048
+      packet_size_limit: 16384
+      receive_window_multiplier: 3
+
+Every other field (``port``, ``peers``, ...) may also be given at the top level of the file. A bad
+value raises :class:`SettingsError` naming the key, where it came from and what was expected.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+import yaml
+
+from jet.cluster.auth import TlsConfig, load_cluster_token
+
+EDGE_DEFAULTS_KEY = "edge_defaults"
+
+
+class SettingsError(ValueError):
+    """A setting with a bad value, or an unknown key in the settings file."""
+
+
+@dataclass(frozen=True)
+class EdgeDefaults:
+    """Defaults of every edge that does not set its own ``EdgeConfig``."""
+
+    queue_size: int = 1024
+    outbox_capacity: int = 2048
+    packet_size_limit: int = 16384
+    receive_window_multiplier: int = 3
+
+
+@dataclass(frozen=True)
+class MemberSettings:
+    """Everything one member process is configured with."""
+
+    cooperative_threads: int | None = None
+    """Worker threads for cooperative tasklets; ``None`` lets the engine choose."""
+    flow_control_period_ms: int = 100
+    edge_defaults: EdgeDefaults = field(default_factory=EdgeDefaults)
+    port: int = 5701
+    http_port: int = 8080
+    member_index: int | None = None
+    peers: str | None = None
+    """``host:port,...``, a hostfile path, or ``dns:<template with {i}>`` (see :mod:`jet.cluster.peers`)."""
+    replicas: int | None = None
+    """The member count for a ``dns:`` peers template."""
+    token: str | None = field(default=None, repr=False)
+    tls_cert_file: str | None = None
+    tls_key_file: str | None = None
+    tls_ca_file: str | None = None
+
+    @classmethod
+    def load(cls, flags: Mapping[str, Any] | None = None, environ: Mapping[str, str] | None = None,
+             config_file: str | os.PathLike | None = None) -> "MemberSettings":
+        """Merge ``flags`` (field name -> value; ``None`` means not given), the ``JET_*`` environment
+        variables and the YAML ``config_file`` over the defaults, validating every value."""
+        values: dict[str, Any] = {}
+        if config_file is not None:
+            values.update(_from_file(Path(config_file)))
+        env = os.environ if environ is None else environ
+        for spec in _SPECS.values():
+            if spec.env in env and env[spec.env] != "":
+                values[spec.name] = spec.parse(env[spec.env], f"environment variable {spec.env}")
+        for name, value in (flags or {}).items():
+            if name not in _SPECS:
+                raise SettingsError(f"unknown flag setting {name!r}; known: {', '.join(_SPECS)}")
+            if value is not None:
+                values[name] = _SPECS[name].parse(value, f"flag --{name.replace('_', '-')}")
+        edge = {name: values.pop(name) for name in list(values) if name in _EDGE_FIELDS}
+        return replace(cls(**values), edge_defaults=replace(EdgeDefaults(), **edge))
+
+    def cluster_token(self, environ: Mapping[str, str] | None = None) -> str:
+        """The cluster token: this ``token``, else ``$JET_CLUSTER_TOKEN_FILE``'s contents (see
+        :func:`jet.cluster.auth.load_cluster_token`); raises ``ClusterTokenError`` when there is none."""
+        return load_cluster_token(self.token, environ)
+
+    def tls_config(self) -> TlsConfig | None:
+        """TLS when a certificate and key are set; ``None`` without them."""
+        if not self.tls_cert_file and not self.tls_key_file:
+            if self.tls_ca_file:
+                raise SettingsError("tls_ca_file is set but tls_cert_file and tls_key_file are not")
+            return None
+        if not (self.tls_cert_file and self.tls_key_file):
+            raise SettingsError("TLS needs both tls_cert_file and tls_key_file; only "
+                                f"{'tls_cert_file' if self.tls_cert_file else 'tls_key_file'} is set")
+        return TlsConfig(self.tls_cert_file, self.tls_key_file, self.tls_ca_file)
+
+
+@dataclass(frozen=True)
+class _Spec:
+    name: str
+    parse_value: Callable[[Any], Any]
+    expected: str
+
+    @property
+    def env(self) -> str:
+        return "JET_CLUSTER_TOKEN" if self.name == "token" else f"JET_{self.name.upper()}"
+
+    def parse(self, raw: Any, source: str) -> Any:
+        try:
+            return self.parse_value(raw)
+        except (TypeError, ValueError):
+            raise SettingsError(f"{self.name} from {source}: expected {self.expected}, got {raw!r}") from None
+
+
+def _int_at_least(minimum: int, maximum: int | None = None) -> Callable[[Any], int]:
+    def parse(raw: Any) -> int:
+        if isinstance(raw, bool) or isinstance(raw, float):
+            raise TypeError(raw)
+        value = int(raw.strip()) if isinstance(raw, str) else int(raw)
+        if value < minimum or (maximum is not None and value > maximum):
+            raise ValueError(raw)
+        return value
+
+    return parse
+
+
+def _text(raw: Any) -> str:
+    if not isinstance(raw, str) or not raw.strip():
+        raise TypeError(raw)
+    return raw.strip()
+
+
+_POSITIVE = (_int_at_least(1), "an integer >= 1")
+_PORT = (_int_at_least(1, 65535), "a port number 1..65535")
+_TEXT = (_text, "a non-empty string")
+_SPECS: dict[str, _Spec] = {name: _Spec(name, *parser) for name, parser in {
+    "cooperative_threads": _POSITIVE,
+    "flow_control_period_ms": _POSITIVE,
+    "queue_size": _POSITIVE,
+    "outbox_capacity": _POSITIVE,
+    "packet_size_limit": _POSITIVE,
+    "receive_window_multiplier": _POSITIVE,
+    "port": _PORT,
+    "http_port": _PORT,
+    "member_index": (_int_at_least(0), "an integer >= 0"),
+    "peers": _TEXT,
+    "replicas": _POSITIVE,
+    "token": _TEXT,
+    "tls_cert_file": _TEXT,
+    "tls_key_file": _TEXT,
+    "tls_ca_file": _TEXT,
+}.items()}
+_EDGE_FIELDS = {f.name for f in fields(EdgeDefaults)}
+
+
+def _from_file(path: Path) -> dict[str, Any]:
+    try:
+        document = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except OSError as e:
+        raise SettingsError(f"settings file {str(path)!r} cannot be read: {e.strerror or e}") from e
+    except yaml.YAMLError as e:
+        raise SettingsError(f"settings file {str(path)!r} is not valid YAML: {e}") from e
+    if document is None:
+        return {}
+    if not isinstance(document, dict):
+        raise SettingsError(f"settings file {str(path)!r}: expected a mapping at the top, got {document!r}")
+    values: dict[str, Any] = {}
+    for key, raw in document.items():
+        if key == EDGE_DEFAULTS_KEY:
+            if not isinstance(raw, dict):
+                raise SettingsError(f"{key} in settings file {str(path)!r}: expected a mapping, got {raw!r}")
+            for edge_key, edge_raw in raw.items():
+                if edge_key not in _EDGE_FIELDS:
+                    raise SettingsError(f"unknown key {key}.{edge_key} in settings file {str(path)!r}; "
+                                        f"known: {', '.join(sorted(_EDGE_FIELDS))}")
+                values[edge_key] = _SPECS[edge_key].parse(edge_raw, f"settings file {str(path)!r} ({key}.{edge_key})")
+        elif key in _SPECS and key not in _EDGE_FIELDS:
+            if raw is not None:
+                values[key] = _SPECS[key].parse(raw, f"settings file {str(path)!r}")
+        else:
+            known = [k for k in _SPECS if k not in _EDGE_FIELDS] + [EDGE_DEFAULTS_KEY]
+            raise SettingsError(f"unknown key {key!r} in settings file {str(path)!r}; known: {', '.join(known)}")
+    return values

@@ -1,0 +1,331 @@
+"""gRPC plumbing between members: one bidirectional frame stream per member pair, and control calls.
+
+No protobuf: both methods carry raw bytes (``/jet.Member/Stream``: a stream of frames each way, framed
+by :mod:`jet.cluster.packets`; ``/jet.Member/Control``: one request ``(message type, payload)`` and
+one reply). Every call is authenticated by :class:`~jet.cluster.auth.TokenAuthInterceptor` before any
+handler runs; payloads may be cloudpickled by the caller and are decoded by the handler only, i.e.
+only after authentication.
+
+Either end of a stream is a :class:`FrameLink`: ``send(frame)`` queues a frame, incoming frames go to
+``on_frame(peer_index, frame)`` on the link's reader thread in order, and when the stream breaks
+``on_connection_lost(peer_index, error)`` is called once (not after a local ``close()``). There is no
+reconnect: a lost connection fails the job, as in Jet.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import struct
+import threading
+from concurrent import futures
+from typing import Callable, Iterable, Iterator
+
+import grpc
+
+from jet.cluster.auth import TlsConfig, TokenAuthInterceptor, call_metadata, caller_member_index
+from jet.cluster.packets import PacketFormatError
+
+STREAM_METHOD = "/jet.Member/Stream"
+CONTROL_METHOD = "/jet.Member/Control"
+MAX_MESSAGE_BYTES = 256 * 1024 * 1024
+KEEPALIVE_TIME_MS = 2_000
+KEEPALIVE_TIMEOUT_MS = 2_000
+DEFAULT_CONTROL_TIMEOUT_S = 10.0
+
+FrameCallback = Callable[[int, bytes], None]
+ConnectionLostCallback = Callable[[int, BaseException], None]
+ControlHandler = Callable[[int, str, bytes], bytes]
+
+logger = logging.getLogger(__name__)
+_CLOSE = object()
+_TYPE_LENGTH = struct.Struct(">H")
+
+
+def _common_options() -> list[tuple[str, int]]:
+    return [
+        ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
+        ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
+        ("grpc.keepalive_time_ms", KEEPALIVE_TIME_MS),
+        ("grpc.keepalive_timeout_ms", KEEPALIVE_TIMEOUT_MS),
+        ("grpc.keepalive_permit_without_calls", 1),
+        ("grpc.http2.max_pings_without_data", 0),
+    ]
+
+
+def channel_options() -> list[tuple[str, int]]:
+    """Client channel options: large messages, keepalive pings that detect a dead peer in seconds."""
+    return _common_options()
+
+
+def server_options() -> list[tuple[str, int]]:
+    """Server options matching :func:`channel_options` (accept the clients' frequent pings)."""
+    return _common_options() + [
+        ("grpc.http2.min_ping_interval_without_data_ms", KEEPALIVE_TIME_MS // 2),
+        ("grpc.http2.max_ping_strikes", 0),
+        ("grpc.so_reuseport", 0),
+    ]
+
+
+def encode_control_request(msg_type: str, payload: bytes) -> bytes:
+    """``u16 length | message type (UTF-8) | payload``."""
+    name = msg_type.encode("utf-8")
+    if not name or len(name) > 0xFFFF:
+        raise ValueError(f"control message type must be 1..65535 UTF-8 bytes, got {msg_type!r}")
+    return _TYPE_LENGTH.pack(len(name)) + name + payload
+
+
+def decode_control_request(request: bytes) -> tuple[str, bytes]:
+    """Inverse of :func:`encode_control_request`; raises :class:`PacketFormatError` when malformed."""
+    if len(request) < _TYPE_LENGTH.size:
+        raise PacketFormatError(f"control request of {len(request)} bytes has no message type")
+    (length,) = _TYPE_LENGTH.unpack_from(request)
+    end = _TYPE_LENGTH.size + length
+    if length == 0 or end > len(request):
+        raise PacketFormatError(f"control request message type of {length} bytes does not fit "
+                                f"in {len(request)} bytes")
+    try:
+        return request[_TYPE_LENGTH.size:end].decode("utf-8"), request[end:]
+    except UnicodeDecodeError as e:
+        raise PacketFormatError(f"control request message type is not UTF-8: {e}") from e
+
+
+class ControlCallError(Exception):
+    """A control call failed: the peer's handler raised, the deadline passed, or the peer is gone."""
+
+    def __init__(self, peer_index: int, msg_type: str, code: grpc.StatusCode, details: str | None) -> None:
+        super().__init__(f"control call {msg_type!r} to member {peer_index} failed: {code.name}: {details}")
+        self.peer_index = peer_index
+        self.msg_type = msg_type
+        self.code = code
+        self.details = details
+
+
+class FrameLink:
+    """One end of the frame stream with one peer member (either the dialling or the serving side)."""
+
+    def __init__(self, peer_index: int, on_frame: FrameCallback | None,
+                 on_connection_lost: ConnectionLostCallback | None) -> None:
+        self.peer_index = peer_index
+        self._on_frame = on_frame
+        self._on_connection_lost = on_connection_lost
+        self._outgoing: queue.SimpleQueue = queue.SimpleQueue()
+        self._lock = threading.Lock()
+        self._closed = False
+        self._cancel: Callable[[], object] | None = None
+        self.closed_event = threading.Event()
+        """Set once the link is closed, locally or by a failure."""
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def send(self, frame: bytes) -> None:
+        """Queue one frame for the peer (never blocks); raises ``ConnectionError`` once closed."""
+        if self._closed:
+            raise ConnectionError(f"the stream to member {self.peer_index} is closed")
+        self._outgoing.put(frame)
+
+    def pending_frames(self) -> int:
+        """Frames queued and not yet taken by gRPC."""
+        return self._outgoing.qsize()
+
+    def close(self) -> None:
+        """Close the link from this side; ``on_connection_lost`` is not called."""
+        self._finish(None)
+
+    def _outgoing_frames(self) -> Iterator[bytes]:
+        get = self._outgoing.get
+        while (frame := get()) is not _CLOSE:
+            yield frame
+
+    def _read_loop(self, incoming: Iterable[bytes]) -> None:
+        on_frame = self._on_frame or _no_frame_handler
+        try:
+            for frame in incoming:
+                on_frame(self.peer_index, frame)
+            error: BaseException = ConnectionError(f"member {self.peer_index} closed the stream")
+        except grpc.RpcError as e:
+            error = ConnectionError(f"stream with member {self.peer_index} broke: {_describe(e)}")
+            error.__cause__ = e
+        except Exception as e:  # the frame handler failed (e.g. PacketFormatError): drop the peer
+            logger.warning("closing the stream with member %d: frame handler raised %r", self.peer_index, e)
+            error = e
+        self._finish(error)
+
+    def _finish(self, error: BaseException | None) -> None:
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+        self._outgoing.put(_CLOSE)
+        if self._cancel is not None:
+            self._cancel()
+        self.closed_event.set()
+        if error is not None and self._on_connection_lost is not None:
+            try:
+                self._on_connection_lost(self.peer_index, error)
+            except Exception:
+                logger.exception("on_connection_lost(%d) raised", self.peer_index)
+
+
+def _no_frame_handler(peer_index: int, frame: bytes) -> None:
+    raise RuntimeError(f"a frame from member {peer_index} arrived, but no frame handler is registered")
+
+
+def _describe(error: grpc.RpcError) -> str:
+    if isinstance(error, grpc.Call):
+        return f"{error.code().name}: {error.details()}"
+    return "the call was cancelled or the peer went away"
+
+
+def _start_reader(link: FrameLink, incoming: Iterable[bytes], name: str) -> threading.Thread:
+    thread = threading.Thread(target=link._read_loop, args=(incoming,), name=name, daemon=True)
+    thread.start()
+    return thread
+
+
+class MemberServer:
+    """The gRPC server of one member: accepts the peers' frame streams and control calls.
+
+    ``on_frame``, ``on_control``, ``on_peer_connected`` and ``on_connection_lost`` may be given here or
+    assigned before :meth:`start`. ``on_control(peer_index, msg_type, payload) -> reply`` runs on a
+    server thread; an exception in it fails the call with ``INTERNAL`` naming the exception.
+    """
+
+    def __init__(self, port: int, token: str, tls: TlsConfig | None = None, *, host: str = "[::]",
+                 on_frame: FrameCallback | None = None, on_control: ControlHandler | None = None,
+                 on_peer_connected: Callable[[FrameLink], None] | None = None,
+                 on_connection_lost: ConnectionLostCallback | None = None, max_workers: int = 64) -> None:
+        self.on_frame = on_frame
+        self.on_control = on_control
+        self.on_peer_connected = on_peer_connected
+        self.on_connection_lost = on_connection_lost
+        self._links: dict[int, FrameLink] = {}
+        self._links_changed = threading.Condition()
+        self._server = grpc.server(
+            futures.ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="jet-grpc"),
+            handlers=[grpc.method_handlers_generic_handler("jet.Member", {
+                "Stream": grpc.stream_stream_rpc_method_handler(self._stream),
+                "Control": grpc.unary_unary_rpc_method_handler(self._control),
+            })],
+            interceptors=[TokenAuthInterceptor(token, lambda method: method == STREAM_METHOD)],
+            options=server_options(),
+        )
+        address = f"{host}:{port}"
+        self.port = (self._server.add_secure_port(address, tls.server_credentials()) if tls
+                     else self._server.add_insecure_port(address))
+        if self.port == 0:
+            raise OSError(f"cannot bind the member server to {address}")
+
+    def start(self) -> "MemberServer":
+        self._server.start()
+        return self
+
+    def stop(self, grace_s: float | None = None) -> None:
+        """Stop serving; open links are closed without ``on_connection_lost``."""
+        with self._links_changed:
+            links = list(self._links.values())
+        for link in links:
+            link.close()
+        self._server.stop(grace_s).wait()
+
+    def link(self, peer_index: int) -> FrameLink | None:
+        """The open stream from ``peer_index``, if any."""
+        with self._links_changed:
+            link = self._links.get(peer_index)
+        return None if link is None or link.closed else link
+
+    def wait_for_peer(self, peer_index: int, timeout_s: float) -> FrameLink:
+        """Wait until ``peer_index`` has opened its stream; ``TimeoutError`` naming it otherwise."""
+        with self._links_changed:
+            if not self._links_changed.wait_for(lambda: peer_index in self._links, timeout_s):
+                raise TimeoutError(f"member {peer_index} did not open its stream within {timeout_s} s")
+            return self._links[peer_index]
+
+    def send(self, peer_index: int, frame: bytes) -> None:
+        """Send a frame back to a peer over the stream it opened."""
+        link = self.link(peer_index)
+        if link is None:
+            raise ConnectionError(f"member {peer_index} has no open stream to this member")
+        link.send(frame)
+
+    def _stream(self, request_iterator: Iterator[bytes], context: grpc.ServicerContext) -> Iterator[bytes]:
+        peer = caller_member_index(context)
+        link = FrameLink(peer, self.on_frame, lambda index, error: self._lost(link, error))
+        link._cancel = context.cancel
+        with self._links_changed:
+            previous = self._links.get(peer)
+            self._links[peer] = link
+            self._links_changed.notify_all()
+        if previous is not None:
+            logger.warning("member %d opened a second stream; closing the first", peer)
+            previous.close()
+        context.add_callback(lambda: link._finish(ConnectionError(f"stream from member {peer} terminated")))
+        if self.on_peer_connected is not None:
+            self.on_peer_connected(link)
+        _start_reader(link, request_iterator, f"jet-recv-{peer}")
+        return link._outgoing_frames()
+
+    def _lost(self, link: FrameLink, error: BaseException) -> None:
+        with self._links_changed:
+            if self._links.get(link.peer_index) is link:
+                del self._links[link.peer_index]
+        if self.on_connection_lost is not None:
+            self.on_connection_lost(link.peer_index, error)
+
+    def _control(self, request: bytes, context: grpc.ServicerContext) -> bytes:
+        peer = caller_member_index(context)
+        try:
+            msg_type, payload = decode_control_request(request)
+        except PacketFormatError as e:
+            context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(e))
+        if self.on_control is None:
+            context.abort(grpc.StatusCode.UNIMPLEMENTED, "this member has no control handler")
+        try:
+            return self.on_control(peer, msg_type, payload)
+        except Exception as e:
+            logger.exception("control call %r from member %d failed", msg_type, peer)
+            failure = f"{type(e).__name__}: {e}"
+        context.abort(grpc.StatusCode.INTERNAL, failure)
+
+
+class PeerConnection:
+    """The dialling side: opens the frame stream to one peer member and makes control calls to it.
+
+    The stream is opened at construction; frames sent before the peer answers are queued. A broken
+    stream (peer died, wrong token, keepalive timeout) calls ``on_connection_lost`` once.
+    """
+
+    def __init__(self, address: str, self_index: int, peer_index: int, token: str,
+                 tls: TlsConfig | None = None, *, on_frame: FrameCallback | None = None,
+                 on_connection_lost: ConnectionLostCallback | None = None) -> None:
+        self.address = address
+        self.peer_index = peer_index
+        self._metadata = call_metadata(token, self_index)
+        options = channel_options() + (tls.channel_options() if tls else [])
+        self._channel = (grpc.secure_channel(address, tls.channel_credentials(), options=options) if tls
+                         else grpc.insecure_channel(address, options=options))
+        self._control_stub = self._channel.unary_unary(CONTROL_METHOD)
+        self.link = FrameLink(peer_index, on_frame, on_connection_lost)
+        call = self._channel.stream_stream(STREAM_METHOD)(self.link._outgoing_frames(), metadata=self._metadata)
+        self.link._cancel = call.cancel
+        _start_reader(self.link, call, f"jet-recv-{peer_index}")
+
+    def send(self, frame: bytes) -> None:
+        """Queue one frame for the peer; raises ``ConnectionError`` once the stream is closed."""
+        self.link.send(frame)
+
+    def control(self, msg_type: str, payload: bytes = b"", timeout_s: float = DEFAULT_CONTROL_TIMEOUT_S,
+                wait_for_ready: bool = True) -> bytes:
+        """One control call with a deadline; raises :class:`ControlCallError` on any failure."""
+        try:
+            return self._control_stub(encode_control_request(msg_type, payload), timeout=timeout_s,
+                                      metadata=self._metadata, wait_for_ready=wait_for_ready)
+        except grpc.RpcError as e:
+            raise ControlCallError(self.peer_index, msg_type, e.code(), e.details()) from e
+
+    def close(self) -> None:
+        """Close the stream and the channel (no ``on_connection_lost``)."""
+        self.link.close()
+        self._channel.close()

@@ -1,0 +1,72 @@
+"""Fixtures of the cluster tests: peer processes and a self-signed TLS certificate."""
+
+import datetime
+import ipaddress
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from jet.cluster.auth import TlsConfig
+
+PEER_SCRIPT = Path(__file__).with_name("peer_process.py")
+MEMBER_ROOT = Path(__file__).resolve().parents[2] / "member"
+
+
+def start_peer(*args: str) -> tuple[subprocess.Popen, str]:
+    """Start ``peer_process.py`` with ``args``; returns the process and its first output line."""
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(MEMBER_ROOT), os.environ.get("PYTHONPATH", "")]))
+    process = subprocess.Popen([sys.executable, str(PEER_SCRIPT), *args], stdin=subprocess.PIPE,
+                               stdout=subprocess.PIPE, text=True, env=env)
+    line = process.stdout.readline().strip()
+    if not line:
+        process.kill()
+        raise RuntimeError(f"peer process {args} exited with {process.wait()} before reporting")
+    return process, line
+
+
+@pytest.fixture
+def peer_processes():
+    """Starts peer processes and kills whatever is left of them after the test."""
+    started: list[subprocess.Popen] = []
+
+    def start(*args: str) -> tuple[subprocess.Popen, str]:
+        process, line = start_peer(*args)
+        started.append(process)
+        return process, line
+
+    yield start
+    for process in started:
+        if process.poll() is None:
+            process.kill()
+        process.wait(10)
+
+
+@pytest.fixture(scope="session")
+def tls_config(tmp_path_factory) -> TlsConfig:
+    """A self-signed certificate for localhost and 127.0.0.1."""
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "jet-member")])
+    now = datetime.datetime.now(datetime.timezone.utc)
+    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
+            .serial_number(x509.random_serial_number())
+            .not_valid_before(now - datetime.timedelta(minutes=5))
+            .not_valid_after(now + datetime.timedelta(days=1))
+            .add_extension(x509.SubjectAlternativeName([x509.DNSName("localhost"),
+                                                        x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
+                           critical=False)
+            .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+            .sign(key, hashes.SHA256()))
+    directory = tmp_path_factory.mktemp("tls")
+    cert_file, key_file = directory / "tls.crt", directory / "tls.key"
+    cert_file.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    key_file.write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                           serialization.NoEncryption()))
+    return TlsConfig(str(cert_file), str(key_file))
