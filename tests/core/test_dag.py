@@ -129,3 +129,9 @@ def test_dot_of_a_two_stage_aggregation_equals_jets_format():
         '\t"group-and-aggregate" -> "side" [label="broadcast", taillabel=1, queueSize=1024];\n'
         '}')
     assert '"group-and-aggregate" [localParallelism=4]' in dag.to_dot(default_local_parallelism=4)
+
+
+def test_isolated_distributed_edge_is_rejected():
+    dag, (a, b) = _dag("a", "b")
+    with pytest.raises(DagValidationError, match="isolated and distributed"):
+        dag.edge(Edge.between(a, b).isolated().distributed())

@@ -45,6 +45,8 @@ class FrameType(enum.IntEnum):
     """A data packet of one distributed edge (sender -> receiver)."""
     ACK = 2
     """Flow-control limits of every receiver of the sending member (receiver -> sender)."""
+    CHUNK = 3
+    """A data packet carrying one pickled chunk of items (see chunk_packets)."""
 
 
 class ItemKind(enum.IntEnum):

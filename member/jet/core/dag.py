@@ -162,6 +162,10 @@ class DAG:
                 raise DagValidationError(
                     f"input ordinal {edge.dest_ordinal} of vertex {edge.dest.name!r} is"
                     f" already used by the edge from {other.source_name!r}")
+        if edge.routing_policy is RoutingPolicy.ISOLATED and edge.is_distributed():
+            raise DagValidationError(
+                f"edge {edge.source.name!r} -> {edge.dest.name!r} is isolated and distributed:"
+                " isolated edges connect processors of one member only")
         if (edge.routing_policy is RoutingPolicy.PARTITIONED and edge.is_distributed()
                 and not getattr(edge.partitioner, "is_stable", True)):
             raise DagValidationError(

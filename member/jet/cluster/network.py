@@ -1,0 +1,124 @@
+"""MemberNetwork: routes this member's frames to receivers and senders, and sends the acks.
+
+Data frames are routed by (execution id, destination vertex id, ordinal, sending member) to a
+ReceiverTasklet; ack frames update the SendLimit of the matching SenderTasklets. A timer
+thread, separate from the tasklet threads, sends every ``flow_control_period_ms`` one ack frame
+to each member that sends to us, with an absolute limit per receiver (Jet's protocol).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from typing import Callable
+
+from jet.cluster.chunk_packets import decode_chunk_header
+from jet.cluster.packets import AckEntry, FrameType, PacketFormatError, decode_ack_packet, encode_ack_packet, frame_type
+
+log = logging.getLogger("jet.cluster.network")
+
+ReceiverKey = tuple[int, int, int, int]  # execution id, vertex id, ordinal, sending member
+SenderKey = tuple[int, int, int, int]  # execution id, vertex id, ordinal, destination member
+
+
+class MemberNetwork:
+    """The data plane of one member."""
+
+    def __init__(self, member_index: int, send_frame: Callable[[int, bytes], None],
+                 flow_control_period_ms: int = 100,
+                 clock_ns: Callable[[], int] = time.monotonic_ns) -> None:
+        self.member_index = member_index
+        self._send_frame = send_frame
+        self._period_s = flow_control_period_ms / 1000
+        self._clock_ns = clock_ns
+        self._lock = threading.Lock()
+        self._receivers: dict[ReceiverKey, object] = {}
+        self._senders: dict[SenderKey, object] = {}
+        self._failure_handlers: dict[int, Callable[[int, BaseException], None]] = {}
+        self._members_of: dict[int, set[int]] = {}
+        self._stop = threading.Event()
+        self._timer = threading.Thread(target=self._ack_loop, name="jet.flow-control", daemon=True)
+        self.dropped_frames = 0
+
+    def send_frame(self, peer: int, frame: bytes) -> None:
+        """Send one frame to member ``peer`` (raises ConnectionError when the link is gone)."""
+        self._send_frame(peer, frame)
+
+    def start(self) -> "MemberNetwork":
+        self._timer.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    # -- executions ---------------------------------------------------------------------------
+    def register(self, execution_id: int, receivers: dict[ReceiverKey, object],
+                 senders: dict[SenderKey, object], peers: set[int],
+                 on_failure: Callable[[int, BaseException], None]) -> None:
+        """Route frames of an execution; ``on_failure(peer, error)`` when a peer is lost."""
+        with self._lock:
+            self._receivers.update(receivers)
+            self._senders.update(senders)
+            self._failure_handlers[execution_id] = on_failure
+            self._members_of[execution_id] = set(peers)
+
+    def unregister(self, execution_id: int) -> None:
+        with self._lock:
+            self._receivers = {k: v for k, v in self._receivers.items() if k[0] != execution_id}
+            self._senders = {k: v for k, v in self._senders.items() if k[0] != execution_id}
+            self._failure_handlers.pop(execution_id, None)
+            self._members_of.pop(execution_id, None)
+
+    # -- incoming ---------------------------------------------------------------------------
+    def on_frame(self, peer: int, frame: bytes) -> None:
+        """Transport thread: one frame from an authenticated peer."""
+        kind = frame_type(frame)
+        if kind is FrameType.CHUNK:
+            header = decode_chunk_header(frame)
+            receiver = self._receivers.get((header.execution_id, header.dest_vertex_id,
+                                            header.dest_ordinal, peer))
+            if receiver is None:
+                self.dropped_frames += 1
+                log.debug("dropped a frame from member %d for an unknown receiver %s", peer, header)
+                return
+            receiver.enqueue(frame)
+        elif kind is FrameType.ACK:
+            senders = self._senders
+            for execution_id, entries in decode_ack_packet(frame).items():
+                for entry in entries:
+                    sender = senders.get((execution_id, entry.dest_vertex_id, entry.dest_ordinal, peer))
+                    if sender is not None:
+                        sender.send_limit.on_ack(entry.send_seq_limit_compressed)
+        else:
+            raise PacketFormatError(f"member {peer} sent a {kind.name} frame on the data stream")
+
+    def on_connection_lost(self, peer: int, error: BaseException) -> None:
+        """Fail every execution that has ``peer`` as a participant."""
+        with self._lock:
+            handlers = [h for e, h in self._failure_handlers.items() if peer in self._members_of[e]]
+        for handler in handlers:
+            handler(peer, error)
+
+    # -- flow control -----------------------------------------------------------------------
+    def send_acks(self) -> None:
+        """One ack frame per sending member with the current limit of each of its receivers."""
+        now = self._clock_ns()
+        per_member: dict[int, dict[int, list[AckEntry]]] = {}
+        for (execution_id, vertex_id, ordinal, peer), receiver in list(self._receivers.items()):
+            limit = receiver.window.update_and_get_send_seq_limit_compressed(
+                now, receiver.is_buffer_empty())
+            per_member.setdefault(peer, {}).setdefault(execution_id, []).append(
+                AckEntry(vertex_id, ordinal, limit))
+        for peer, acks in per_member.items():
+            try:
+                self._send_frame(peer, encode_ack_packet(acks))
+            except ConnectionError as error:
+                log.debug("could not send acks to member %d: %s", peer, error)
+
+    def _ack_loop(self) -> None:
+        while not self._stop.wait(self._period_s):
+            try:
+                self.send_acks()
+            except Exception:  # noqa: BLE001 - the timer must survive one bad round
+                log.exception("sending flow-control acks failed")

@@ -1,0 +1,91 @@
+"""ReceiverTasklet: the local end of a distributed edge from one remote member."""
+
+from __future__ import annotations
+
+from collections import deque
+
+from jet.cluster.chunk_packets import FLAG_DONE, chunk_footprint, decode_chunk, payload_bytes
+from jet.cluster.flow_control import ReceiveWindow
+from jet.execution.outbound import OutboundCollector
+from jet.execution.queues import DONE_ITEM
+from jet.execution.tasklet import DONE, MADE_PROGRESS, NO_PROGRESS, WAS_ALREADY_DONE
+
+
+class ReceiverTasklet:
+    """Owns one queue in the conveyor of every local processor of the destination vertex.
+
+    The network thread appends received frames to ``frames``; this tasklet unpickles them on
+    its worker thread and hands each chunk to its local collector (round-robin, broadcast, or
+    by the partition id each item carries). Only what the collector took is acked, and the
+    flow-control timer turns the acked bytes into the sender's next limit, so the frames
+    waiting here stay within the receive window.
+    """
+
+    is_cooperative = True
+
+    def __init__(self, name: str, collector: OutboundCollector, window: ReceiveWindow) -> None:
+        self.name = name
+        self.frames: deque[bytes] = deque()
+        self.window = window
+        self._received_bytes = 0  # written by the network thread only
+        self._consumed_bytes = 0  # written by the tasklet only
+        self._collector = collector
+        self._pending: list | None = None
+        self._pending_footprint = 0
+        self._done_received = False
+        self._finished = False
+
+    def enqueue(self, frame: bytes) -> None:
+        """Network thread: a frame for this receiver arrived."""
+        self._received_bytes += len(frame)
+        self.frames.append(frame)
+
+    @property
+    def buffered_bytes(self) -> int:
+        """Bytes of frames received and not yet unpickled (for tests and metrics)."""
+        return self._received_bytes - self._consumed_bytes
+
+    def is_buffer_empty(self) -> bool:
+        return not self.frames and self._pending is None
+
+    def init(self) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+    def call(self) -> int:
+        if self._finished:
+            return WAS_ALREADY_DONE
+        progress = False
+        collector = self._collector
+        if not collector.flush():
+            return NO_PROGRESS
+        while True:
+            if self._pending is not None:
+                if not collector.offer_chunk(self._pending):
+                    break
+                self.window.on_item_acked(self._pending_footprint)
+                self._pending = None
+                progress = True
+                if collector.has_pending:
+                    break
+            if not self.frames:
+                break
+            frame = self.frames.popleft()
+            self._consumed_bytes += len(frame)
+            header, entries = decode_chunk(frame)
+            progress = True
+            if entries:
+                self._pending = entries
+                self._pending_footprint = chunk_footprint(payload_bytes(frame), len(entries))
+            if header.flags & FLAG_DONE:
+                self._done_received = True
+        if self._done_received and self._pending is None and not self.frames:
+            if collector.offer_special(DONE_ITEM):
+                self._finished = True
+                return DONE
+        return MADE_PROGRESS if progress else NO_PROGRESS
+
+    def __repr__(self) -> str:
+        return f"ReceiverTasklet({self.name!r}, {len(self.frames)} frames)"

@@ -1,0 +1,84 @@
+"""SenderTasklet: the local end of a distributed edge towards one remote member."""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from jet.cluster.chunk_packets import chunk_footprint, encode_chunk, payload_bytes
+from jet.cluster.flow_control import SendLimit
+from jet.core.inbox import Inbox
+from jet.execution.inbound import InboundEdgeStream
+from jet.execution.tasklet import DONE, DONE_BIT, MADE_PROGRESS, NO_PROGRESS, PROGRESS_BIT, WAS_ALREADY_DONE
+
+#: Packets one call may send before yielding to the other tasklets of its worker.
+MAX_PACKETS_PER_CALL = 16
+
+
+class SenderTasklet:
+    """Reads the conveyor of one (edge, remote member) and sends it in chunk packets.
+
+    Every local upstream processor has a queue into this sender, read through an
+    InboundEdgeStream like any processor input, so DONE (and later barriers) are aligned before
+    they cross the network. A packet holds about ``packet_size_limit`` bytes of pickled items:
+    the item count per packet follows a running average of the pickled item size, so one
+    packet may overshoot (as a Jet packet may by one item). Before each packet the flow-control
+    limit from the receiver's last ack must allow it.
+    """
+
+    is_cooperative = True
+
+    def __init__(self, name: str, stream: InboundEdgeStream, send_frame: Callable[[bytes], None],
+                 execution_id: int, dest_vertex_id: int, dest_ordinal: int,
+                 packet_size_limit: int, pairs: bool) -> None:
+        self.name = name
+        self.send_limit = SendLimit()
+        self.sent_seq_bytes = 0
+        self.packets_sent = 0
+        self._stream = stream
+        self._send_frame = send_frame
+        self._route = (execution_id, dest_vertex_id, dest_ordinal)
+        self._packet_size_limit = packet_size_limit
+        self._pairs = pairs
+        self._buffer = Inbox()
+        self._average_item_bytes = 32.0
+        self._input_done = False
+        self._done_sent = False
+
+    def init(self) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+    def call(self) -> int:
+        if self._done_sent:
+            return WAS_ALREADY_DONE
+        progress = False
+        buffer = self._buffer
+        if not buffer and not self._input_done:
+            result = self._stream.drain_to(buffer)
+            progress = bool(result & PROGRESS_BIT)
+            self._input_done = bool(result & DONE_BIT)
+        packets = 0
+        while buffer and packets < MAX_PACKETS_PER_CALL and self.send_limit.may_send(self.sent_seq_bytes):
+            count = max(1, int(self._packet_size_limit / self._average_item_bytes))
+            self._send(buffer.take_chunk(count), done=False)
+            packets += 1
+            progress = True
+        if self._input_done and not buffer:
+            self._send([], done=True)
+            self._done_sent = True
+            return DONE
+        return MADE_PROGRESS if progress else NO_PROGRESS
+
+    def _send(self, entries: list, done: bool) -> None:
+        frame = encode_chunk(*self._route, entries, pairs=self._pairs, done=done)
+        if entries:
+            size = payload_bytes(frame)
+            self._average_item_bytes = 0.7 * self._average_item_bytes + 0.3 * (size / len(entries))
+            self.sent_seq_bytes += chunk_footprint(size, len(entries))
+        self._send_frame(frame)
+        self.packets_sent += 1
+
+    def __repr__(self) -> str:
+        return f"SenderTasklet({self.name!r})"
