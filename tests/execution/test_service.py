@@ -70,14 +70,15 @@ def test_work_stealing_moves_a_tasklet_to_the_idle_worker_and_never_runs_it_twic
     assert not any(t.overlapped for t in tasklets)
 
 
+SHORT, LONG = 20_000, 200_000
+
+
 class MixedSource(Processor):
-    """Odd processors finish at once; even ones emit a long run of numbers."""
+    """Odd processors emit a short run of numbers, even ones a long run."""
 
     def complete(self):
-        if self.context.local_index % 2:
-            return True
         if not hasattr(self, "_left"):
-            self._left = iter(range(100_000))
+            self._left = iter(range(SHORT if self.context.local_index % 2 else LONG))
         chunk = [x for _, x in zip(range(512), self._left)]
         if not chunk:
             return True
@@ -103,7 +104,7 @@ def test_results_stay_exact_while_work_is_stolen():
     with TaskletExecutionService(2) as service:
         execute(dag, timeout=60, service=service)
         stolen = sum(w.stolen_count for w in service.workers)
-    assert sum(totals) == 3 * 2 * sum(range(100_000))
+    assert sum(totals) == 3 * 2 * sum(range(SHORT)) + 3 * 2 * sum(range(LONG))
     assert stolen >= 1
 
 
