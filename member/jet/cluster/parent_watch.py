@@ -46,7 +46,7 @@ def exit_with_parent(expected_parent: int | None = None,
 
     def watch() -> None:
         try:
-            while sys.stdin.buffer.read(4096):
+            while os.read(0, 4096):  # the raw descriptor: no buffer lock held at interpreter exit
                 pass
         except (OSError, ValueError):
             pass
