@@ -70,3 +70,22 @@ def tls_config(tmp_path_factory) -> TlsConfig:
     key_file.write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
                                            serialization.NoEncryption()))
     return TlsConfig(str(cert_file), str(key_file))
+
+
+def _local_cluster(tmp_path_factory, members: int):
+    from jet.cluster.local_cluster import LocalCluster
+    return LocalCluster(members, log_dir=tmp_path_factory.mktemp(f"cluster{members}-logs"))
+
+
+@pytest.fixture(scope="session")
+def cluster2(tmp_path_factory):
+    """Two member processes shared by the tests that leave the cluster healthy."""
+    with _local_cluster(tmp_path_factory, 2) as cluster:
+        yield cluster
+
+
+@pytest.fixture(scope="session")
+def cluster3(tmp_path_factory):
+    """Three member processes shared by the tests that leave the cluster healthy."""
+    with _local_cluster(tmp_path_factory, 3) as cluster:
+        yield cluster
