@@ -182,9 +182,9 @@ class FrameLink:
             if self._closed:
                 return
             self._closed = True
-        self._outgoing.put(_CLOSE)
         if self._cancel is not None:
-            self._cancel()
+            self._cancel()  # before the stream can end normally: the peer sees a cancelled call
+        self._outgoing.put(_CLOSE)
         self.closed_event.set()
         if error is not None and self._on_connection_lost is not None:
             try:
