@@ -1,6 +1,9 @@
 """Jet for Python: low-latency DAG processing, run on a laptop or on Kubernetes."""
 
-from jet.core import DAG, Edge, Processor, Vertex
+from jet.connectors import Sinks, Sources
+from jet.core import DAG, AggregateOperation, Edge, Processor, Vertex
+from jet.pipeline import AggregateOperations, Pipeline
 
-__all__ = ["DAG", "Edge", "Processor", "Vertex"]
+__all__ = ["AggregateOperation", "AggregateOperations", "DAG", "Edge", "Pipeline", "Processor",
+           "Sinks", "Sources", "Vertex"]
 __version__ = "0.1.0"
