@@ -1,6 +1,8 @@
 """Jet for Python: low-latency DAG processing, run on a laptop or on Kubernetes."""
 
-from jet.core import DAG, Edge, Processor, Vertex
+from jet.connectors import Sinks, Sources
+from jet.core import DAG, AggregateOperation, Edge, Processor, Vertex
+from jet.pipeline import AggregateOperations, Pipeline
 
 
 def connect(addresses, token=None, tls=None):
@@ -15,5 +17,6 @@ def local_cluster(members: int = 2, threads=None, **settings):
     return _local_cluster(members, threads, **settings)
 
 
-__all__ = ["DAG", "Edge", "Processor", "Vertex", "connect", "local_cluster"]
+__all__ = ["AggregateOperation", "AggregateOperations", "DAG", "Edge", "Pipeline", "Processor",
+           "Sinks", "Sources", "Vertex", "connect", "local_cluster"]
 __version__ = "0.1.0"

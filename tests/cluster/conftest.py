@@ -1,7 +1,5 @@
 """Fixtures of the cluster tests: peer processes and a self-signed TLS certificate."""
 
-import datetime
-import ipaddress
 import os
 import subprocess
 import sys
@@ -9,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from jet.cluster.auth import TlsConfig
+from jet.cluster.auth import TlsConfig, write_self_signed_tls
 
 PEER_SCRIPT = Path(__file__).with_name("peer_process.py")
 MEMBER_ROOT = Path(__file__).resolve().parents[2] / "member"
@@ -47,29 +45,7 @@ def peer_processes():
 @pytest.fixture(scope="session")
 def tls_config(tmp_path_factory) -> TlsConfig:
     """A self-signed certificate for localhost and 127.0.0.1."""
-    from cryptography import x509
-    from cryptography.hazmat.primitives import hashes, serialization
-    from cryptography.hazmat.primitives.asymmetric import ec
-    from cryptography.x509.oid import NameOID
-
-    key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "jet-member")])
-    now = datetime.datetime.now(datetime.timezone.utc)
-    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
-            .serial_number(x509.random_serial_number())
-            .not_valid_before(now - datetime.timedelta(minutes=5))
-            .not_valid_after(now + datetime.timedelta(days=1))
-            .add_extension(x509.SubjectAlternativeName([x509.DNSName("localhost"),
-                                                        x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
-                           critical=False)
-            .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-            .sign(key, hashes.SHA256()))
-    directory = tmp_path_factory.mktemp("tls")
-    cert_file, key_file = directory / "tls.crt", directory / "tls.key"
-    cert_file.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    key_file.write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                                           serialization.NoEncryption()))
-    return TlsConfig(str(cert_file), str(key_file))
+    return write_self_signed_tls(tmp_path_factory.mktemp("tls"))
 
 
 def _local_cluster(tmp_path_factory, members: int):

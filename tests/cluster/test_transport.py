@@ -259,3 +259,18 @@ def test_dialling_peer_process_death_is_reported_at_the_server(server, peer_proc
     assert member0.link(5) is None
     with pytest.raises(ConnectionError, match="member 5"):
         member0.send(5, b"x")
+
+
+def test_authenticated_peer_with_a_broken_message_is_dropped(server):
+    frames, lost = Recorder(), Recorder()
+    member0 = server(on_frame=frames, on_connection_lost=lost)
+    metadata = ((TOKEN_METADATA_KEY, TOKEN), (MEMBER_METADATA_KEY, "4"))
+    good = b"\x00\x00\x00\x02ok"
+    with grpc.insecure_channel(f"127.0.0.1:{member0.port}") as channel:
+        stream = channel.stream_stream(STREAM_METHOD)(iter([good + b"\x00\x00\x00\x09short"]), metadata=metadata,
+                                                      timeout=WAIT_S)
+        with pytest.raises(grpc.RpcError):
+            list(stream)
+    assert frames.wait(1) == [(4, b"ok")]
+    [(peer, error)] = lost.wait(1)
+    assert peer == 4 and isinstance(error, PacketFormatError) and "ends inside a frame" in str(error)

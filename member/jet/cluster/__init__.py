@@ -1,0 +1,9 @@
+"""Across members: flow control, packets, gRPC transport and auth, peers, member settings.
+
+- :mod:`jet.cluster.flow_control` — Jet's adaptive receive window (``ReceiveWindow``, ``SendLimit``)
+- :mod:`jet.cluster.packets` — DATA/ACK frame codec, ``PacketBuilder``, ``PacketFormatError``
+- :mod:`jet.cluster.auth` — cluster token, auth interceptor, ``TlsConfig``
+- :mod:`jet.cluster.transport` — ``MemberServer``, ``PeerConnection``, ``FrameLink``
+- :mod:`jet.cluster.peers` — ``--peers`` forms, pod ordinals, ``wait_for_peers``
+- :mod:`jet.cluster.settings` — ``MemberSettings`` (flags > env > YAML > defaults)
+"""

@@ -145,3 +145,34 @@ def _read(path: str, field: str) -> bytes:
         return Path(path).read_bytes()
     except OSError as e:
         raise ValueError(f"TLS {field} {path!r} cannot be read: {e.strerror or e}") from e
+
+
+def write_self_signed_tls(directory: str | Path, dns_names: tuple[str, ...] = ("localhost",),
+                          ip_addresses: tuple[str, ...] = ("127.0.0.1",), valid_days: int = 1) -> TlsConfig:
+    """Write a self-signed certificate and key (``tls.crt``, ``tls.key``) valid for the given names,
+    for a local cluster, tests and benchmarks. Needs the ``cryptography`` package."""
+    import datetime
+    import ipaddress
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "jet-member")])
+    now = datetime.datetime.now(datetime.timezone.utc)
+    alternative_names = ([x509.DNSName(n) for n in dns_names]
+                         + [x509.IPAddress(ipaddress.ip_address(a)) for a in ip_addresses])
+    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
+            .serial_number(x509.random_serial_number())
+            .not_valid_before(now - datetime.timedelta(minutes=5))
+            .not_valid_after(now + datetime.timedelta(days=valid_days))
+            .add_extension(x509.SubjectAlternativeName(alternative_names), critical=False)
+            .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+            .sign(key, hashes.SHA256()))
+    cert_file, key_file = Path(directory) / "tls.crt", Path(directory) / "tls.key"
+    cert_file.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    key_file.write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                           serialization.NoEncryption()))
+    return TlsConfig(str(cert_file), str(key_file))

@@ -1,7 +1,7 @@
 """gRPC plumbing between members: one bidirectional frame stream per member pair, and control calls.
 
-No protobuf: both methods carry raw bytes (``/jet.Member/Stream``: a stream of frames each way, framed
-by :mod:`jet.cluster.packets`; ``/jet.Member/Control``: one request ``(message type, payload)`` and
+No protobuf: both methods carry raw bytes (``/jet.Member/Stream``: a stream of messages each way, each
+message one or more ``u32 length | frame`` with frames framed by :mod:`jet.cluster.packets`; ``/jet.Member/Control``: one request ``(message type, payload)`` and
 one reply). Every call is authenticated by :class:`~jet.cluster.auth.TokenAuthInterceptor` before any
 handler runs; payloads may be cloudpickled by the caller and are decoded by the handler only, i.e.
 only after authentication.
@@ -40,6 +40,9 @@ ControlHandler = Callable[[int, str, bytes], bytes]
 logger = logging.getLogger(__name__)
 _CLOSE = object()
 _TYPE_LENGTH = struct.Struct(">H")
+_FRAME_LENGTH = struct.Struct(">I")
+MAX_BATCH_BYTES = 1024 * 1024
+"""Queued frames are sent together in one gRPC message of up to about this size."""
 
 
 def _common_options() -> list[tuple[str, int]]:
@@ -134,16 +137,37 @@ class FrameLink:
         """Close the link from this side; ``on_connection_lost`` is not called."""
         self._finish(None)
 
-    def _outgoing_frames(self) -> Iterator[bytes]:
-        get = self._outgoing.get
+    def _outgoing_messages(self) -> Iterator[bytes]:
+        """gRPC messages of queued frames: each ``u32 length | frame``, as many as are queued, up
+        to :data:`MAX_BATCH_BYTES` (a gRPC message costs far more than its bytes)."""
+        get, get_nowait, pack_length = self._outgoing.get, self._outgoing.get_nowait, _FRAME_LENGTH.pack
         while (frame := get()) is not _CLOSE:
-            yield frame
+            parts = [pack_length(len(frame)), frame]
+            size = len(frame)
+            while size < MAX_BATCH_BYTES:
+                try:
+                    frame = get_nowait()
+                except queue.Empty:
+                    break
+                if frame is _CLOSE:
+                    yield b"".join(parts)
+                    return
+                parts += (pack_length(len(frame)), frame)
+                size += len(frame)
+            yield b"".join(parts)
 
     def _read_loop(self, incoming: Iterable[bytes]) -> None:
         on_frame = self._on_frame or _no_frame_handler
+        unpack_length = _FRAME_LENGTH.unpack_from
         try:
-            for frame in incoming:
-                on_frame(self.peer_index, frame)
+            for message in incoming:
+                offset, end = 0, len(message)
+                while offset < end:
+                    if offset + 4 > end or offset + 4 + (length := unpack_length(message, offset)[0]) > end:
+                        raise PacketFormatError(f"a message from member {self.peer_index} ends inside a frame")
+                    offset += 4
+                    on_frame(self.peer_index, message[offset:offset + length])
+                    offset += length
             error: BaseException = ConnectionError(f"member {self.peer_index} closed the stream")
         except grpc.RpcError as e:
             error = ConnectionError(f"stream with member {self.peer_index} broke: {_describe(e)}")
@@ -158,9 +182,9 @@ class FrameLink:
             if self._closed:
                 return
             self._closed = True
-        self._outgoing.put(_CLOSE)
         if self._cancel is not None:
-            self._cancel()
+            self._cancel()  # before the stream can end normally: the peer sees a cancelled call
+        self._outgoing.put(_CLOSE)
         self.closed_event.set()
         if error is not None and self._on_connection_lost is not None:
             try:
@@ -265,7 +289,7 @@ class MemberServer:
         if self.on_peer_connected is not None:
             self.on_peer_connected(link)
         _start_reader(link, request_iterator, f"jet-recv-{peer}")
-        return link._outgoing_frames()
+        return link._outgoing_messages()
 
     def _lost(self, link: FrameLink, error: BaseException) -> None:
         with self._links_changed:
@@ -314,7 +338,7 @@ class PeerConnection:
         if not open_stream:
             return
         self.link = FrameLink(peer_index, on_frame, on_connection_lost)
-        call = self._channel.stream_stream(STREAM_METHOD)(self.link._outgoing_frames(), metadata=self._metadata)
+        call = self._channel.stream_stream(STREAM_METHOD)(self.link._outgoing_messages(), metadata=self._metadata)
         self.link._cancel = call.cancel
         _start_reader(self.link, call, f"jet-recv-{peer_index}")
 

@@ -22,6 +22,8 @@ class Context:
     job_id: str = "local"
     cooperative_threads: int = 1
     logger: logging.Logger = field(default=None)  # type: ignore[assignment]
+    results: dict = field(default_factory=dict)
+    """Named result lists of this job on this member, returned to whoever submitted the job."""
 
     def __post_init__(self) -> None:
         if self.logger is None:

@@ -66,6 +66,9 @@ class ExecutionPlan:
                                   for v in self.order}
         self.queues: dict[str, dict[tuple[int, int], SpscQueue]] = {}
         """Per edge (named "source->dest") the queue of each (upstream, downstream) pair."""
+        self.results: dict[str, list] = {}
+        """Named results the job's sinks collect on this member (see Context.results)."""
+        self.tasklets: list[ProcessorTasklet] = []
 
     def build(self) -> list[ProcessorTasklet]:
         """Create every processor and wire the queues; nothing runs yet."""
@@ -89,14 +92,25 @@ class ExecutionPlan:
                     f"{vertex.name}#{index}", processor, self._context(vertex, index),
                     instreams[vertex.name][index], collectors[vertex.name][index],
                     capacities[vertex.name]))
+        self.tasklets = tasklets
         return tasklets
+
+    def vertex_metrics(self) -> dict[str, dict[str, int]]:
+        """Items in and out per vertex on this member so far."""
+        metrics: dict[str, dict[str, int]] = {}
+        for tasklet in self.tasklets:
+            counts = metrics.setdefault(tasklet.context.vertex_name, {"in": 0, "out": 0})
+            counts["in"] += tasklet.items_in
+            counts["out"] += tasklet.items_out
+        return metrics
 
     def _context(self, vertex: Vertex, local_index: int) -> Context:
         topology = self.topology
         return Context(vertex_name=vertex.name, local_index=local_index,
                        local_parallelism=self.local_parallelism[vertex.name],
                        member_index=topology.member_index, member_count=topology.member_count,
-                       job_id=self.job_id, cooperative_threads=self.cooperative_threads)
+                       job_id=self.job_id, cooperative_threads=self.cooperative_threads,
+                       results=self.results)
 
     def _create_processor(self, vertex: Vertex, index: int) -> Processor:
         processor = vertex.processor_supplier()

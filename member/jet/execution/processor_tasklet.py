@@ -69,6 +69,10 @@ class ProcessorTasklet:
         self._edge_to_complete: int | None = None
         self._completed_ordinal = -1
         self.state = _PROCESS_INBOX if instreams else _COMPLETE
+        self.items_in = 0
+        """Items the processor removed from its inbox (read by metrics, written by this tasklet)."""
+        self.items_out = 0
+        """Items handed from the outbox to the outbound collectors."""
 
     def init(self) -> None:
         self.processor.init(self.outbox, self.context)
@@ -119,7 +123,9 @@ class ProcessorTasklet:
         if inbox:
             before, emitted = len(inbox), self._emitted()
             processor.process(self._current.ordinal, inbox)
-            progress |= len(inbox) != before or self._emitted() != emitted
+            consumed = before - len(inbox)
+            self.items_in += consumed
+            progress |= consumed != 0 or self._emitted() != emitted
         if not inbox:
             if self._edge_to_complete is not None:
                 self._completed_ordinal, self._edge_to_complete = self._edge_to_complete, None
@@ -185,6 +191,7 @@ class ProcessorTasklet:
             if bucket:
                 collector.offer_chunk(bucket)
                 buckets[ordinal] = []
+                self.items_out += len(bucket)
                 progress = True
         return progress, blocked
 

@@ -32,8 +32,8 @@ def default_cooperative_threads() -> int:
 
 def execute(dag: DAG, cooperative_threads: int | None = None, timeout: float | None = None,
             edge_defaults: EdgeConfig | None = None, job_name: str = "job",
-            service: TaskletExecutionService | None = None) -> None:
-    """Run ``dag`` to completion on one member in this process.
+            service: TaskletExecutionService | None = None) -> dict[str, list]:
+    """Run ``dag`` to completion on one member in this process; return its named results.
 
     Raises DagValidationError before anything runs when the DAG is malformed, JobFailedError
     (with the user's traceback, and the original error as ``__cause__``) when a processor
@@ -56,6 +56,7 @@ def execute(dag: DAG, cooperative_threads: int | None = None, timeout: float | N
             future.cancel("cancelled after its timeout")
             future.wait(5.0)
             raise
+        return plan.results
     finally:
         if own_service:
             service.shutdown()

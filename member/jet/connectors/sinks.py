@@ -1,0 +1,58 @@
+"""Sinks: where a pipeline's results go."""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from jet.connectors.base import Sink
+from jet.connectors.file_sinks import FileSinkP, prepare_directory, to_json
+from jet.core.inbox import Inbox
+from jet.core.processor import Processor
+from jet.core.processors import logger_sink_p, noop_p
+
+
+class ListResultSinkP(Processor):
+    """Adds every item to the job's named result list, which goes back to the submitter."""
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+
+    def process(self, ordinal: int, inbox: Inbox) -> None:
+        self.context.results.setdefault(self._name, []).extend(inbox.take_chunk())
+
+    def complete(self) -> bool:
+        self.context.results.setdefault(self._name, [])
+        return True
+
+
+class Sinks:
+    """Factories of sinks for ``stage.write_to``."""
+
+    @staticmethod
+    def list(name: str = "default") -> Sink:
+        """Collect the items and return them to the caller: ``job.result(name)``."""
+        if not isinstance(name, str) or not name:
+            raise ValueError(f"Sinks.list needs a non-empty name, got {name!r}")
+        return Sink(f"list({name})", lambda: ListResultSinkP(name), 1)
+
+    @staticmethod
+    def files(directory: str, format_fn: Callable[[Any], str] = str) -> Sink:
+        """One text file per sink processor in ``directory``, one ``format_fn(item)`` per line."""
+        return Sink(f"files({directory})", lambda: FileSinkP(directory, format_fn, ""), 1,
+                    lambda: prepare_directory(directory, "Sinks.files"))
+
+    @staticmethod
+    def jsonl(directory: str) -> Sink:
+        """One JSON-lines file per sink processor in ``directory`` (tuples as JSON arrays)."""
+        return Sink(f"jsonl({directory})", lambda: FileSinkP(directory, to_json, ".jsonl"), 1,
+                    lambda: prepare_directory(directory, "Sinks.jsonl"))
+
+    @staticmethod
+    def logger(format_fn: Callable[[Any], str] = str) -> Sink:
+        """Log every item at INFO on the member where it arrives."""
+        return Sink("logger", logger_sink_p(format_fn), 1)
+
+    @staticmethod
+    def noop() -> Sink:
+        """Discard every item."""
+        return Sink("noop", noop_p(), 1)

@@ -1,0 +1,44 @@
+"""Sources: where a pipeline's items come from."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from jet.connectors.base import Source
+from jet.connectors.file_sources import CsvSourceP, LinesSourceP, matching_files, parse_json_lines
+from jet.core.processors import items_source_p
+
+
+class Sources:
+    """Factories of batch sources for ``Pipeline.read_from``."""
+
+    @staticmethod
+    def items(items: Iterable[Any], name: str = "items") -> Source:
+        """The given items, split across every source processor of the cluster (each once)."""
+        if isinstance(items, (str, bytes)) or not isinstance(items, Iterable):
+            raise TypeError(f"Sources.items needs an iterable of items, got {type(items).__name__}")
+        return Source(name, items_source_p(list(items)), 1)
+
+    @staticmethod
+    def files(pattern: str, encoding: str = "utf-8") -> Source:
+        """The lines of the files matching the glob ``pattern`` (without line terminators).
+
+        Files and their byte ranges are split across all source processors of the cluster, so
+        every member reads a different slice. The files must be readable on every member.
+        """
+        return Source(f"files({pattern})", lambda: LinesSourceP(pattern, "Sources.files", None, encoding),
+                      1, lambda: matching_files(pattern, "Sources.files") and None)
+
+    @staticmethod
+    def jsonl(pattern: str, encoding: str = "utf-8") -> Source:
+        """One parsed JSON value per non-blank line of the matching files (split like files)."""
+        return Source(f"jsonl({pattern})",
+                      lambda: LinesSourceP(pattern, "Sources.jsonl", parse_json_lines, encoding),
+                      1, lambda: matching_files(pattern, "Sources.jsonl") and None)
+
+    @staticmethod
+    def csv(pattern: str, encoding: str = "utf-8") -> Source:
+        """One dict per row (keyed by the header row) of the matching CSV files, split by file."""
+        return Source(f"csv({pattern})", lambda: CsvSourceP(pattern, encoding), 1,
+                      lambda: matching_files(pattern, "Sources.csv") and None)

@@ -1,0 +1,161 @@
+"""Ready-made aggregate operations (Jet's AggregateOperations)."""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Iterable
+
+from jet.core.aggregate import AggregateOperation, counting, summing
+from jet.core.functions import whole_item
+
+_NOTHING = object()
+
+
+def _check_callable(fn: Any, what: str) -> None:
+    if not callable(fn):
+        raise TypeError(f"AggregateOperations.{what} needs a callable, got {fn!r}")
+
+
+def _averaging(value_fn: Callable[[Any], Any]) -> AggregateOperation:
+    def accumulate_keyed(accs: dict, keys: Iterable[Any], items: list) -> None:
+        get = accs.get
+        for key, value in zip(keys, map(value_fn, items)):
+            total, count = get(key, (0, 0))
+            accs[key] = (total + value, count + 1)
+
+    def accumulate_chunk(acc: tuple, items: list) -> tuple:
+        values = list(map(value_fn, items))
+        return acc[0] + sum(values), acc[1] + len(values)
+
+    return AggregateOperation(
+        create=lambda: (0, 0),
+        accumulate=lambda acc, item: (acc[0] + value_fn(item), acc[1] + 1),
+        combine=lambda a, b: (a[0] + b[0], a[1] + b[1]),
+        finish=lambda acc: acc[0] / acc[1] if acc[1] else None,
+        accumulate_chunk=accumulate_chunk, accumulate_keyed_chunk=accumulate_keyed,
+        name="averaging")
+
+
+def _extreme_by(key_fn: Callable[[Any], Any], larger: bool, name: str) -> AggregateOperation:
+    def better(a: Any, b: Any) -> Any:
+        if a is _NOTHING:
+            return b
+        if b is _NOTHING:
+            return a
+        return b if (key_fn(b) > key_fn(a) if larger else key_fn(b) < key_fn(a)) else a
+
+    def accumulate_chunk(acc: Any, items: list) -> Any:
+        if not items:
+            return acc
+        best = (max if larger else min)(items, key=key_fn)
+        return better(acc, best)
+
+    return AggregateOperation(
+        create=lambda: _NOTHING, accumulate=better, combine=better,
+        finish=lambda acc: None if acc is _NOTHING else acc,
+        accumulate_chunk=accumulate_chunk, name=name)
+
+
+def _to_list() -> AggregateOperation:
+    def accumulate_keyed(accs: dict, keys: Iterable[Any], items: list) -> None:
+        setdefault = accs.setdefault
+        for key, item in zip(keys, items):
+            setdefault(key, []).append(item)
+
+    def accumulate(acc: list, item: Any) -> list:
+        acc.append(item)
+        return acc
+
+    def accumulate_chunk(acc: list, items: list) -> list:
+        acc.extend(items)
+        return acc
+
+    return AggregateOperation(create=list, accumulate=accumulate, combine=accumulate_chunk,
+                              accumulate_chunk=accumulate_chunk,
+                              accumulate_keyed_chunk=accumulate_keyed, name="to_list")
+
+
+def _to_set() -> AggregateOperation:
+    def accumulate_keyed(accs: dict, keys: Iterable[Any], items: list) -> None:
+        setdefault = accs.setdefault
+        for key, item in zip(keys, items):
+            setdefault(key, set()).add(item)
+
+    def accumulate(acc: set, item: Any) -> set:
+        acc.add(item)
+        return acc
+
+    def combine(acc: set, other: set) -> set:
+        acc |= other
+        return acc
+
+    return AggregateOperation(create=set, accumulate=accumulate, combine=combine,
+                              accumulate_chunk=lambda acc, items: combine(acc, set(items)),
+                              accumulate_keyed_chunk=accumulate_keyed, name="to_set")
+
+
+def _all_of(operations: tuple[AggregateOperation, ...]) -> AggregateOperation:
+    for position, operation in enumerate(operations):
+        if not isinstance(operation, AggregateOperation):
+            raise TypeError(f"AggregateOperations.all_of: argument {position} is {operation!r},"
+                            " not an AggregateOperation")
+    if any(op.combine is None for op in operations):
+        combine = None
+    else:
+        def combine(a: list, b: list) -> list:
+            return [op.combine(x, y) for op, x, y in zip(operations, a, b)]
+
+    return AggregateOperation(
+        create=lambda: [op.create() for op in operations],
+        accumulate=lambda acc, item: [op.accumulate(a, item) for op, a in zip(operations, acc)],
+        combine=combine,
+        finish=lambda acc: tuple(op.finish(a) for op, a in zip(operations, acc)),
+        accumulate_chunk=lambda acc, items: [op.fold_chunk(a, items) for op, a in zip(operations, acc)],
+        name="all_of(" + ", ".join(op.name for op in operations) + ")")
+
+
+class AggregateOperations:
+    """Factories of aggregate operations; combine them with :meth:`all_of`."""
+
+    @staticmethod
+    def counting() -> AggregateOperation:
+        """The number of items (keyed counting runs in C over whole chunks)."""
+        return counting()
+
+    @staticmethod
+    def summing(value_fn: Callable[[Any], Any] = whole_item) -> AggregateOperation:
+        """The sum of ``value_fn(item)``."""
+        _check_callable(value_fn, "summing")
+        return summing(value_fn)
+
+    @staticmethod
+    def averaging(value_fn: Callable[[Any], Any] = whole_item) -> AggregateOperation:
+        """The mean of ``value_fn(item)`` (None for no items)."""
+        _check_callable(value_fn, "averaging")
+        return _averaging(value_fn)
+
+    @staticmethod
+    def min_by(key_fn: Callable[[Any], Any] = whole_item) -> AggregateOperation:
+        """The item with the smallest ``key_fn(item)`` (None for no items)."""
+        _check_callable(key_fn, "min_by")
+        return _extreme_by(key_fn, larger=False, name="min_by")
+
+    @staticmethod
+    def max_by(key_fn: Callable[[Any], Any] = whole_item) -> AggregateOperation:
+        """The item with the largest ``key_fn(item)`` (None for no items)."""
+        _check_callable(key_fn, "max_by")
+        return _extreme_by(key_fn, larger=True, name="max_by")
+
+    @staticmethod
+    def to_list() -> AggregateOperation:
+        """All items in a list (in no particular order across processors)."""
+        return _to_list()
+
+    @staticmethod
+    def to_set() -> AggregateOperation:
+        """The distinct items in a set."""
+        return _to_set()
+
+    @staticmethod
+    def all_of(*operations: AggregateOperation) -> AggregateOperation:
+        """Several aggregations in one pass; the result is a tuple of their results."""
+        return _all_of(operations)

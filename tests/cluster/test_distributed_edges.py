@@ -1,0 +1,105 @@
+"""Routing across members over distributed edges, with members in this process."""
+
+from collections import Counter, defaultdict
+
+import pytest
+
+from jet.core import DAG, HASH_PARTITIONER, Edge, Processor
+from jet.core.aggregate import counting
+from jet.core.functions import entry_key, whole_item
+from jet.core.partitioner import murmur_partition
+from jet.core.processors import accumulate_by_key_p, combine_by_key_p, flat_map_p, items_source_p
+from jet.execution.plan import owned_partition_table
+
+from tests.cluster.inprocess import InProcessCluster
+
+N = 6000
+
+
+class Recorder(Processor):
+    """Records items under (member index, local index)."""
+
+    def __init__(self, record):
+        self._record = record
+
+    def process(self, ordinal, inbox):
+        key = (self.context.member_index, self.context.local_index)
+        self._record[key].extend(inbox.take_chunk())
+
+
+@pytest.fixture(params=[2, 3], ids=["2-members", "3-members"])
+def cluster(request):
+    cluster = InProcessCluster(request.param)
+    yield cluster
+    cluster.close()
+
+
+def _deliveries(cluster, route, items=range(N), down=2):
+    record = defaultdict(list)
+
+    def make_dag():
+        dag = DAG()
+        source = dag.new_vertex("source", items_source_p(list(items)), 2)
+        sink = dag.new_vertex("sink", lambda: Recorder(record), down)
+        dag.edge(route(Edge.between(source, sink)).distributed())
+        return dag
+
+    cluster.run(make_dag)
+    return record
+
+
+def test_unicast_delivers_every_item_once_and_every_member_gets_a_share(cluster):
+    record = _deliveries(cluster, lambda e: e.unicast(), items=range(200_000))
+    assert sorted(x for items in record.values() for x in items) == list(range(200_000))
+    members = {member for (member, _), items in record.items() if items}
+    assert members == set(range(cluster.member_count))
+
+
+def test_broadcast_reaches_every_processor_in_the_cluster_once(cluster):
+    record = _deliveries(cluster, lambda e: e.broadcast())
+    assert len(record) == 2 * cluster.member_count
+    for items in record.values():
+        assert sorted(items) == list(range(N))
+
+
+def test_partitioned_lands_on_the_owner_processor(cluster):
+    words = [f"w{i}" for i in range(N)]
+    record = _deliveries(cluster, lambda e: e.partitioned(whole_item), items=words)
+    owners = cluster.plans[0].topology.partition_owners
+    for (member, local), items in record.items():
+        table = owned_partition_table(owners, member, 2)
+        for word in items:
+            partition = murmur_partition(word)
+            assert owners[partition] == member and table[partition] == local
+    assert Counter(w for items in record.values() for w in items) == Counter(words)
+
+
+def test_all_to_one_reaches_one_processor_in_the_whole_cluster(cluster):
+    record = _deliveries(cluster, lambda e: e.all_to_one("single"))
+    receiving = [key for key, items in record.items() if items]
+    assert len(receiving) == 1
+    assert sorted(record[receiving[0]]) == list(range(N))
+
+
+def test_two_stage_word_count_equals_the_plain_result(cluster):
+    lines = [f"alpha beta w{i % 50} gamma w{i % 7}" for i in range(20_000)]
+    expected = Counter(w for line in lines for w in line.split())
+    record = defaultdict(list)
+
+    def make_dag():
+        dag = DAG()
+        source = dag.new_vertex("lines", items_source_p(lines), 1)
+        tokenize = dag.new_vertex("tokenize", flat_map_p(str.split))
+        prepare = dag.new_vertex("count-prepare", accumulate_by_key_p(whole_item, counting()))
+        combine = dag.new_vertex("count", combine_by_key_p(counting()))
+        sink = dag.new_vertex("sink", lambda: Recorder(record), 1)
+        dag.edge(Edge.between(source, tokenize))
+        dag.edge(Edge.between(tokenize, prepare).partitioned(whole_item, HASH_PARTITIONER))
+        dag.edge(Edge.between(prepare, combine).partitioned(entry_key).distributed())
+        dag.edge(Edge.between(combine, sink))
+        return dag
+
+    cluster.run(make_dag)
+    counts = [entry for items in record.values() for entry in items]
+    assert len(counts) == len(expected), "each word is counted on exactly one member"
+    assert dict(counts) == dict(expected)

@@ -1,0 +1,78 @@
+"""A slow consumer on the receiving member keeps the receiver's buffer within its window."""
+
+import time
+
+from jet.core import DAG, Edge, Processor
+from jet.cluster.flow_control import COMPRESSED_SEQ_UNIT_LOG2, INITIAL_RECEIVE_WINDOW_COMPRESSED
+
+from tests.cluster.inprocess import InProcessCluster
+
+ITEMS = 300_000
+UNIT = 1 << COMPRESSED_SEQ_UNIT_LOG2
+PERIOD_MS = 20
+
+
+class MemberZeroSource(Processor):
+    """Emits ITEMS numbers on member 0 only."""
+
+    def complete(self):
+        if self.context.member_index != 0:
+            return True
+        if not hasattr(self, "_left"):
+            self._left = iter(range(ITEMS))
+        chunk = [x for _, x in zip(range(1024), self._left)]
+        if not chunk:
+            return True
+        self.outbox.offer_chunk(chunk)
+        return False
+
+
+class SlowSink(Processor):
+    """A blocking consumer of about 100k items/s that samples the receiver's buffer."""
+
+    is_cooperative = False
+
+    def __init__(self, probe):
+        self._probe = probe
+
+    def process(self, ordinal, inbox):
+        if self.context.member_index == 1:
+            receiver, sender = self._probe["receiver"], self._probe["sender"]
+            self._probe["samples"].append((receiver.buffered_bytes, receiver.window.window_compressed,
+                                           receiver.window.acked_seq_bytes,
+                                           sender.send_limit.limit_compressed))
+        chunk = inbox.take_chunk(100)
+        time.sleep(0.001)
+        self._probe["received"].extend(chunk)
+
+
+def test_receiver_memory_stays_within_the_window_under_a_slow_consumer():
+    probe = {"samples": [], "received": []}
+    cluster = InProcessCluster(2, flow_control_period_ms=PERIOD_MS)
+
+    def make_dag():
+        dag = DAG()
+        source = dag.new_vertex("source", MemberZeroSource, 1)
+        sink = dag.new_vertex("sink", lambda: SlowSink(probe), 1)
+        dag.edge(Edge.between(source, sink).distributed())
+        return dag
+
+    def remember_receiver(plans):
+        (probe["receiver"],) = plans[1].receivers.values()
+        (probe["sender"],) = plans[0].senders.values()
+
+    try:
+        cluster.run(make_dag, timeout=120, on_built=remember_receiver)
+    finally:
+        cluster.close()
+    assert sorted(probe["received"]) == list(range(ITEMS))
+    samples = probe["samples"]
+    windows = [window for _, window, _, _ in samples]
+    assert min(windows) < INITIAL_RECEIVE_WINDOW_COMPRESSED // 16, "the window adapted to the slow consumer"
+    # What the receiver holds was sent under some limit the receiver granted (acked + window
+    # at that time); the sender may reach a limit's unit and overshoot it by one packet.
+    highest_limit = 0
+    for buffered, _, acked_bytes, limit in samples:
+        highest_limit = max(highest_limit, limit)
+        assert buffered <= (highest_limit + 2) * UNIT - acked_bytes, (buffered, highest_limit, acked_bytes)
+    assert max(b for b, _, _, _ in samples[len(samples) // 2:]) < max(b for b, _, _, _ in samples)
