@@ -23,9 +23,13 @@ MEMBER_ENV = {"PYTHONPATH": os.pathsep.join([str(REPO_ROOT / "member"), str(REPO
               "PATH": os.environ.get("PATH", "")}
 
 
+_NO_PROXY = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+
+
 def http_get(port: int, path: str, host: str = "127.0.0.1") -> tuple[int, str]:
+    """(status, body) of a GET, never through a proxy; (0, "") when nothing answers."""
     try:
-        with urllib.request.urlopen(f"http://{host}:{port}{path}", timeout=5) as response:
+        with _NO_PROXY.open(f"http://{host}:{port}{path}", timeout=5) as response:
             return response.status, response.read().decode()
     except urllib.error.HTTPError as e:
         return e.code, e.read().decode()
