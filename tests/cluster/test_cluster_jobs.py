@@ -132,3 +132,21 @@ def test_a_member_killed_mid_job_fails_it_naming_the_lost_member(tmp_path):
             wait_until(lambda: "member 2" in cluster.log_paths[index].read_text(), 10,
                        f"member {index} logging the loss of member 2")
             assert cluster.members[index].poll() is None, f"member {index} should still run"
+
+
+def broken_supplier():
+    raise RuntimeError("this processor cannot be created")
+
+
+def test_a_processor_that_cannot_be_created_fails_the_job_at_init_with_its_traceback(cluster2):
+    dag = DAG()
+    source = dag.new_vertex("source", items_source_p([1, 2, 3]), 1)
+    broken = dag.new_vertex("broken", broken_supplier, 1)
+    dag.edge(Edge.between(source, broken).distributed())
+    job = cluster2.new_job(dag)
+    with pytest.raises(JobFailedError, match="this processor cannot be created") as failure:
+        job.join(timeout=30)
+    assert "in broken_supplier" in str(failure.value)
+    ok = DAG()
+    ok.new_vertex("source", items_source_p([1]), 1)
+    cluster2.new_job(ok).join(timeout=30)  # the cluster is still usable

@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+import traceback
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict
 from typing import Any, Callable
@@ -34,6 +35,10 @@ log = logging.getLogger("jet.cluster.member")
 PEER_TIMEOUT_S = 300.0
 REPORT_TIMEOUT_S = 10.0
 MAX_WAIT_S = 30.0
+
+
+class JobInitError(RuntimeError):
+    """Building a job's execution on this member failed; the message holds the traceback."""
 
 
 class Member:
@@ -160,7 +165,8 @@ class Member:
         return self.connections[member].control(msg_type, payload, timeout_s, wait_for_ready=False)
 
     def _connection_lost(self, peer: int, error: BaseException) -> None:
-        log.error("member %d lost its connection with member %d: %s", self.index, peer, error)
+        log.log(logging.INFO if self.stopped.is_set() else logging.ERROR,
+                "member %d lost its connection with member %d: %s", self.index, peer, error)
         self.network.on_connection_lost(peer, error)
         if self.coordinator is not None:
             self.coordinator.on_member_lost(peer, error)
@@ -190,9 +196,12 @@ class Member:
         if message.member_index != self.index or message.member_count != self.member_count:
             raise ValueError(f"init for member {message.member_index} of {message.member_count} reached "
                              f"member {self.index} of {self.member_count}")
-        execution = JobExecution(message, blob, network=self.network, service=self.service,
-                                 on_done=self._report, edge_defaults=self.edge_defaults,
-                                 flow_control_period_ms=self.settings.flow_control_period_ms)
+        try:
+            execution = JobExecution(message, blob, network=self.network, service=self.service,
+                                     on_done=self._report, edge_defaults=self.edge_defaults,
+                                     flow_control_period_ms=self.settings.flow_control_period_ms)
+        except Exception as e:  # the user's supplier or an unpicklable DAG: the traceback goes to the job
+            raise JobInitError(f"{type(e).__name__}: {e}\n{traceback.format_exc()}") from e
         with self._lock:
             if message.execution_id in self.executions:
                 raise ValueError(f"execution {message.execution_id} is already initialised on member {self.index}")
