@@ -9,34 +9,23 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
+from jet.connectors.file_sinks import FileSinkP, to_json
 from jet.core import Processor
 
 DEADLINE_S = 30.0
 
 
-class JsonLinesSinkP(Processor):
-    """Appends every received item, as a JSON line, to ``<dir>/<vertex>-m<member>-p<local>.jsonl``
+class JsonLinesSinkP(FileSinkP):
+    """Writes every received item, as a JSON line, to ``<dir>/<vertex>-m<member>-p<local>.jsonl``
     (the file exists, maybe empty, for every processor of the vertex)."""
 
     def __init__(self, out_dir: str) -> None:
-        self._out_dir = out_dir
-        self._file = None
+        super().__init__(out_dir, to_json, ".jsonl")
 
     def init(self, outbox, context) -> None:
-        super().init(outbox, context)
+        Processor.init(self, outbox, context)
         name = f"{context.vertex_name}-m{context.member_index}-p{context.local_index}.jsonl"
-        self._file = open(os.path.join(self._out_dir, name), "a", encoding="utf-8")
-
-    def process(self, ordinal, inbox) -> None:
-        self._file.writelines(json.dumps(item) + "\n" for item in inbox.take_chunk())
-
-    def complete(self) -> bool:
-        self._file.flush()
-        return True
-
-    def close(self) -> None:
-        if self._file is not None:
-            self._file.close()
+        self._file = open(os.path.join(self._directory, name), "w", encoding="utf-8")
 
 
 def json_sink(out_dir) -> callable:
