@@ -162,7 +162,10 @@ class Member:
         """A control call to ``member``; a call to this member is handled in place."""
         if member == self.index:
             return self._handle(self.index, msg_type, payload)
-        return self.connections[member].control(msg_type, payload, timeout_s, wait_for_ready=False)
+        connection = self.connections.get(member)
+        if connection is None:
+            raise ConnectionError(f"member {self.index} is not connected to member {member} (yet)")
+        return connection.control(msg_type, payload, timeout_s, wait_for_ready=False)
 
     def _connection_lost(self, peer: int, error: BaseException) -> None:
         log.log(logging.INFO if self.stopped.is_set() else logging.ERROR,
