@@ -150,3 +150,15 @@ def test_a_processor_that_cannot_be_created_fails_the_job_at_init_with_its_trace
     ok = DAG()
     ok.new_vertex("source", items_source_p([1]), 1)
     cluster2.new_job(ok).join(timeout=30)  # the cluster is still usable
+
+
+def test_members_talk_tls_when_configured(tls_config, tmp_path):
+    with jet.local_cluster(members=2, log_dir=tmp_path / "logs", tls_cert_file=tls_config.cert_file,
+                           tls_key_file=tls_config.key_file) as cluster:
+        job = cluster.new_job(word_count_dag(tmp_path))
+        job.join(timeout=60)
+        assert sum(len(items) for items in deliveries(tmp_path, "sink").values()) == len(
+            Counter(word for line in LINES for word in line.split()))
+        with jet.connect(cluster.addresses, cluster.token) as plaintext:
+            with pytest.raises(Exception, match="UNAVAILABLE"):
+                plaintext.ping(timeout_s=3)

@@ -62,7 +62,8 @@ class LocalCluster:
                  **settings: Any) -> None:
         if members < 1:
             raise ValueError(f"local_cluster(members=...) must be >= 1, got {members}")
-        MemberSettings.load({**settings, "cooperative_threads": threads}, environ={})  # validate names and values
+        # Validates the names and values; TLS settings also secure this side's client.
+        self.tls = MemberSettings.load({**settings, "cooperative_threads": threads}, environ={}).tls_config()
         self.token = secrets.token_urlsafe(32)
         self.host = "127.0.0.1"
         ports = free_ports(2 * members, self.host)
@@ -131,7 +132,7 @@ class LocalCluster:
     def client(self) -> JetClient:
         """The client of member 0 (created on first use)."""
         if self._client is None:
-            self._client = JetClient(self.addresses, self.token)
+            self._client = JetClient(self.addresses, self.token, self.tls)
         return self._client
 
     def new_job(self, dag: DAG, config: Mapping[str, Any] | None = None) -> Job:
