@@ -7,7 +7,17 @@ from typing import Any, Callable, Iterable
 from jet.core.aggregate import AggregateOperation, counting, summing
 from jet.core.functions import whole_item
 
-_NOTHING = object()
+class _Nothing:
+    """No value yet. Pickles by reference, so it is still the same object on another member."""
+
+    def __reduce__(self) -> str:
+        return "_NOTHING"
+
+    def __repr__(self) -> str:
+        return "_NOTHING"
+
+
+_NOTHING = _Nothing()
 
 
 def _check_callable(fn: Any, what: str) -> None:
