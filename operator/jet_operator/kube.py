@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 from typing import Any, Iterable, Mapping
 
 import kubernetes.client
@@ -49,7 +50,8 @@ def load_client_configuration() -> kubernetes.client.Configuration:
     try:
         kubernetes.config.load_incluster_config()
     except kubernetes.config.ConfigException:
-        kubernetes.config.load_kube_config()
+        # The kubernetes package reads $KUBECONFIG once, at import; read it now.
+        kubernetes.config.load_kube_config(config_file=os.environ.get("KUBECONFIG"))
     return kubernetes.client.Configuration.get_default_copy()
 
 

@@ -3,9 +3,12 @@ this glue uses its private parts).
 
 Added over the stock emulator:
 - create stamps uid, resourceVersion, creationTimestamp, generation; pods start Pending;
-- patches bump resourceVersion (JSON patches get a replace op), spec patches bump generation;
+- patches bump resourceVersion (JSON patches get a replace op), spec patches bump generation,
+  and a failed JSON-patch test op answers 422 (the object changed), not 500;
 - server-side apply of a missing object creates it (a real API server does);
 - list and watch honour ``labelSelector`` (``k=v``, ``k!=v``, ``k``, ``!k``);
+- list returns a resourceVersion and a watch from it replays only newer objects; a watch
+  subscribes to changes before it replays (no lost event);
 - ``/api/v1/namespaces[/<name>[/<sub>]]`` parses as the namespaces resource, not as a prefix.
 """
 
@@ -17,7 +20,9 @@ import uuid
 from typing import Any, AsyncIterator
 
 import aiohttp.web
+import jsonpatch
 import kmock
+from kmock._internal.k8s import KubernetesError
 from kmock._internal import enums, parsing, rendering
 
 _stock_parse_path = parsing.parse_path
@@ -25,7 +30,8 @@ _stock_parse_path = parsing.parse_path
 
 def _parse_path(path: str) -> parsing.ParsedPath:
     parts = path.strip("/").split("/")
-    if parts[:3] == ["api", "v1", "namespaces"] and len(parts) in (3, 4, 5):
+    namespace_itself = len(parts) in (3, 4) or (len(parts) == 5 and parts[4] in ("status", "finalize"))
+    if parts[:3] == ["api", "v1", "namespaces"] and namespace_itself:
         return parsing.ParsedPath(
             group="", version="v1", plural="namespaces",
             name=parts[3] if len(parts) > 3 else None,
@@ -63,9 +69,11 @@ class Emulator(kmock.KubernetesEmulator):
     """See the module docstring."""
 
     _versions = itertools.count(1)
+    _last_version = 0
 
     def _next_version(self) -> str:
-        return str(next(self._versions))
+        Emulator._last_version = next(self._versions)
+        return str(Emulator._last_version)
 
     def _stamp_new(self, request: rendering.Request, obj: dict[str, Any]) -> None:
         meta = obj.setdefault("metadata", {})
@@ -117,17 +125,44 @@ class Emulator(kmock.KubernetesEmulator):
             await self._buses[request.resource].put({"type": "ADDED", "object": raw})
         return aiohttp.web.json_response(raw, status=201)
 
+    async def _render_error(self, exc: Exception) -> aiohttp.web.StreamResponse:
+        # A failed "test" op means the object changed meanwhile: the API server answers 422.
+        if isinstance(exc, jsonpatch.JsonPatchTestFailed):
+            exc = KubernetesError(status=422, reason="Invalid", message=str(exc))
+        return await super()._render_error(exc)
+
     async def _serve_list(self, request: rendering.Request) -> rendering.Payload:
         result = await super()._serve_list(request)
+        result["metadata"]["resourceVersion"] = str(Emulator._last_version)
         selector = request.params.get("labelSelector")
         if selector:
             result["items"] = [item for item in result["items"] if _matches(_labels(item), selector)]
         return result
 
     async def _serve_watch(self, request: rendering.Request) -> AsyncIterator[rendering.Payload]:
-        selector = request.params.get("labelSelector")
-        async for event in super()._serve_watch(request):
-            if selector and isinstance(event, dict) and "object" in event:
-                if not _matches(_labels(event["object"]), selector):
-                    continue
-            yield event
+        # Stock kmock snapshots the objects, then subscribes to the bus: an event in between is
+        # lost. Subscribe first, under the same lock that writers hold, then replay the snapshot.
+        yield b""
+        assert request.resource is not None
+        selector = request.params.get("labelSelector") or ""
+        bus = self._buses[request.resource]
+        since = request.params.get("resourceVersion") or ""
+        async with self._lock:
+            mark = await bus.mark()
+            objs = self._KubernetesEmulator__get_objs(request, strict=False)
+            events = [{"type": "ADDED", "object": obj.raw} for obj in objs if not obj.deleted]
+        if since.isdigit():  # a watch after a list: only what changed since the list
+            events = [e for e in events
+                      if int(e["object"]["metadata"].get("resourceVersion") or 0) > int(since)]
+        try:
+            for event in events:
+                if _matches(_labels(event["object"]), selector):
+                    yield event
+            async for event in bus.stream(since=mark):
+                meta = (event.get("object") or {}).get("metadata") or {}
+                if (self._KubernetesEmulator__check(request, request.resource, meta.get("namespace"),
+                                                    meta.get("name"), strict=False)
+                        and _matches(_labels(event.get("object")), selector)):
+                    yield event
+        finally:
+            await bus.unmark(mark)
