@@ -135,3 +135,96 @@ async def test_job_runs_to_completion_and_is_cleaned_up(k8s: Emulator, job_endpo
         for resource, name in children.items():
             assert get(k8s, resource, name) is None, (resource, name)
         assert get(k8s, "v1/configmaps", "wc-pipeline") is None
+
+
+async def start_members(k8s: Emulator, name: str = "wc", ready: bool = True) -> list[str]:
+    """Play the StatefulSet controller and kubelet for the job's members."""
+    await eventually(lambda: get(k8s, STATEFULSETS, f"{name}-member"), what="the StatefulSet")
+    await wait_phase(k8s, "Pending", name)
+    pods = run_statefulset(k8s, f"{name}-member")
+    for pod in pods:
+        set_pod_status(k8s, pod, ready=ready)
+    return pods
+
+
+async def test_job_error_from_the_coordinator_fails_the_job(k8s: Emulator, job_endpoint: FakeJobEndpoint) -> None:
+    error = "Traceback (most recent call last):\n  ...\nZeroDivisionError: division by zero"
+    with operator():
+        await k8s.post(COLLECTION, json=jetjob())
+        await start_members(k8s)
+        job_endpoint.report("wc", "RUNNING")
+        await wait_phase(k8s, "Running")
+        job_endpoint.report("wc", "FAILED", message=error)
+        failed = await wait_phase(k8s, "Failed")
+        assert "ZeroDivisionError: division by zero" in failed["message"]
+        assert failed["message"].startswith("the job failed: Traceback")
+        assert {c["type"]: c["status"] for c in failed["conditions"]}["Degraded"] == "True"
+        assert "restartAt" not in failed  # restartPolicy Never
+        await eventually(lambda: get(k8s, STATEFULSETS, "wc-member")["spec"]["replicas"] == 0,
+                         what="members scaled to 0")
+        warnings = [(t, r, m) for t, r, m in event_reasons(k8s) if t == "Warning"]
+        assert any(r == "Failed" and "ZeroDivisionError" in m for _, r, m in warnings), warnings
+
+
+async def test_missing_config_map_fails_with_an_event_naming_the_field(k8s: Emulator) -> None:
+    document = jetjob("fromcm", pipeline={"configMapRef": {"name": "nowhere", "key": "job.py"}})
+    with operator():
+        await k8s.post(COLLECTION, json=document)
+        failed = await wait_phase(k8s, "Failed", "fromcm")
+        assert "spec.pipeline.configMapRef" in failed["message"] and "'nowhere'" in failed["message"]
+        events = await eventually(lambda: [e for e in event_reasons(k8s, "fromcm") if e[0] == "Warning"],
+                                  what="a warning event")
+        assert any("spec.pipeline.configMapRef" in message for _, _, message in events), events
+        assert get(k8s, STATEFULSETS, "fromcm-member") is None
+
+
+async def test_image_pull_failure_is_retried_then_fails(k8s: Emulator) -> None:
+    document = jetjob("badimage", restartPolicy={"type": "OnFailure", "maxRetries": 1, "backoffSeconds": 0})
+    with operator():
+        await k8s.post(COLLECTION, json=document)
+        first = await start_members(k8s, "badimage", ready=False)
+        set_pod_status(k8s, first[1], waiting="ImagePullBackOff")
+        restarted = await wait_phase(k8s, "Pending", "badimage")
+        await eventually(lambda: status(k8s, "badimage").get("restartCount") == 1, what="restart 1")
+        # Every pod of the failed attempt is deleted at once; the new ones carry attempt 1.
+        await eventually(lambda: not names(k8s, PODS), what="old pods deleted")
+        template = get(k8s, STATEFULSETS, "badimage-member")["spec"]["template"]
+        assert template["metadata"]["annotations"]["jet.dev/attempt"] == "1"
+        assert get(k8s, STATEFULSETS, "badimage-member")["spec"]["replicas"] == 2
+        assert restarted["observedGeneration"] == 1
+
+        second = run_statefulset(k8s, "badimage-member")
+        set_pod_status(k8s, second[0], waiting="ErrImagePull")
+        failed = await wait_phase(k8s, "Failed", "badimage")
+        assert "ErrImagePull" in failed["message"] and "badimage-member-0" in failed["message"]
+        assert failed["restartCount"] == 1
+        assert "restartAt" not in failed
+
+
+async def test_suspend_resume_and_spec_change(k8s: Emulator, job_endpoint: FakeJobEndpoint) -> None:
+    path = f"{COLLECTION}/wc"
+    merge = {"Content-Type": "application/merge-patch+json"}
+    with operator():
+        await k8s.post(COLLECTION, json=jetjob())
+        await start_members(k8s)
+        job_endpoint.report("wc", "RUNNING")
+        await wait_phase(k8s, "Running")
+
+        await k8s.patch(path, json={"spec": {"state": "suspended"}}, headers=merge)
+        suspended = await wait_phase(k8s, "Suspended")
+        assert get(k8s, STATEFULSETS, "wc-member")["spec"]["replicas"] == 0
+        assert suspended["observedGeneration"] == 2
+        job_endpoint.reports.clear()
+
+        await k8s.patch(path, json={"spec": {"state": "running"}}, headers=merge)
+        await wait_phase(k8s, "Pending")
+        assert get(k8s, STATEFULSETS, "wc-member")["spec"]["replicas"] == 2
+
+        await k8s.patch(path, json={"spec": {"members": {"replicas": 3}}}, headers=merge)
+        await eventually(lambda: status(k8s).get("observedGeneration") == 4, what="generation 4")
+        sts = get(k8s, STATEFULSETS, "wc-member")
+        assert sts["spec"]["replicas"] == 3
+        member = sts["spec"]["template"]["spec"]["containers"][0]
+        assert member["args"][member["args"].index("--replicas") + 1] == "3"
+        assert sts["spec"]["template"]["metadata"]["annotations"]["jet.dev/generation"] == "4"
+        assert status(k8s)["members"]["desired"] == 3
