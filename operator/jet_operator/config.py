@@ -37,7 +37,8 @@ class OperatorConfig:
     watch_connect_timeout_seconds: int = 30
     # The lowest level of log records Kopf posts as Kubernetes events.
     posting_level: str = "INFO"
-    default_image: str = constants.DEFAULT_IMAGE
+    # Port of the Prometheus /metrics endpoint; 0 serves none.
+    metrics_port: int = 0
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> "OperatorConfig":

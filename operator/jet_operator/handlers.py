@@ -8,7 +8,7 @@ from typing import Any
 
 import kopf
 
-from jet_operator import constants, reconcile
+from jet_operator import constants, metrics, reconcile
 from jet_operator.builders import JobRef
 from jet_operator.config import OperatorConfig
 from jet_operator.kube import KubeApi, load_client_configuration
@@ -33,6 +33,7 @@ def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) -> Non
     settings.watching.connect_timeout = config.watch_connect_timeout_seconds
     settings.posting.level = logging.getLevelName(config.posting_level.upper())
     memo.config = config
+    metrics.serve(config.metrics_port)
     memo.api = KubeApi(load_client_configuration(), config.api_timeout_seconds)
 
 
@@ -62,6 +63,7 @@ def _write(update: reconcile.StatusUpdate | None, body: kopf.Body, patch: kopf.P
         return
     patch.status.update(update.status)
     if update.event_reason:
+        metrics.PHASE_TRANSITIONS.labels(phase=update.event_reason).inc()
         post = kopf.warn if update.warning else kopf.info
         post(body, reason=update.event_reason, message=update.event_message)
 
