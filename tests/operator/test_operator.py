@@ -228,3 +228,31 @@ async def test_suspend_resume_and_spec_change(k8s: Emulator, job_endpoint: FakeJ
         assert member["args"][member["args"].index("--replicas") + 1] == "3"
         assert sts["spec"]["template"]["metadata"]["annotations"]["jet.dev/generation"] == "4"
         assert status(k8s)["members"]["desired"] == 3
+
+
+async def test_spark_job_gets_drivers_and_their_rbac(k8s: Emulator, job_endpoint: FakeJobEndpoint) -> None:
+    document = jetjob("sparky", spark={"executor": {"instances": 3}})
+    with operator():
+        await k8s.post(COLLECTION, json=document)
+        await eventually(lambda: get(k8s, PODS, "sparky-spark-sink"), what="the sink driver")
+        for resource in ("v1/serviceaccounts", "rbac.authorization.k8s.io/v1/roles",
+                         "rbac.authorization.k8s.io/v1/rolebindings"):
+            assert get(k8s, resource, "sparky-spark") is not None, resource
+        source = get(k8s, PODS, "sparky-spark-source")
+        assert source["spec"]["serviceAccountName"] == "sparky-spark"
+        assert "spark.executor.instances=3" in source["spec"]["containers"][0]["args"]
+
+        await start_members(k8s, "sparky")
+        job_endpoint.report("sparky", "RUNNING", namespace="default")
+        running = await wait_phase(k8s, "Running", "sparky")
+        assert {job["name"] for job in running["sparkJobs"]} == {"sparky-spark-source", "sparky-spark-sink"}
+
+        set_pod_status(k8s, "sparky-spark-source", phase="Failed")
+        failed = await wait_phase(k8s, "Failed", "sparky")
+        assert failed["message"] == "pod sparky-spark-source failed"
+        await eventually(lambda: get(k8s, PODS, "sparky-spark-sink") is None, what="drivers removed")
+
+        await k8s.delete(f"{COLLECTION}/sparky")
+        await eventually(lambda: get(k8s, JETJOBS, "sparky") is None, what="the JetJob gone")
+        assert get(k8s, "v1/serviceaccounts", "sparky-spark") is None
+        assert get(k8s, "rbac.authorization.k8s.io/v1/roles", "sparky-spark") is None
