@@ -157,38 +157,40 @@ def jet_env() -> list[dict[str, Any]]:
     ]
 
 
-def token_volume(job: JobRef) -> dict[str, Any]:
-    """The volume of the cluster-token Secret (readable by the pod's fsGroup, nobody else)."""
-    return {
-        "name": _TOKEN_VOLUME,
-        "secret": {"secretName": naming.token_secret_name(job.name), "defaultMode": 0o440},
-    }
-
-
-def token_mount() -> dict[str, Any]:
-    """Where the token volume is mounted in every Jet container."""
-    return {"name": _TOKEN_VOLUME, "mountPath": constants.TOKEN_DIR, "readOnly": True}
-
-
-def pipeline_volume(job: JobRef, spec: JetJobSpec) -> dict[str, Any] | None:
-    """The volume carrying the pipeline file, or None when the file is inside the image."""
+def jet_volumes(job: JobRef, spec: JetJobSpec) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Volumes and mounts every Jet container has: the cluster token, /tmp and the pipeline file
+    (unless the file is inside the image)."""
+    volumes: list[dict[str, Any]] = [
+        # Readable by the pod's fsGroup, nobody else.
+        {"name": _TOKEN_VOLUME,
+         "secret": {"secretName": naming.token_secret_name(job.name), "defaultMode": 0o440}},
+        {"name": _TMP_VOLUME, "emptyDir": {}},
+    ]
+    mounts: list[dict[str, Any]] = [
+        {"name": _TOKEN_VOLUME, "mountPath": constants.TOKEN_DIR, "readOnly": True},
+        {"name": _TMP_VOLUME, "mountPath": constants.TMP_DIR},
+    ]
     source = spec.pipeline
     if source.path:
-        return None
+        return volumes, mounts
     if source.config_map_name:
-        return {
-            "name": _PIPELINE_VOLUME,
-            "configMap": {
-                "name": source.config_map_name,
-                "items": [{"key": source.config_map_key, "path": source.config_map_key}],
-            },
+        config_map = {
+            "name": source.config_map_name,
+            "items": [{"key": source.config_map_key, "path": source.config_map_key}],
         }
-    return {"name": _PIPELINE_VOLUME, "configMap": {"name": naming.pipeline_config_map_name(job.name)}}
+    else:
+        config_map = {"name": naming.pipeline_config_map_name(job.name)}
+    volumes.append({"name": _PIPELINE_VOLUME, "configMap": config_map})
+    mounts.append({"name": _PIPELINE_VOLUME, "mountPath": constants.PIPELINE_DIR, "readOnly": True})
+    return volumes, mounts
 
 
-def pipeline_mount() -> dict[str, Any]:
-    """Where the pipeline volume is mounted."""
-    return {"name": _PIPELINE_VOLUME, "mountPath": constants.PIPELINE_DIR, "readOnly": True}
+def attempt_annotations(job: JobRef, attempt: int) -> dict[str, str]:
+    """Annotations telling the pods of this generation and attempt from older ones."""
+    return {
+        constants.ANNOTATION_GENERATION: str(job.generation),
+        constants.ANNOTATION_ATTEMPT: str(attempt),
+    }
 
 
 def container_security_context() -> dict[str, Any]:
@@ -217,25 +219,14 @@ def build_member_pod_template(
     job: JobRef, spec: JetJobSpec, attempt: int, service_account: str | None
 ) -> dict[str, Any]:
     """The members' pod template: defaults first, then the user's ``podTemplate`` over them."""
-    volumes = [
-        token_volume(job),
-        {"name": _CONFIG_VOLUME, "configMap": {"name": naming.member_config_name(job.name)}},
-        {"name": _TMP_VOLUME, "emptyDir": {}},
-    ]
-    mounts = [
-        token_mount(),
-        {
-            "name": _CONFIG_VOLUME,
-            "mountPath": constants.MEMBER_CONFIG_FILE,
-            "subPath": constants.MEMBER_CONFIG_KEY,
-            "readOnly": True,
-        },
-        {"name": _TMP_VOLUME, "mountPath": constants.TMP_DIR},
-    ]
-    pipeline = pipeline_volume(job, spec)
-    if pipeline is not None:
-        volumes.append(pipeline)
-        mounts.append(pipeline_mount())
+    volumes, mounts = jet_volumes(job, spec)
+    volumes.append({"name": _CONFIG_VOLUME, "configMap": {"name": naming.member_config_name(job.name)}})
+    mounts.append({
+        "name": _CONFIG_VOLUME,
+        "mountPath": constants.MEMBER_CONFIG_FILE,
+        "subPath": constants.MEMBER_CONFIG_KEY,
+        "readOnly": True,
+    })
     container: dict[str, Any] = {
         "name": constants.MEMBER_CONTAINER,
         "image": spec.image,
@@ -268,10 +259,7 @@ def build_member_pod_template(
     defaults = {
         "metadata": {
             "labels": naming.labels(job.name, constants.COMPONENT_MEMBER),
-            "annotations": {
-                constants.ANNOTATION_GENERATION: str(job.generation),
-                constants.ANNOTATION_ATTEMPT: str(attempt),
-            },
+            "annotations": attempt_annotations(job, attempt),
         },
         "spec": pod_spec,
     }

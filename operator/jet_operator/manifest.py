@@ -26,31 +26,6 @@ class _ManifestDumper(yaml.SafeDumper):
 _ManifestDumper.add_representer(_LiteralStr, _literal_representer)
 
 
-def jetjob_document(
-    code: str,
-    name: str,
-    replicas: int = 2,
-    image: str = DEFAULT_IMAGE,
-    entrypoint: str = constants.DEFAULT_ENTRYPOINT,
-    args: Iterable[str] = (),
-) -> dict[str, Any]:
-    """The JetJob as a dict, with ``code`` as its inline pipeline."""
-    pipeline: dict[str, Any] = {"code": code, "entrypoint": entrypoint}
-    args = [str(arg) for arg in args]
-    if args:
-        pipeline["args"] = args
-    return {
-        "apiVersion": f"{constants.API_GROUP}/{constants.API_VERSION}",
-        "kind": constants.KIND,
-        "metadata": {"name": name},
-        "spec": {
-            "image": image,
-            "pipeline": pipeline,
-            "members": {"replicas": replicas},
-        },
-    }
-
-
 def build_jetjob_manifest(
     pipeline_file: str,
     name: str,
@@ -68,6 +43,14 @@ def build_jetjob_manifest(
     code = Path(pipeline_file).read_text(encoding="utf-8")
     if not code.endswith("\n"):
         code += "\n"
-    document = jetjob_document(code, name, replicas, image, entrypoint, args)
-    document["spec"]["pipeline"]["code"] = _LiteralStr(code)
+    pipeline: dict[str, Any] = {"code": _LiteralStr(code), "entrypoint": entrypoint}
+    args = [str(arg) for arg in args]
+    if args:
+        pipeline["args"] = args
+    document = {
+        "apiVersion": f"{constants.API_GROUP}/{constants.API_VERSION}",
+        "kind": constants.KIND,
+        "metadata": {"name": name},
+        "spec": {"image": image, "pipeline": pipeline, "members": {"replicas": replicas}},
+    }
     return yaml.dump(document, Dumper=_ManifestDumper, sort_keys=False)

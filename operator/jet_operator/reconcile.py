@@ -119,7 +119,7 @@ def start_generation(
     """
     problems = check_references(api, job, spec)
     if problems:
-        _apply_stopped(api, config, job, spec, status)
+        stop_members(api, job)
         return phase_update(Phase.FAILED, "; ".join(problems), status, job.generation, now,
                             **_members_fields(job, spec.replicas, 0))
     ensure_token(api, job)
@@ -142,8 +142,7 @@ def start_generation(
                         startTime=None, **common)
 
 
-def _apply_stopped(api: KubeApi, config: OperatorConfig, job: JobRef, spec: JetJobSpec,
-                   status: Mapping[str, Any]) -> None:
+def stop_members(api: KubeApi, job: JobRef) -> None:
     """Scale members to 0 and remove Spark drivers, if the job has any children yet."""
     if api.get("StatefulSet", job.namespace, naming.statefulset_name(job.name)) is not None:
         scale_members(api, job, 0)

@@ -12,14 +12,12 @@ from typing import Any
 from jet_operator import constants, naming
 from jet_operator.builders import (
     JobRef,
+    attempt_annotations,
     container_security_context,
     jet_env,
+    jet_volumes,
     object_meta,
-    pipeline_mount,
-    pipeline_volume,
     pod_security_context,
-    token_mount,
-    token_volume,
 )
 from jet_operator.spec import JetJobSpec, SparkSpec
 
@@ -94,12 +92,7 @@ def build_spark_driver_pod(
 ) -> dict[str, Any]:
     """One Spark driver pod (``component`` is ``spark-source`` or ``spark-sink``)."""
     assert spec.spark is not None, "Spark drivers exist only for jobs with spec.spark"
-    volumes = [token_volume(job), {"name": "tmp", "emptyDir": {}}]
-    mounts = [token_mount(), {"name": "tmp", "mountPath": constants.TMP_DIR}]
-    pipeline = pipeline_volume(job, spec)
-    if pipeline is not None:
-        volumes.append(pipeline)
-        mounts.append(pipeline_mount())
+    volumes, mounts = jet_volumes(job, spec)
     container: dict[str, Any] = {
         "name": constants.SPARK_DRIVER_CONTAINER,
         "image": spark_image(spec),
@@ -117,10 +110,7 @@ def build_spark_driver_pod(
     if spec.spark.driver_resources:
         container["resources"] = dict(spec.spark.driver_resources)
     metadata = object_meta(job, naming.spark_driver_name(job.name, component), component)
-    metadata["annotations"] = {
-        constants.ANNOTATION_GENERATION: str(job.generation),
-        constants.ANNOTATION_ATTEMPT: str(attempt),
-    }
+    metadata["annotations"] = attempt_annotations(job, attempt)
     return {
         "apiVersion": "v1",
         "kind": "Pod",
