@@ -78,5 +78,24 @@ def run(file: str, args: tuple[str, ...], threads: int | None, timeout: float | 
     log.info("job completed in %.2f s", time.perf_counter() - started)
 
 
+@main.command()
+@click.argument("file", type=click.Path(exists=True, dir_okay=False))
+@click.option("--name", required=True, help="The JetJob's name (a DNS label).")
+@click.option("--replicas", type=click.IntRange(min=1), default=2, show_default=True,
+              help="Member pods.")
+@click.option("--image", default=None, help="The image of the members (default: the project's).")
+@click.option("--entrypoint", default="pipeline", show_default=True,
+              help="The name FILE defines the job under.")
+@click.argument("args", nargs=-1)
+def manifest(file: str, name: str, replicas: int, image: str | None, entrypoint: str,
+             args: tuple[str, ...]) -> None:
+    """Print a JetJob manifest running FILE (inlined), ready for ``kubectl apply -f -``."""
+    from jet_operator.constants import DEFAULT_IMAGE
+    from jet_operator.manifest import build_jetjob_manifest
+
+    click.echo(build_jetjob_manifest(file, name, replicas, image or DEFAULT_IMAGE, entrypoint, args),
+               nl=False)
+
+
 if __name__ == "__main__":
     main()
