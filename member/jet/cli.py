@@ -84,7 +84,7 @@ def run(file: str, args: tuple[str, ...], members: int | None, threads: int | No
     members = members or DEFAULT_LOCAL_MEMBERS
     started = time.perf_counter()
     try:
-        results = _run_locally(dag, file, members, threads, timeout)
+        results, job_seconds = _run_locally(dag, file, members, threads, timeout)
     except JobFailedError as failure:
         click.echo(f"job failed: {failure}", err=True)
         sys.exit(1)
@@ -92,23 +92,30 @@ def run(file: str, args: tuple[str, ...], members: int | None, threads: int | No
         click.echo(f"job timed out: {timed_out}", err=True)
         sys.exit(2)
     _print_results(results)
-    log.info("job completed in %.2f s", time.perf_counter() - started)
+    total = time.perf_counter() - started
+    click.echo(f"job ran in {job_seconds:.2f} s (start-up and teardown {total - job_seconds:.2f} s)",
+               err=True)
+    log.info("job completed in %.2f s", total)
 
 
 def _run_locally(dag: DAG, name: str, members: int, threads: int,
-                 timeout: float | None) -> dict[str, list]:
-    """Run on ``members`` local members with a progress display; return the job's results."""
+                 timeout: float | None) -> tuple[dict[str, list], float]:
+    """Run on ``members`` local members with a progress display; return the job's results
+    and how long the job itself ran."""
     if members == 1:
+        started = time.perf_counter()
         job = start(dag, threads, job_name=name)
         with ProgressDisplay(job.metrics, title=name):
-            return job.join(timeout)
+            results = job.join(timeout)
+        return results, time.perf_counter() - started
     from jet.cluster.local_cluster import local_cluster
 
     with local_cluster(members=members, threads=threads) as cluster:
+        started = time.perf_counter()
         job = cluster.new_job(dag)
         with ProgressDisplay(job.metrics, title=name):
             job.join(timeout)
-        return job.results()
+        return job.results(), time.perf_counter() - started
 
 
 @main.command()
