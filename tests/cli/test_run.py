@@ -53,4 +53,14 @@ def test_a_file_without_a_dag_is_a_usage_error(tmp_path):
     job.write_text("x = 1\n")
     result = CliRunner().invoke(main, ["run", str(job)])
     assert result.exit_code == 2
-    assert "defines no 'dag'" in result.output
+    assert "defines no 'pipeline' or 'dag'" in result.output
+
+
+def test_manifest_prints_a_jetjob_with_the_file_inlined():
+    import yaml
+    result = CliRunner().invoke(main, ["manifest", EXAMPLE, "--name", "wc", "--replicas", "3"])
+    assert result.exit_code == 0, result.output
+    document = yaml.safe_load(result.output)
+    assert document["kind"] == "JetJob" and document["metadata"]["name"] == "wc"
+    assert document["spec"]["members"]["replicas"] == 3
+    assert "def dag(" in document["spec"]["pipeline"]["code"]

@@ -46,6 +46,14 @@ class InProcessCluster:
             on_built(self.plans)
         futures = [self.services[m].submit(tasklet_sets[m], f"member{m}")
                    for m in range(self.member_count)]
+
+        def fail_everywhere(done) -> None:  # as the coordinator does: first failure wins
+            if done.failure is not None:
+                for future in futures:
+                    future.fail(done.failure)
+
+        for future in futures:
+            future.add_done_callback(fail_everywhere)
         for future in futures:
             future.result(timeout)
 

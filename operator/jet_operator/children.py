@@ -1,0 +1,72 @@
+"""The full set of children one JetJob should have, in the order they are applied."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from jet_operator import constants, naming, spark
+from jet_operator.builders import (
+    JobRef,
+    build_headless_service,
+    build_member_config,
+    build_pipeline_config_map,
+    build_statefulset,
+)
+from jet_operator.spec import JetJobSpec
+
+
+def member_service_account(spec: JetJobSpec, default_account: str) -> str | None:
+    """The account members run as: the JetJob's own, else the operator's default, else none."""
+    return spec.service_account_name or default_account or None
+
+
+def spark_service_account(job: JobRef, spec: JetJobSpec, default_account: str) -> str:
+    """The account Spark drivers run as; the per-job one the operator creates if none is named."""
+    return member_service_account(spec, default_account) or naming.spark_account_name(job.name)
+
+
+def builds_spark_rbac(spec: JetJobSpec, default_account: str) -> bool:
+    """Whether the operator makes a ServiceAccount, Role and RoleBinding for the Spark drivers."""
+    return spec.spark is not None and member_service_account(spec, default_account) is None
+
+
+def build_children(
+    job: JobRef,
+    spec: JetJobSpec,
+    *,
+    member_replicas: int,
+    attempt: int = 0,
+    default_account: str = "",
+    with_spark_drivers: bool = True,
+) -> list[dict[str, Any]]:
+    """Every child except the token Secret (created once, never rebuilt), dependencies first.
+
+    ``member_replicas`` is 0 while the job is suspended or finished; Spark driver pods are left
+    out when ``with_spark_drivers`` is false (suspended or finished jobs).
+    """
+    children: list[dict[str, Any]] = []
+    if builds_spark_rbac(spec, default_account):
+        children += [
+            spark.build_spark_service_account(job),
+            spark.build_spark_role(job),
+            spark.build_spark_role_binding(job),
+        ]
+    children.append(build_member_config(job, spec))
+    pipeline = build_pipeline_config_map(job, spec)
+    if pipeline is not None:
+        children.append(pipeline)
+    children.append(build_headless_service(job))
+    children.append(
+        build_statefulset(
+            job,
+            spec,
+            replicas=member_replicas,
+            attempt=attempt,
+            service_account=member_service_account(spec, default_account),
+        )
+    )
+    if spec.spark is not None and with_spark_drivers:
+        account = spark_service_account(job, spec, default_account)
+        for component in constants.SPARK_COMPONENTS:
+            children.append(spark.build_spark_driver_pod(job, spec, component, account, attempt))
+    return children

@@ -1,0 +1,62 @@
+"""Names and numbers shared by the operator, its builders and its tests (one place for all)."""
+
+from typing import Final
+
+API_GROUP: Final = "jet.dev"
+API_VERSION: Final = "v1alpha1"
+KIND: Final = "JetJob"
+PLURAL: Final = "jetjobs"
+SHORT_NAME: Final = "jjob"
+
+FINALIZER: Final = f"{API_GROUP}/finalizer"
+FIELD_MANAGER: Final = "jet-operator"
+
+# Recommended labels (app.kubernetes.io/*) plus our own under the API group.
+LABEL_NAME: Final = "app.kubernetes.io/name"
+LABEL_INSTANCE: Final = "app.kubernetes.io/instance"
+LABEL_COMPONENT: Final = "app.kubernetes.io/component"
+LABEL_MANAGED_BY: Final = "app.kubernetes.io/managed-by"
+LABEL_PART_OF: Final = "app.kubernetes.io/part-of"
+LABEL_JETJOB_NAME: Final = f"{API_GROUP}/jetjob-name"
+LABEL_JET_COMPONENT: Final = f"{API_GROUP}/component"
+APP_NAME: Final = "jet"
+MANAGED_BY: Final = "jet-operator"
+
+COMPONENT_MEMBER: Final = "member"
+COMPONENT_SPARK_SOURCE: Final = "spark-source"
+COMPONENT_SPARK_SINK: Final = "spark-sink"
+SPARK_COMPONENTS: Final = (COMPONENT_SPARK_SOURCE, COMPONENT_SPARK_SINK)
+
+# Pod-template annotations that tell the current attempt's pods from an older attempt's.
+ANNOTATION_GENERATION: Final = f"{API_GROUP}/generation"
+ANNOTATION_ATTEMPT: Final = f"{API_GROUP}/attempt"
+
+# The member process contract (see docs/operator.md).
+MEMBER_CONTAINER: Final = "member"
+MEMBER_PORT: Final = 5701
+MEMBER_HTTP_PORT: Final = 8080
+HEALTH_PATH: Final = "/healthz"
+JOB_PATH: Final = "/job"
+JET_COMMAND: Final = "jet"
+PYTHON_HASH_SEED: Final = "0"
+
+TOKEN_KEY: Final = "token"
+TOKEN_DIR: Final = "/var/run/jet/token"
+TOKEN_FILE: Final = f"{TOKEN_DIR}/{TOKEN_KEY}"
+MEMBER_CONFIG_KEY: Final = "member.yaml"
+MEMBER_CONFIG_FILE: Final = f"/etc/jet/{MEMBER_CONFIG_KEY}"
+PIPELINE_DIR: Final = "/etc/jet/pipeline"
+INLINE_PIPELINE_KEY: Final = "main.py"
+TMP_DIR: Final = "/tmp"
+
+SPARK_DRIVER_CONTAINER: Final = "driver"
+SPARK_MASTER: Final = "k8s://https://kubernetes.default.svc"
+SPARK_DRIVER_PORT: Final = 7078
+SPARK_BLOCK_MANAGER_PORT: Final = 7079
+
+# The non-root user and group of the image (see Dockerfile).
+JET_UID: Final = 10001
+JET_GID: Final = 10001
+
+DEFAULT_IMAGE: Final = "ghcr.io/jet-on-k8s/jet:0.1.0"
+DEFAULT_ENTRYPOINT: Final = "pipeline"

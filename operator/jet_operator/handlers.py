@@ -1,0 +1,105 @@
+"""Kopf handlers: thin adapters from Kopf's calls to :mod:`jet_operator.reconcile`."""
+
+from __future__ import annotations
+
+import datetime
+import logging
+from typing import Any
+
+import kopf
+
+from jet_operator import constants, metrics, reconcile
+from jet_operator.builders import JobRef
+from jet_operator.config import OperatorConfig
+from jet_operator.kube import KubeApi, load_client_configuration
+from jet_operator.spec import parse_spec
+
+RESOURCE = (constants.API_GROUP, constants.API_VERSION, constants.PLURAL)
+# Read at import: Kopf fixes a timer's interval when the handler is registered.
+TIMER_INTERVAL_SECONDS = OperatorConfig.from_env().status_interval_seconds
+
+
+@kopf.on.startup()
+def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) -> None:
+    """Load the config, name Kopf's storage under our group, tune watching and event posting."""
+    config = OperatorConfig.from_env()
+    settings.persistence.finalizer = constants.FINALIZER
+    settings.persistence.progress_storage = kopf.AnnotationsProgressStorage(prefix=constants.API_GROUP)
+    settings.persistence.diffbase_storage = kopf.AnnotationsDiffBaseStorage(
+        prefix=constants.API_GROUP, key="last-handled-configuration"
+    )
+    settings.watching.server_timeout = config.watch_server_timeout_seconds
+    settings.watching.client_timeout = config.watch_client_timeout_seconds
+    settings.watching.connect_timeout = config.watch_connect_timeout_seconds
+    settings.posting.level = logging.getLevelName(config.posting_level.upper())
+    memo.config = config
+    metrics.serve(config.metrics_port)
+    memo.api = KubeApi(load_client_configuration(), config.api_timeout_seconds)
+
+
+@kopf.on.cleanup()
+def close(memo: kopf.Memo, **_: Any) -> None:
+    """Release the API client's connections."""
+    api = getattr(memo, "api", None)
+    if api is not None:
+        api.close()
+
+
+def _job(meta: kopf.Meta, generation: int | None = None) -> JobRef:
+    return JobRef(
+        name=meta["name"],
+        namespace=meta["namespace"],
+        uid=meta["uid"],
+        generation=int(generation if generation is not None else meta.get("generation") or 1),
+    )
+
+
+def _now() -> datetime.datetime:
+    return datetime.datetime.now(datetime.timezone.utc)
+
+
+def _write(update: reconcile.StatusUpdate | None, body: kopf.Body, patch: kopf.Patch) -> None:
+    if update is None:
+        return
+    patch.status.update(update.status)
+    if update.event_reason:
+        metrics.PHASE_TRANSITIONS.labels(phase=update.event_reason).inc()
+        post = kopf.warn if update.warning else kopf.info
+        post(body, reason=update.event_reason, message=update.event_message)
+
+
+@kopf.on.create(*RESOURCE)
+@kopf.on.update(*RESOURCE, field="spec")
+def start(body: kopf.Body, meta: kopf.Meta, spec: kopf.Spec, status: kopf.Status,
+          patch: kopf.Patch, memo: kopf.Memo, **_: Any) -> None:
+    """A new JetJob or a changed spec: (re)build the children and (re)start the job."""
+    update = reconcile.start_generation(memo.api, memo.config, _job(meta), parse_spec(spec),
+                                        status, _now())
+    _write(update, body, patch)
+
+
+@kopf.on.resume(*RESOURCE)
+def resume(body: kopf.Body, meta: kopf.Meta, spec: kopf.Spec, status: kopf.Status,
+           patch: kopf.Patch, memo: kopf.Memo, **_: Any) -> None:
+    """Operator restart: start only what was never started; running jobs are left alone."""
+    if status.get("phase") and status.get("observedGeneration") == meta.get("generation"):
+        return
+    start(body=body, meta=meta, spec=spec, status=status, patch=patch, memo=memo)
+
+
+@kopf.timer(*RESOURCE, interval=TIMER_INTERVAL_SECONDS)
+def follow(body: kopf.Body, meta: kopf.Meta, spec: kopf.Spec, status: kopf.Status,
+           patch: kopf.Patch, memo: kopf.Memo, **_: Any) -> None:
+    """Follow the job: phase, member counts, coordinator report, restarts."""
+    if not status.get("phase") or status.get("observedGeneration") != meta.get("generation"):
+        return  # the create/update handler has not run for this generation yet
+    job = _job(meta, status.get("observedGeneration"))
+    _write(reconcile.follow(memo.api, memo.config, job, parse_spec(spec), status, _now()), body, patch)
+
+
+@kopf.on.delete(*RESOURCE)
+def delete(meta: kopf.Meta, memo: kopf.Memo, logger: logging.Logger, **_: Any) -> None:
+    """Delete every child; bounded, and never blocks the JetJob's deletion."""
+    left = reconcile.cleanup(memo.api, memo.config, _job(meta))
+    if left:
+        logger.warning("Left for Kubernetes' garbage collector: %s", "; ".join(left))

@@ -1,0 +1,264 @@
+"""The JetJob's phase, decided from what the operator observes (pure functions only).
+
+Phases, in the order a healthy job goes through them:
+
+- ``Pending``: member pods do not exist yet or are not all scheduled;
+- ``Starting``: members are scheduled, not all ready, or the coordinator has not started the job;
+- ``Running``: the coordinator (member 0) reports the job RUNNING;
+- ``Completing``: the coordinator reports COMPLETING;
+- ``Completed``: the coordinator reports COMPLETED (members are then scaled to 0);
+- ``Failed``: the job failed (its own error, a pod that cannot start, a Spark driver that failed);
+- ``Suspended``: the user set ``spec.state: suspended`` (members scaled to 0).
+"""
+
+from __future__ import annotations
+
+import datetime
+import enum
+from dataclasses import dataclass
+from typing import Any, Mapping, Sequence
+
+from jet_operator import constants
+from jet_operator.spec import RESTART_ALWAYS, RESTART_NEVER, RestartPolicy
+
+
+class Phase(str, enum.Enum):
+    """``status.phase`` of a JetJob."""
+
+    PENDING = "Pending"
+    STARTING = "Starting"
+    RUNNING = "Running"
+    COMPLETING = "Completing"
+    COMPLETED = "Completed"
+    FAILED = "Failed"
+    SUSPENDED = "Suspended"
+
+
+TERMINAL_PHASES = frozenset({Phase.COMPLETED, Phase.FAILED})
+
+# Container waiting reasons after which a pod will not start without a change by someone.
+FAILING_WAIT_REASONS = frozenset({
+    "ImagePullBackOff",
+    "ErrImagePull",
+    "InvalidImageName",
+    "CrashLoopBackOff",
+    "CreateContainerConfigError",
+    "CreateContainerError",
+})
+
+
+def parse_time(value: str | None) -> datetime.datetime | None:
+    """Parse a Kubernetes timestamp (RFC 3339, ``Z`` or offset) into an aware datetime."""
+    if not value:
+        return None
+    return datetime.datetime.fromisoformat(value.replace("Z", "+00:00"))
+
+
+def format_time(value: datetime.datetime) -> str:
+    """Format an aware datetime the way Kubernetes does (seconds, ``Z``)."""
+    return value.astimezone(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+@dataclass(frozen=True)
+class PodView:
+    """What the operator needs to know about one pod."""
+
+    name: str
+    phase: str
+    scheduled: bool
+    ready: bool
+    created: datetime.datetime | None
+    waiting_reason: str | None = None
+    waiting_message: str = ""
+    unschedulable_message: str = ""
+    attempt: str | None = None
+
+    @classmethod
+    def of(cls, pod: Mapping[str, Any]) -> "PodView":
+        """Summarise a pod object as the API returns it."""
+        metadata = pod.get("metadata") or {}
+        status = pod.get("status") or {}
+        conditions = {c.get("type"): c for c in status.get("conditions") or []}
+        scheduled = conditions.get("PodScheduled", {})
+        waiting_reason, waiting_message = None, ""
+        for container in status.get("containerStatuses") or []:
+            waiting = (container.get("state") or {}).get("waiting") or {}
+            if waiting.get("reason"):
+                waiting_reason, waiting_message = waiting["reason"], waiting.get("message", "")
+                if waiting_reason in FAILING_WAIT_REASONS:
+                    break
+        return cls(
+            name=metadata.get("name", ""),
+            phase=status.get("phase") or "Pending",
+            scheduled=scheduled.get("status") == "True" or bool((pod.get("spec") or {}).get("nodeName")),
+            ready=conditions.get("Ready", {}).get("status") == "True",
+            created=parse_time(metadata.get("creationTimestamp")),
+            waiting_reason=waiting_reason,
+            waiting_message=waiting_message,
+            unschedulable_message=scheduled.get("message", "") if scheduled.get("status") == "False" else "",
+            attempt=(metadata.get("annotations") or {}).get(constants.ANNOTATION_ATTEMPT),
+        )
+
+
+def pod_failure(pod: PodView, now: datetime.datetime, scheduling_timeout_seconds: float) -> str | None:
+    """Why ``pod`` will not run on its own, or None while it may still come up."""
+    if pod.waiting_reason in FAILING_WAIT_REASONS:
+        detail = f": {pod.waiting_message}" if pod.waiting_message else ""
+        return f"pod {pod.name}: {pod.waiting_reason}{detail}"
+    if pod.phase == "Failed":
+        return f"pod {pod.name} failed"
+    if pod.phase == "Pending" and pod.created is not None:
+        waited = (now - pod.created).total_seconds()
+        if waited > scheduling_timeout_seconds:
+            detail = f": {pod.unschedulable_message}" if pod.unschedulable_message else ""
+            return (
+                f"pod {pod.name} still Pending after {int(waited)}s "
+                f"(scheduling timeout {int(scheduling_timeout_seconds)}s){detail}"
+            )
+    return None
+
+
+@dataclass(frozen=True)
+class JobReport:
+    """What member 0's ``GET /job`` says about the job."""
+
+    job_id: str
+    status: str
+    message: str = ""
+    start_time: str | None = None
+    completion_time: str | None = None
+
+    @classmethod
+    def of(cls, data: Mapping[str, Any]) -> "JobReport":
+        """Read the endpoint's JSON body."""
+        return cls(
+            job_id=str(data.get("jobId") or ""),
+            status=str(data.get("status") or "NOT_RUNNING").upper(),
+            message=str(data.get("message") or ""),
+            start_time=data.get("startTime") or None,
+            completion_time=data.get("completionTime") or None,
+        )
+
+
+_PHASE_OF_JOB_STATUS = {
+    "NOT_RUNNING": Phase.STARTING,
+    "STARTING": Phase.STARTING,
+    "RUNNING": Phase.RUNNING,
+    "COMPLETING": Phase.COMPLETING,
+    "COMPLETED": Phase.COMPLETED,
+    "FAILED": Phase.FAILED,
+}
+
+
+@dataclass(frozen=True)
+class Assessment:
+    """The phase the job is in now, and why."""
+
+    phase: Phase
+    message: str
+    ready: int
+
+
+def assess(
+    *,
+    desired: int,
+    member_pods: Sequence[PodView],
+    spark_pods: Sequence[PodView],
+    job: JobReport | None,
+    now: datetime.datetime,
+    scheduling_timeout_seconds: float,
+) -> Assessment:
+    """Decide the phase of a running (not suspended, not finished) job from one observation."""
+    ready = sum(1 for pod in member_pods if pod.ready)
+    if job is not None and job.status == "COMPLETED":
+        return Assessment(Phase.COMPLETED, "the job completed", ready)
+    if job is not None and job.status == "FAILED":
+        return Assessment(Phase.FAILED, f"the job failed: {job.message}".rstrip(": "), ready)
+    for pod in [*member_pods, *spark_pods]:
+        failure = pod_failure(pod, now, scheduling_timeout_seconds)
+        if failure is not None:
+            return Assessment(Phase.FAILED, failure, ready)
+    scheduled = sum(1 for pod in member_pods if pod.scheduled)
+    if len(member_pods) < desired or scheduled < desired:
+        return Assessment(
+            Phase.PENDING, f"waiting for member pods to be scheduled ({scheduled}/{desired})", ready
+        )
+    if ready < desired:
+        return Assessment(Phase.STARTING, f"members ready: {ready}/{desired}", ready)
+    if job is None:
+        return Assessment(Phase.STARTING, "waiting for the coordinator (member 0) to report", ready)
+    phase = _PHASE_OF_JOB_STATUS.get(job.status, Phase.STARTING)
+    name = f"job {job.job_id}" if job.job_id else "the job"
+    return Assessment(phase, f"{name} is {job.status}", ready)
+
+
+@dataclass(frozen=True)
+class RestartDecision:
+    """Whether to restart a finished job, after how long, and the message that says so."""
+
+    restart: bool
+    delay_seconds: int
+    message: str
+
+
+def decide_restart(policy: RestartPolicy, restart_count: int, phase: Phase) -> RestartDecision:
+    """Apply ``restartPolicy`` to a job that just ended in ``phase`` (Completed or Failed).
+
+    ``OnFailure`` restarts failed jobs up to ``maxRetries`` times; ``Always`` also restarts
+    completed jobs (without a limit, as a Deployment would); ``Never`` restarts nothing.
+    """
+    if policy.type == RESTART_NEVER:
+        return RestartDecision(False, 0, "restartPolicy is Never")
+    if phase == Phase.COMPLETED:
+        if policy.type == RESTART_ALWAYS:
+            return RestartDecision(True, policy.backoff_seconds, "restartPolicy is Always")
+        return RestartDecision(False, 0, "the job completed")
+    if restart_count >= policy.max_retries:
+        return RestartDecision(
+            False, 0, f"no restart left ({restart_count}/{policy.max_retries} used)"
+        )
+    return RestartDecision(
+        True,
+        policy.backoff_seconds,
+        f"restart {restart_count + 1}/{policy.max_retries} in {policy.backoff_seconds}s",
+    )
+
+
+_CONDITION_TRUE_IN = {
+    "Ready": {Phase.RUNNING, Phase.COMPLETING},
+    "Progressing": {Phase.PENDING, Phase.STARTING, Phase.COMPLETING},
+    "Degraded": {Phase.FAILED},
+}
+
+
+def build_conditions(
+    phase: Phase,
+    message: str,
+    previous: Sequence[Mapping[str, Any]],
+    generation: int,
+    now: datetime.datetime,
+    restarting: bool = False,
+) -> list[dict[str, Any]]:
+    """The Ready/Progressing/Degraded conditions (metav1.Condition shape) for ``phase``.
+
+    ``lastTransitionTime`` is kept from ``previous`` when a condition's status did not change.
+    """
+    before = {c.get("type"): c for c in previous}
+    conditions = []
+    for kind, true_in in _CONDITION_TRUE_IN.items():
+        is_true = phase in true_in or (kind == "Progressing" and restarting)
+        status = "True" if is_true else "False"
+        old = before.get(kind) or {}
+        conditions.append({
+            "type": kind,
+            "status": status,
+            "observedGeneration": generation,
+            "lastTransitionTime": (
+                old["lastTransitionTime"]
+                if old.get("status") == status and old.get("lastTransitionTime")
+                else format_time(now)
+            ),
+            "reason": phase.value,
+            "message": message,
+        })
+    return conditions

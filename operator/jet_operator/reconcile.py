@@ -1,0 +1,302 @@
+"""What the handlers do, over the Kubernetes API: start a spec generation, follow the job,
+restart it, clean up. Each step returns a :class:`StatusUpdate` for the handler to write.
+"""
+
+from __future__ import annotations
+
+import datetime
+import logging
+import time
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+from jet_operator import constants, naming
+from jet_operator.builders import JobRef, build_token_secret, new_cluster_token
+from jet_operator.children import build_children, spark_service_account
+from jet_operator.config import OperatorConfig
+from jet_operator.jobclient import fetch_job_report
+from jet_operator.kube import KubeApi, KubeError
+from jet_operator.lifecycle import (
+    TERMINAL_PHASES,
+    Phase,
+    PodView,
+    assess,
+    build_conditions,
+    decide_restart,
+    format_time,
+    parse_time,
+)
+from jet_operator.spark import build_spark_driver_pod
+from jet_operator.spec import JetJobSpec
+
+logger = logging.getLogger(__name__)
+
+# A namespace being deleted answers 403 (forbidden to create) or 409 (conflict); gone is 404.
+CLEANUP_TOLERATED_STATUSES = (403, 404, 409)
+
+
+@dataclass
+class StatusUpdate:
+    """Fields to merge into ``status`` and, when the phase changed, the event to post."""
+
+    status: dict[str, Any] = field(default_factory=dict)
+    event_reason: str | None = None
+    event_message: str = ""
+    warning: bool = False
+
+
+def check_references(api: KubeApi, job: JobRef, spec: JetJobSpec) -> list[str]:
+    """Problems the schema cannot see: objects the spec names that do not exist."""
+    source = spec.pipeline
+    if not source.config_map_name:
+        return []
+    config_map = api.get("ConfigMap", job.namespace, source.config_map_name)
+    if config_map is None:
+        return [
+            f"spec.pipeline.configMapRef: ConfigMap {source.config_map_name!r} "
+            f"not found in namespace {job.namespace!r}"
+        ]
+    if source.config_map_key not in (config_map.get("data") or {}):
+        return [
+            f"spec.pipeline.configMapRef.key: ConfigMap {source.config_map_name!r} "
+            f"has no key {source.config_map_key!r}"
+        ]
+    return []
+
+
+def ensure_token(api: KubeApi, job: JobRef) -> None:
+    """Create the cluster-token Secret once; an existing token is never replaced."""
+    try:
+        api.create(build_token_secret(job, new_cluster_token()))
+    except KubeError as error:
+        if error.status != 409:
+            raise
+
+
+def phase_update(
+    phase: Phase,
+    message: str,
+    status: Mapping[str, Any],
+    generation: int,
+    now: datetime.datetime,
+    restarting: bool = False,
+    **fields: Any,
+) -> StatusUpdate:
+    """The status fields for ``phase``, with an event if the phase or message changed."""
+    new_status: dict[str, Any] = {
+        "phase": phase.value,
+        "message": message,
+        "observedGeneration": generation,
+        "conditions": build_conditions(
+            phase, message, status.get("conditions") or [], generation, now, restarting
+        ),
+        **fields,
+    }
+    update = StatusUpdate(new_status)
+    if status.get("phase") != phase.value or (phase == Phase.FAILED and status.get("message") != message):
+        update.event_reason = phase.value
+        update.event_message = message
+        update.warning = phase == Phase.FAILED
+    return update
+
+
+def _members_fields(job: JobRef, desired: int, ready: int) -> dict[str, Any]:
+    selector = naming.selector_string(naming.selector_labels(job.name, constants.COMPONENT_MEMBER))
+    return {
+        "members": {"desired": desired, "ready": ready},
+        "membersReady": f"{ready}/{desired}",
+        "selector": selector,
+    }
+
+
+def start_generation(
+    api: KubeApi, config: OperatorConfig, job: JobRef, spec: JetJobSpec,
+    status: Mapping[str, Any], now: datetime.datetime,
+) -> StatusUpdate:
+    """Bring the children in line with a new spec generation (create, spec change, resume).
+
+    Members of an older generation are deleted together, so the job restarts on the new spec.
+    """
+    problems = check_references(api, job, spec)
+    if problems:
+        stop_members(api, job)
+        return phase_update(Phase.FAILED, "; ".join(problems), status, job.generation, now,
+                            **_members_fields(job, spec.replicas, 0))
+    ensure_token(api, job)
+    running = not spec.suspended
+    for child in build_children(
+        job, spec,
+        member_replicas=spec.replicas if running else 0,
+        attempt=0,
+        default_account=config.job_service_account,
+        with_spark_drivers=running,
+    ):
+        api.apply(child)
+    delete_stale_pods(api, job, attempt=0)
+    common = dict(restartCount=0, restartAt=None, jobId=None, completionTime=None, sparkJobs=[],
+                  **_members_fields(job, spec.replicas if running else 0, 0))
+    if not running:
+        delete_spark_drivers(api, job)
+        return phase_update(Phase.SUSPENDED, "suspended by spec.state", status, job.generation, now, **common)
+    return phase_update(Phase.PENDING, "members created", status, job.generation, now,
+                        startTime=None, **common)
+
+
+def stop_members(api: KubeApi, job: JobRef) -> None:
+    """Scale members to 0 and remove Spark drivers, if the job has any children yet."""
+    if api.get("StatefulSet", job.namespace, naming.statefulset_name(job.name)) is not None:
+        scale_members(api, job, 0)
+    delete_spark_drivers(api, job)
+
+
+def scale_members(api: KubeApi, job: JobRef, replicas: int) -> None:
+    """Set the members' StatefulSet to ``replicas`` pods."""
+    api.patch("StatefulSet", job.namespace, naming.statefulset_name(job.name),
+              {"spec": {"replicas": replicas}})
+
+
+def _job_pods(api: KubeApi, job: JobRef) -> list[dict[str, Any]]:
+    return api.list("Pod", job.namespace, f"{constants.LABEL_JETJOB_NAME}={job.name}")
+
+
+def _component(pod: Mapping[str, Any]) -> str:
+    return ((pod.get("metadata") or {}).get("labels") or {}).get(constants.LABEL_JET_COMPONENT, "")
+
+
+def _is_current(pod: Mapping[str, Any], job: JobRef, attempt: int) -> bool:
+    annotations = (pod.get("metadata") or {}).get("annotations") or {}
+    return (annotations.get(constants.ANNOTATION_GENERATION) == str(job.generation)
+            and annotations.get(constants.ANNOTATION_ATTEMPT) == str(attempt))
+
+
+def delete_stale_pods(api: KubeApi, job: JobRef, attempt: int) -> None:
+    """Delete the job's pods of an older generation or attempt (all at once: a cluster restart)."""
+    for pod in _job_pods(api, job):
+        if not _is_current(pod, job, attempt):
+            api.delete("Pod", job.namespace, pod["metadata"]["name"])
+
+
+def delete_spark_drivers(api: KubeApi, job: JobRef) -> None:
+    """Delete both Spark driver pods (their executors go with them)."""
+    for component in constants.SPARK_COMPONENTS:
+        api.delete("Pod", job.namespace, naming.spark_driver_name(job.name, component))
+
+
+def restart(api: KubeApi, config: OperatorConfig, job: JobRef, spec: JetJobSpec,
+            status: Mapping[str, Any], now: datetime.datetime) -> StatusUpdate:
+    """Start the job again on the same spec: a new attempt, every pod replaced."""
+    attempt = int(status.get("restartCount") or 0) + 1
+    for child in build_children(job, spec, member_replicas=spec.replicas, attempt=attempt,
+                                default_account=config.job_service_account):
+        if child["kind"] != "Pod":  # drivers come back once the old ones are gone
+            api.apply(child)
+    delete_stale_pods(api, job, attempt)
+    return phase_update(
+        Phase.PENDING, f"restarted (restart {attempt})", status, job.generation, now,
+        restartCount=attempt, restartAt=None, jobId=None, completionTime=None, startTime=None,
+        **_members_fields(job, spec.replicas, 0),
+    )
+
+
+def sync_spark_drivers(api: KubeApi, config: OperatorConfig, job: JobRef, spec: JetJobSpec,
+                       attempt: int, pods: list[dict[str, Any]]) -> None:
+    """Create the current attempt's Spark driver pods that do not exist yet."""
+    if spec.spark is None:
+        return
+    existing = {pod["metadata"]["name"] for pod in pods}
+    account = spark_service_account(job, spec, config.job_service_account)
+    for component in constants.SPARK_COMPONENTS:
+        if naming.spark_driver_name(job.name, component) not in existing:
+            try:
+                api.create(build_spark_driver_pod(job, spec, component, account, attempt))
+            except KubeError as error:
+                if error.status != 409:  # the old pod is still terminating: next tick
+                    raise
+
+
+def follow(api: KubeApi, config: OperatorConfig, job: JobRef, spec: JetJobSpec,
+           status: Mapping[str, Any], now: datetime.datetime) -> StatusUpdate | None:
+    """One look at a job: its pods and its coordinator; returns the new status, if any."""
+    phase = Phase(status.get("phase") or Phase.PENDING.value)
+    if spec.suspended or phase == Phase.SUSPENDED:
+        return None  # only a spec change moves a suspended job
+    if phase in TERMINAL_PHASES:
+        restart_at = parse_time(status.get("restartAt"))
+        if restart_at is not None and now >= restart_at:
+            return restart(api, config, job, spec, status, now)
+        return None
+
+    attempt = int(status.get("restartCount") or 0)
+    pods = [pod for pod in _job_pods(api, job) if _is_current(pod, job, attempt)]
+    members = [PodView.of(p) for p in pods if _component(p) == constants.COMPONENT_MEMBER]
+    drivers = [p for p in pods if _component(p) in constants.SPARK_COMPONENTS]
+    ready = sum(1 for pod in members if pod.ready)
+    report = None
+    if members and ready == spec.replicas:
+        report = fetch_job_report(config.job_url(job.name, job.namespace), config.job_poll_timeout_seconds)
+    assessment = assess(
+        desired=spec.replicas, member_pods=members, spark_pods=[PodView.of(p) for p in drivers],
+        job=report, now=now, scheduling_timeout_seconds=config.scheduling_timeout_seconds,
+    )
+    fields: dict[str, Any] = {
+        **_members_fields(job, spec.replicas, assessment.ready),
+        "sparkJobs": [_spark_job(pod) for pod in drivers],
+    }
+    if report is not None:
+        fields["jobId"] = report.job_id or None
+        fields["startTime"] = report.start_time or status.get("startTime")
+    if assessment.phase not in TERMINAL_PHASES:
+        sync_spark_drivers(api, config, job, spec, attempt, drivers)
+        return phase_update(assessment.phase, assessment.message, status, job.generation, now, **fields)
+
+    decision = decide_restart(spec.restart_policy, attempt, assessment.phase)
+    scale_members(api, job, 0)
+    if assessment.phase == Phase.FAILED:
+        delete_spark_drivers(api, job)
+    message = assessment.message
+    if decision.restart:
+        message = f"{message}; {decision.message}"
+        fields["restartAt"] = format_time(now + datetime.timedelta(seconds=decision.delay_seconds))
+    fields["completionTime"] = (report.completion_time if report and report.completion_time
+                                else format_time(now))
+    return phase_update(assessment.phase, message, status, job.generation, now,
+                        restarting=decision.restart, **fields)
+
+
+def _spark_job(pod: Mapping[str, Any]) -> dict[str, Any]:
+    return {
+        "name": pod["metadata"]["name"],
+        "component": _component(pod),
+        "phase": (pod.get("status") or {}).get("phase") or "Pending",
+    }
+
+
+def cleanup(api: KubeApi, config: OperatorConfig, job: JobRef) -> list[str]:
+    """Delete every child of a deleted JetJob; never raises and never takes longer than the
+    configured cleanup timeout (a terminating namespace answers 403/409: that is fine).
+
+    Returns what could not be deleted, for the log.
+    """
+    deadline = time.monotonic() + config.cleanup_timeout_seconds
+    children = [
+        ("Pod", naming.spark_driver_name(job.name, constants.COMPONENT_SPARK_SOURCE)),
+        ("Pod", naming.spark_driver_name(job.name, constants.COMPONENT_SPARK_SINK)),
+        ("StatefulSet", naming.statefulset_name(job.name)),
+        ("Service", naming.service_name(job.name)),
+        ("ConfigMap", naming.pipeline_config_map_name(job.name)),
+        ("ConfigMap", naming.member_config_name(job.name)),
+        ("Secret", naming.token_secret_name(job.name)),
+        ("RoleBinding", naming.spark_account_name(job.name)),
+        ("Role", naming.spark_account_name(job.name)),
+        ("ServiceAccount", naming.spark_account_name(job.name)),
+    ]
+    left: list[str] = []
+    for kind, name in children:
+        if time.monotonic() > deadline:
+            left.append(f"{kind}/{name}: cleanup timeout")
+            continue
+        try:
+            api.delete(kind, job.namespace, name, tolerate=CLEANUP_TOLERATED_STATUSES)
+        except Exception as error:  # noqa: BLE001 - deletion must finish whatever happens here
+            left.append(f"{kind}/{name}: {error}")
+    return left

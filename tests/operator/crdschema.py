@@ -1,0 +1,63 @@
+"""The JetJob CRD's schema as a jsonschema validator, with Kubernetes' strict field validation.
+
+Kubernetes refuses unknown fields (``kubectl apply`` uses server-side strict field validation)
+wherever the structural schema does not preserve unknown fields; a CRD itself may not say
+``additionalProperties: false`` next to ``properties``. So the validator adds exactly that,
+everywhere Kubernetes would refuse an unknown field.
+"""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+CRD_FILE = ROOT / "crds" / "jetjobs.jet.dev.yaml"
+CHART_DIR = ROOT / "charts" / "jet-operator"
+CHART_CRD_FILE = CHART_DIR / "files" / "jetjobs.jet.dev.yaml"
+EXAMPLES_DIR = ROOT / "examples"
+
+
+def load_crd() -> dict[str, Any]:
+    """The CRD document."""
+    return yaml.safe_load(CRD_FILE.read_text())
+
+
+def openapi_schema(crd: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The served version's openAPIV3Schema."""
+    crd = crd or load_crd()
+    return crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+
+
+def with_strict_fields(schema: dict[str, Any]) -> dict[str, Any]:
+    """A copy of ``schema`` refusing unknown fields where Kubernetes would."""
+    schema = copy.deepcopy(schema)
+
+    def walk(node: Any) -> None:
+        if isinstance(node, dict):
+            if "properties" in node and not node.get("x-kubernetes-preserve-unknown-fields"):
+                node["additionalProperties"] = False
+            if node.get("x-kubernetes-preserve-unknown-fields"):
+                return
+            for value in node.values():
+                walk(value)
+        elif isinstance(node, list):
+            for value in node:
+                walk(value)
+
+    walk(schema)
+    return schema
+
+
+def validator() -> jsonschema.Draft7Validator:
+    """A Draft 7 validator of JetJob documents."""
+    return jsonschema.Draft7Validator(with_strict_fields(openapi_schema()))
+
+
+def jetjobs_in(path: Path) -> list[dict[str, Any]]:
+    """The JetJob documents of a multi-document YAML file."""
+    return [doc for doc in yaml.safe_load_all(path.read_text()) if doc and doc.get("kind") == "JetJob"]

@@ -1,0 +1,182 @@
+"""The CRD's schema accepts good JetJobs and refuses bad ones, as a strict API server would."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+import yaml
+
+from jet_operator.manifest import build_jetjob_manifest
+from tests.operator.crdschema import (
+    CHART_CRD_FILE,
+    CRD_FILE,
+    EXAMPLES_DIR,
+    jetjobs_in,
+    load_crd,
+    openapi_schema,
+    validator,
+)
+
+GOOD: dict[str, Any] = {
+    "apiVersion": "jet.dev/v1alpha1",
+    "kind": "JetJob",
+    "metadata": {"name": "wc"},
+    "spec": {
+        "image": "jet:1",
+        "pipeline": {"code": "def pipeline(): ...", "entrypoint": "pipeline", "args": ["a"]},
+        "members": {"replicas": 3, "resources": {"requests": {"cpu": "500m", "memory": 1024}},
+                    "podTemplate": {"spec": {"nodeSelector": {"disk": "ssd"}, "anything": [1]}}},
+        "cooperativeThreads": 2,
+        "edgeDefaults": {"queueSize": 1024, "packetSizeLimit": 16384, "receiveWindowMultiplier": 3},
+        "flowControlPeriodMillis": 100,
+        "spark": {"image": "spark:1", "executor": {"instances": 2, "cores": 1, "memory": "2g"},
+                  "conf": {"spark.sql.shuffle.partitions": "8"}},
+        "restartPolicy": {"type": "OnFailure", "maxRetries": 0, "backoffSeconds": 0},
+        "state": "suspended",
+    },
+}
+
+
+def _errors(document: dict[str, Any]) -> list[str]:
+    return [error.message for error in validator().iter_errors(document)]
+
+
+def _with(path: str, value: Any) -> dict[str, Any]:
+    document = copy.deepcopy(GOOD)
+    *parents, last = path.split(".")
+    node = document
+    for key in parents:
+        node = node[key]
+    if value is _DELETE:
+        del node[last]
+    else:
+        node[last] = value
+    return document
+
+
+_DELETE = object()
+
+
+def test_good_manifest_is_accepted() -> None:
+    assert _errors(GOOD) == []
+
+
+def test_minimal_manifest_is_accepted() -> None:
+    assert _errors({"apiVersion": "jet.dev/v1alpha1", "kind": "JetJob", "metadata": {"name": "x"},
+                    "spec": {"pipeline": {"path": "/app/p.py"}}}) == []
+
+
+@pytest.mark.parametrize("example", sorted(EXAMPLES_DIR.glob("jetjob-*.yaml")), ids=lambda p: p.name)
+def test_examples_are_accepted(example) -> None:
+    jetjobs = jetjobs_in(example)
+    assert jetjobs, f"{example} has no JetJob"
+    for document in jetjobs:
+        assert _errors(document) == []
+
+
+@pytest.mark.parametrize(
+    ("path", "value", "expected"),
+    [
+        ("spec.pipeline", _DELETE, "'pipeline' is a required property"),
+        ("spec.pipeline", {"entrypoint": "pipeline"}, "is not valid under any of the given schemas"),
+        ("spec.pipeline", {"code": "x", "path": "/p.py"}, "is valid under each of"),
+        ("spec.pipeline", {"configMapRef": {"name": "cm"}, "path": "/p.py"}, "is valid under each of"),
+        ("spec.members.replicas", -1, "-1 is less than the minimum of 1"),
+        ("spec.members.replicas", 0, "0 is less than the minimum of 1"),
+        ("spec.members.replicas", "two", "'two' is not of type 'integer'"),
+        ("spec.restartPolicy.type", "Sometimes", "'Sometimes' is not one of"),
+        ("spec.restartPolicy.maxRetries", -1, "less than the minimum of 0"),
+        ("spec.members.replica", 2, "Additional properties are not allowed ('replica' was unexpected)"),
+        ("spec.replicas", 2, "Additional properties are not allowed ('replicas' was unexpected)"),
+        ("spec.state", "paused", "'paused' is not one of"),
+        ("spec.cooperativeThreads", 0, "less than the minimum of 1"),
+        ("spec.edgeDefaults.queueSize", "big", "'big' is not of type 'integer'"),
+        ("spec.edgeDefaults.queuesize", 10, "'queuesize' was unexpected"),
+        ("spec.flowControlPeriodMillis", 0, "less than the minimum of 1"),
+        ("spec.spark.conf", {"spark.x": 1}, "1 is not of type 'string'"),
+        ("spec.spark.executor.instances", 0, "less than the minimum of 1"),
+        ("spec.pipeline.args", ["ok", 3], "3 is not of type 'string'"),
+        ("spec.imagePullPolicy", "Sometimes", "'Sometimes' is not one of"),
+    ],
+)
+def test_bad_manifest_is_refused(path: str, value: Any, expected: str) -> None:
+    errors = _errors(_with(path, value))
+    assert any(expected in error for error in errors), errors
+
+
+def test_crd_names_and_subresources() -> None:
+    crd = load_crd()
+    assert crd["metadata"]["name"] == "jetjobs.jet.dev"
+    names = crd["spec"]["names"]
+    assert (names["kind"], names["plural"], names["shortNames"]) == ("JetJob", "jetjobs", ["jjob"])
+    version = crd["spec"]["versions"][0]
+    assert version["name"] == "v1alpha1" and version["served"] and version["storage"]
+    assert version["subresources"] == {
+        "status": {},
+        "scale": {
+            "specReplicasPath": ".spec.members.replicas",
+            "statusReplicasPath": ".status.members.ready",
+            "labelSelectorPath": ".status.selector",
+        },
+    }
+    columns = {c["name"]: c for c in version["additionalPrinterColumns"]}
+    assert list(columns) == ["Phase", "Members", "Restarts", "Age", "Message"]
+    assert columns["Members"]["jsonPath"] == ".status.membersReady"
+    assert columns["Message"]["priority"] == 1
+
+
+def _walk(node: Any, path: str = ""):
+    if isinstance(node, dict):
+        yield path, node
+        for key, value in node.items():
+            yield from _walk(value, f"{path}.{key}")
+    elif isinstance(node, list):
+        for index, value in enumerate(node):
+            yield from _walk(value, f"{path}[{index}]")
+
+
+def test_schema_is_structural() -> None:
+    """The rules of a structural schema that Kubernetes checks when the CRD is created."""
+    schema = openapi_schema()
+    for path, node in _walk(schema):
+        if path.endswith(("oneOf", "anyOf")) or "oneOf[" in path or "anyOf[" in path:
+            continue
+        assert not ("properties" in node and "additionalProperties" in node), path
+        assert node.get("additionalProperties") is not False, path
+        if path.endswith(".properties"):
+            for name, child in node.items():
+                assert "type" in child or child.get("x-kubernetes-int-or-string"), f"{path}.{name}"
+    # Only podTemplate keeps unknown fields; spec itself is strict.
+    preserving = [p for p, n in _walk(schema) if n.get("x-kubernetes-preserve-unknown-fields")]
+    assert preserving == [".properties.spec.properties.members.properties.podTemplate"]
+    for junctor in schema["properties"]["spec"]["properties"]["pipeline"]["oneOf"]:
+        assert set(junctor) == {"required"}
+
+
+def test_chart_ships_the_same_crd() -> None:
+    assert CHART_CRD_FILE.read_bytes() == CRD_FILE.read_bytes()
+
+
+def test_manifest_command_output_validates(tmp_path) -> None:
+    pipeline_file = tmp_path / "wordcount.py"
+    pipeline_file.write_text("from jet import Pipeline\n\ndef main(n):\n    return Pipeline.create()\n")
+    text = build_jetjob_manifest(str(pipeline_file), "wc", replicas=3, image="jet:dev",
+                                 entrypoint="main", args=["10"])
+    document = yaml.safe_load(text)
+    assert _errors(document) == []
+    assert document["metadata"]["name"] == "wc"
+    assert document["spec"]["pipeline"] == {
+        "code": pipeline_file.read_text(), "entrypoint": "main", "args": ["10"]
+    }
+    assert document["spec"]["members"]["replicas"] == 3
+    assert document["spec"]["image"] == "jet:dev"
+    assert "code: |" in text  # the code stays readable
+
+
+def test_manifest_refuses_zero_replicas(tmp_path) -> None:
+    pipeline_file = tmp_path / "p.py"
+    pipeline_file.write_text("x = 1\n")
+    with pytest.raises(ValueError):
+        build_jetjob_manifest(str(pipeline_file), "p", replicas=0)

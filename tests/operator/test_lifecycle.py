@@ -1,0 +1,109 @@
+"""The phase decisions, restart policy and conditions, as pure functions."""
+
+from __future__ import annotations
+
+import datetime
+
+import pytest
+
+from jet_operator.lifecycle import (
+    JobReport,
+    Phase,
+    PodView,
+    assess,
+    build_conditions,
+    decide_restart,
+    format_time,
+)
+from jet_operator.spec import RestartPolicy
+
+NOW = datetime.datetime(2025, 1, 1, 12, 0, tzinfo=datetime.timezone.utc)
+
+
+def pod(name: str = "wc-member-0", *, phase: str = "Running", scheduled: bool = True, ready: bool = True,
+        waiting: str | None = None, age_seconds: float = 5) -> PodView:
+    status = {
+        "phase": phase,
+        "conditions": [{"type": "PodScheduled", "status": "True" if scheduled else "False",
+                        "message": "0/3 nodes are available: insufficient cpu"},
+                       {"type": "Ready", "status": "True" if ready else "False"}],
+    }
+    if waiting:
+        status["containerStatuses"] = [{"state": {"waiting": {"reason": waiting, "message": "no such image"}}}]
+    created = NOW - datetime.timedelta(seconds=age_seconds)
+    return PodView.of({"metadata": {"name": name, "creationTimestamp": format_time(created)}, "status": status})
+
+
+def _assess(pods, job=None, spark=(), desired=2, timeout=60.0):
+    return assess(desired=desired, member_pods=pods, spark_pods=list(spark), job=job, now=NOW,
+                  scheduling_timeout_seconds=timeout)
+
+
+def test_no_pods_is_pending() -> None:
+    assert _assess([]).phase == Phase.PENDING
+
+
+def test_unscheduled_pod_is_pending_until_the_timeout() -> None:
+    waiting = [pod(), pod("wc-member-1", phase="Pending", scheduled=False, ready=False, age_seconds=30)]
+    assert _assess(waiting).phase == Phase.PENDING
+    late = [pod(), pod("wc-member-1", phase="Pending", scheduled=False, ready=False, age_seconds=90)]
+    result = _assess(late)
+    assert result.phase == Phase.FAILED
+    assert "scheduling timeout 60s" in result.message and "insufficient cpu" in result.message
+
+
+@pytest.mark.parametrize("reason", ["ImagePullBackOff", "ErrImagePull", "CrashLoopBackOff"])
+def test_pods_that_cannot_start_fail_the_job(reason: str) -> None:
+    result = _assess([pod(), pod("wc-member-1", phase="Pending", ready=False, waiting=reason)])
+    assert result.phase == Phase.FAILED
+    assert result.message == f"pod wc-member-1: {reason}: no such image"
+
+
+def test_scheduled_but_not_ready_is_starting() -> None:
+    result = _assess([pod(), pod("wc-member-1", ready=False, waiting="ContainerCreating")])
+    assert (result.phase, result.ready) == (Phase.STARTING, 1)
+
+
+@pytest.mark.parametrize(("status", "phase"), [
+    ("NOT_RUNNING", Phase.STARTING), ("STARTING", Phase.STARTING), ("RUNNING", Phase.RUNNING),
+    ("COMPLETING", Phase.COMPLETING), ("COMPLETED", Phase.COMPLETED), ("FAILED", Phase.FAILED),
+])
+def test_the_coordinators_report_decides_once_members_are_ready(status: str, phase: Phase) -> None:
+    report = JobReport.of({"jobId": "j1", "status": status, "message": "ValueError: x"})
+    assert _assess([pod(), pod("wc-member-1")], job=report).phase == phase
+
+
+def test_all_ready_without_a_report_is_starting() -> None:
+    assert _assess([pod(), pod("wc-member-1")]).message.startswith("waiting for the coordinator")
+
+
+def test_a_failed_spark_driver_fails_the_job() -> None:
+    driver = pod("wc-spark-source", phase="Failed", ready=False)
+    result = _assess([pod(), pod("wc-member-1")], spark=[driver])
+    assert (result.phase, result.message) == (Phase.FAILED, "pod wc-spark-source failed")
+
+
+@pytest.mark.parametrize(("policy", "count", "phase", "restart"), [
+    (RestartPolicy("Never", 3, 5), 0, Phase.FAILED, False),
+    (RestartPolicy("OnFailure", 3, 5), 0, Phase.FAILED, True),
+    (RestartPolicy("OnFailure", 3, 5), 3, Phase.FAILED, False),
+    (RestartPolicy("OnFailure", 3, 5), 0, Phase.COMPLETED, False),
+    (RestartPolicy("Always", 0, 5), 7, Phase.COMPLETED, True),
+    (RestartPolicy("Always", 1, 5), 1, Phase.FAILED, False),
+])
+def test_restart_policy(policy: RestartPolicy, count: int, phase: Phase, restart: bool) -> None:
+    decision = decide_restart(policy, count, phase)
+    assert decision.restart is restart
+    assert decision.delay_seconds == (5 if restart else 0)
+
+
+def test_conditions_keep_their_transition_time_while_unchanged() -> None:
+    first = build_conditions(Phase.RUNNING, "up", [], 3, NOW)
+    assert {c["type"]: c["status"] for c in first} == {"Ready": "True", "Progressing": "False", "Degraded": "False"}
+    later = NOW + datetime.timedelta(minutes=5)
+    second = build_conditions(Phase.FAILED, "boom", first, 3, later)
+    by_type = {c["type"]: c for c in second}
+    assert by_type["Degraded"]["status"] == "True"
+    assert by_type["Degraded"]["lastTransitionTime"] == format_time(later)
+    assert by_type["Progressing"]["lastTransitionTime"] == format_time(NOW)
+    assert all(c["observedGeneration"] == 3 and c["reason"] == "Failed" for c in second)

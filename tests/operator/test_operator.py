@@ -1,0 +1,258 @@
+"""The operator under Kopf against the API emulator: a JetJob's whole life.
+
+The test plays the parts no emulator has: the StatefulSet controller and kubelet (pods and
+their statuses, see ``fakes``) and member 0's /job endpoint (``job_endpoint``).
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from kopf.testing import KopfRunner
+
+from tests.operator.emulator import Emulator
+from tests.operator.fakes import (
+    JETJOBS,
+    PODS,
+    STATEFULSETS,
+    FakeJobEndpoint,
+    eventually,
+    get,
+    names,
+    run_statefulset,
+    set_pod_status,
+)
+
+COLLECTION = "/apis/jet.dev/v1alpha1/namespaces/default/jetjobs"
+WORDCOUNT = {
+    "apiVersion": "jet.dev/v1alpha1",
+    "kind": "JetJob",
+    "metadata": {"name": "wc", "namespace": "default"},
+    "spec": {
+        "image": "jet:test",
+        "pipeline": {"code": "def pipeline():\n    ...\n"},
+        "members": {"replicas": 2},
+    },
+}
+
+
+def jetjob(name: str = "wc", **spec: Any) -> dict[str, Any]:
+    """The word-count JetJob, renamed, with spec fields replaced."""
+    document = copy.deepcopy(WORDCOUNT)
+    document["metadata"]["name"] = name
+    document["spec"].update(spec)
+    return document
+
+
+@contextmanager
+def operator() -> Iterator[KopfRunner]:
+    """The operator, as the chart runs it, for one namespace."""
+    args = ["run", "--standalone", "--verbose", "-n", "default", "-m", "jet_operator.main"]
+    with KopfRunner(args, timeout=30) as runner:
+        yield runner
+    assert runner.exception is None, runner.output
+    assert "[ERROR" not in runner.output, runner.output
+
+
+def phase(k8s: Emulator, name: str = "wc") -> str | None:
+    job = get(k8s, JETJOBS, name)
+    return (job or {}).get("status", {}).get("phase")
+
+
+def status(k8s: Emulator, name: str = "wc") -> dict[str, Any]:
+    return (get(k8s, JETJOBS, name) or {}).get("status", {})
+
+
+def event_reasons(k8s: Emulator, name: str = "wc") -> list[tuple[str, str, str]]:
+    """(type, reason, message) of the events posted about a JetJob, oldest first."""
+    events = []
+    for key in names(k8s, "v1/events"):
+        event = get(k8s, "v1/events", key)
+        if event and event.get("involvedObject", {}).get("name") == name:
+            events.append((event.get("type"), event.get("reason"), event.get("message")))
+    return events
+
+
+async def wait_phase(k8s: Emulator, expected: str, name: str = "wc", timeout: float = 20) -> dict[str, Any]:
+    await eventually(lambda: phase(k8s, name) == expected, timeout,
+                     what=f"phase {expected} (now {phase(k8s, name)}: {status(k8s, name).get('message')})")
+    return status(k8s, name)
+
+
+async def test_job_runs_to_completion_and_is_cleaned_up(k8s: Emulator, job_endpoint: FakeJobEndpoint) -> None:
+    with operator():
+        response = await k8s.post(COLLECTION, json=jetjob())
+        assert response.status in (200, 201), await response.text()
+        await eventually(lambda: get(k8s, STATEFULSETS, "wc-member"), what="the StatefulSet")
+        owner = get(k8s, JETJOBS, "wc")
+        assert owner["metadata"]["finalizers"] == ["jet.dev/finalizer"]
+        children = {
+            "apps/v1/statefulsets": "wc-member", "v1/services": "wc-member",
+            "v1/secrets": "wc-token", "v1/configmaps": "wc-config",
+        }
+        for resource, name in {**children, "v1/configmaps ": "wc-pipeline"}.items():
+            child = get(k8s, resource.strip(), name)
+            assert child is not None, (resource, name)
+            (reference,) = child["metadata"]["ownerReferences"]
+            assert reference["uid"] == owner["metadata"]["uid"] and reference["controller"] is True
+        sts = get(k8s, STATEFULSETS, "wc-member")
+        assert sts["spec"]["replicas"] == 2
+        pending = await wait_phase(k8s, "Pending")
+        assert pending["observedGeneration"] == owner["metadata"]["generation"]
+        assert pending["selector"] == "jet.dev/component=member,jet.dev/jetjob-name=wc"
+
+        pods = run_statefulset(k8s, "wc-member")
+        for pod in pods:
+            set_pod_status(k8s, pod, scheduled=True, ready=False)
+        starting = await wait_phase(k8s, "Starting")
+        assert starting["membersReady"] == "0/2"
+        for pod in pods:
+            set_pod_status(k8s, pod, ready=True)
+        await eventually(lambda: status(k8s)["membersReady"] == "2/2", what="2/2 ready")
+        assert phase(k8s) == "Starting"  # members up, the coordinator has not reported yet
+
+        job_endpoint.report("wc", "RUNNING")
+        running = await wait_phase(k8s, "Running")
+        assert running["jobId"] == "0a1b2c3d"
+        assert {c["type"]: c["status"] for c in running["conditions"]} == {
+            "Ready": "True", "Progressing": "False", "Degraded": "False"}
+
+        job_endpoint.report("wc", "COMPLETED")
+        completed = await wait_phase(k8s, "Completed")
+        assert completed["completionTime"]
+        await eventually(lambda: get(k8s, STATEFULSETS, "wc-member")["spec"]["replicas"] == 0,
+                         what="members scaled to 0")
+        reasons = [reason for _, reason, _ in event_reasons(k8s)]
+        for expected in ("Pending", "Starting", "Running", "Completed"):
+            assert expected in reasons, reasons
+
+        response = await k8s.delete(f"{COLLECTION}/wc")
+        assert response.status == 200
+        await eventually(lambda: get(k8s, JETJOBS, "wc") is None, what="the JetJob gone")
+        for resource, name in children.items():
+            assert get(k8s, resource, name) is None, (resource, name)
+        assert get(k8s, "v1/configmaps", "wc-pipeline") is None
+
+
+async def start_members(k8s: Emulator, name: str = "wc", ready: bool = True) -> list[str]:
+    """Play the StatefulSet controller and kubelet for the job's members."""
+    await eventually(lambda: get(k8s, STATEFULSETS, f"{name}-member"), what="the StatefulSet")
+    await wait_phase(k8s, "Pending", name)
+    pods = run_statefulset(k8s, f"{name}-member")
+    for pod in pods:
+        set_pod_status(k8s, pod, ready=ready)
+    return pods
+
+
+async def test_job_error_from_the_coordinator_fails_the_job(k8s: Emulator, job_endpoint: FakeJobEndpoint) -> None:
+    error = "Traceback (most recent call last):\n  ...\nZeroDivisionError: division by zero"
+    with operator():
+        await k8s.post(COLLECTION, json=jetjob())
+        await start_members(k8s)
+        job_endpoint.report("wc", "RUNNING")
+        await wait_phase(k8s, "Running")
+        job_endpoint.report("wc", "FAILED", message=error)
+        failed = await wait_phase(k8s, "Failed")
+        assert "ZeroDivisionError: division by zero" in failed["message"]
+        assert failed["message"].startswith("the job failed: Traceback")
+        assert {c["type"]: c["status"] for c in failed["conditions"]}["Degraded"] == "True"
+        assert "restartAt" not in failed  # restartPolicy Never
+        await eventually(lambda: get(k8s, STATEFULSETS, "wc-member")["spec"]["replicas"] == 0,
+                         what="members scaled to 0")
+        warnings = [(t, r, m) for t, r, m in event_reasons(k8s) if t == "Warning"]
+        assert any(r == "Failed" and "ZeroDivisionError" in m for _, r, m in warnings), warnings
+
+
+async def test_missing_config_map_fails_with_an_event_naming_the_field(k8s: Emulator) -> None:
+    document = jetjob("fromcm", pipeline={"configMapRef": {"name": "nowhere", "key": "job.py"}})
+    with operator():
+        await k8s.post(COLLECTION, json=document)
+        failed = await wait_phase(k8s, "Failed", "fromcm")
+        assert "spec.pipeline.configMapRef" in failed["message"] and "'nowhere'" in failed["message"]
+        events = await eventually(lambda: [e for e in event_reasons(k8s, "fromcm") if e[0] == "Warning"],
+                                  what="a warning event")
+        assert any("spec.pipeline.configMapRef" in message for _, _, message in events), events
+        assert get(k8s, STATEFULSETS, "fromcm-member") is None
+
+
+async def test_image_pull_failure_is_retried_then_fails(k8s: Emulator) -> None:
+    document = jetjob("badimage", restartPolicy={"type": "OnFailure", "maxRetries": 1, "backoffSeconds": 0})
+    with operator():
+        await k8s.post(COLLECTION, json=document)
+        first = await start_members(k8s, "badimage", ready=False)
+        set_pod_status(k8s, first[1], waiting="ImagePullBackOff")
+        restarted = await wait_phase(k8s, "Pending", "badimage")
+        await eventually(lambda: status(k8s, "badimage").get("restartCount") == 1, what="restart 1")
+        # Every pod of the failed attempt is deleted at once; the new ones carry attempt 1.
+        await eventually(lambda: not names(k8s, PODS), what="old pods deleted")
+        template = get(k8s, STATEFULSETS, "badimage-member")["spec"]["template"]
+        assert template["metadata"]["annotations"]["jet.dev/attempt"] == "1"
+        assert get(k8s, STATEFULSETS, "badimage-member")["spec"]["replicas"] == 2
+        assert restarted["observedGeneration"] == 1
+
+        second = run_statefulset(k8s, "badimage-member")
+        set_pod_status(k8s, second[0], waiting="ErrImagePull")
+        failed = await wait_phase(k8s, "Failed", "badimage")
+        assert "ErrImagePull" in failed["message"] and "badimage-member-0" in failed["message"]
+        assert failed["restartCount"] == 1
+        assert "restartAt" not in failed
+
+
+async def test_suspend_resume_and_spec_change(k8s: Emulator, job_endpoint: FakeJobEndpoint) -> None:
+    path = f"{COLLECTION}/wc"
+    merge = {"Content-Type": "application/merge-patch+json"}
+    with operator():
+        await k8s.post(COLLECTION, json=jetjob())
+        await start_members(k8s)
+        job_endpoint.report("wc", "RUNNING")
+        await wait_phase(k8s, "Running")
+
+        await k8s.patch(path, json={"spec": {"state": "suspended"}}, headers=merge)
+        suspended = await wait_phase(k8s, "Suspended")
+        assert get(k8s, STATEFULSETS, "wc-member")["spec"]["replicas"] == 0
+        assert suspended["observedGeneration"] == 2
+        job_endpoint.reports.clear()
+
+        await k8s.patch(path, json={"spec": {"state": "running"}}, headers=merge)
+        await wait_phase(k8s, "Pending")
+        assert get(k8s, STATEFULSETS, "wc-member")["spec"]["replicas"] == 2
+
+        await k8s.patch(path, json={"spec": {"members": {"replicas": 3}}}, headers=merge)
+        await eventually(lambda: status(k8s).get("observedGeneration") == 4, what="generation 4")
+        sts = get(k8s, STATEFULSETS, "wc-member")
+        assert sts["spec"]["replicas"] == 3
+        member = sts["spec"]["template"]["spec"]["containers"][0]
+        assert member["args"][member["args"].index("--replicas") + 1] == "3"
+        assert sts["spec"]["template"]["metadata"]["annotations"]["jet.dev/generation"] == "4"
+        assert status(k8s)["members"]["desired"] == 3
+
+
+async def test_spark_job_gets_drivers_and_their_rbac(k8s: Emulator, job_endpoint: FakeJobEndpoint) -> None:
+    document = jetjob("sparky", spark={"executor": {"instances": 3}})
+    with operator():
+        await k8s.post(COLLECTION, json=document)
+        await eventually(lambda: get(k8s, PODS, "sparky-spark-sink"), what="the sink driver")
+        for resource in ("v1/serviceaccounts", "rbac.authorization.k8s.io/v1/roles",
+                         "rbac.authorization.k8s.io/v1/rolebindings"):
+            assert get(k8s, resource, "sparky-spark") is not None, resource
+        source = get(k8s, PODS, "sparky-spark-source")
+        assert source["spec"]["serviceAccountName"] == "sparky-spark"
+        assert "spark.executor.instances=3" in source["spec"]["containers"][0]["args"]
+
+        await start_members(k8s, "sparky")
+        job_endpoint.report("sparky", "RUNNING", namespace="default")
+        running = await wait_phase(k8s, "Running", "sparky")
+        assert {job["name"] for job in running["sparkJobs"]} == {"sparky-spark-source", "sparky-spark-sink"}
+
+        set_pod_status(k8s, "sparky-spark-source", phase="Failed")
+        failed = await wait_phase(k8s, "Failed", "sparky")
+        assert failed["message"] == "pod sparky-spark-source failed"
+        await eventually(lambda: get(k8s, PODS, "sparky-spark-sink") is None, what="drivers removed")
+
+        await k8s.delete(f"{COLLECTION}/sparky")
+        await eventually(lambda: get(k8s, JETJOBS, "sparky") is None, what="the JetJob gone")
+        assert get(k8s, "v1/serviceaccounts", "sparky-spark") is None
+        assert get(k8s, "rbac.authorization.k8s.io/v1/roles", "sparky-spark") is None
