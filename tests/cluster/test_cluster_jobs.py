@@ -162,3 +162,38 @@ def test_members_talk_tls_when_configured(tls_config, tmp_path):
         with jet.connect(cluster.addresses, cluster.token) as plaintext:
             with pytest.raises(Exception, match="UNAVAILABLE"):
                 plaintext.ping(timeout_s=3)
+
+
+def test_results_and_metrics_of_a_pipeline_come_from_every_member(cluster3):
+    from jet.job_file import load_job, to_dag
+    from tests.conftest import REPO_ROOT
+
+    text = REPO_ROOT / "examples" / "data" / "two-cities.txt"
+    dag = to_dag(load_job(str(REPO_ROOT / "examples" / "wordcount.py"), (str(text),)), 1)
+    expected = jet.execution.execute(dag)
+    job = cluster3.new_job(dag)
+    job.join(timeout=60)
+    assert job.results() == expected
+    metrics = job.metrics()
+    source = next(name for name in metrics if "read" in name or "source" in name.lower() or "files" in name)
+    assert metrics[source]["out"] == len(text.read_text().splitlines())
+
+
+def test_jet_run_members_3_prints_the_same_answer_as_one_member():
+    import subprocess
+    import sys
+
+    from tests.conftest import REPO_ROOT
+
+    def run(members):
+        result = subprocess.run(
+            [sys.executable, "-m", "jet.cli", "run", "--members", str(members),
+             "examples/wordcount.py", "examples/data/two-cities.txt"], capture_output=True, text=True,
+            timeout=120, cwd=REPO_ROOT, env={"PYTHONPATH": f"{REPO_ROOT / 'member'}", "PATH": ""})
+        assert result.returncode == 0, result.stderr[-3000:]
+        (ranking,) = [eval(line) for line in result.stdout.splitlines() if line.startswith("  ")]  # noqa: S307
+        return ranking
+
+    three, one = run(3), run(1)
+    assert [n for _, n in three] == [n for _, n in one]  # words tied on a count may come in any order
+    assert {w: n for w, n in three if w in dict(one)} == {w: n for w, n in one if w in dict(three)}

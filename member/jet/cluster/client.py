@@ -5,8 +5,8 @@
         job.join()
 
 Every call carries the cluster token (``token=`` or ``load_cluster_token()``), so a member
-authenticates the client before reading anything it sends. Replies are JSON: the client never
-unpickles what a member sends.
+authenticates the client before reading anything it sends. Replies are JSON, except the job's
+named results (:meth:`Job.results`), which only a client asking for them unpickles.
 """
 
 from __future__ import annotations
@@ -61,6 +61,18 @@ class Job:
             if status is JobStatus.FAILED:
                 raise job_failure(info)
 
+    def metrics(self) -> dict[str, dict[str, int]]:
+        """Items in and out per vertex over the whole cluster so far (``{"in": n, "out": m}``)."""
+        return self._client._call(messages.JOB_METRICS, {"job_id": self.id})["metrics"]
+
+    def results(self) -> dict[str, list]:
+        """The named results of the job's ``Sinks.list`` sinks, every member's, in member order.
+
+        This is the one reply a client unpickles: it comes from the member 0 the client
+        authenticated to with the cluster token (use TLS where the network is not trusted)."""
+        header, blob = self._client._call_raw(messages.JOB_RESULTS, {"job_id": self.id})
+        return cloudpickle.loads(blob) if blob else {}
+
     def cancel(self) -> None:
         """Cancel the job on every member; it ends FAILED with :class:`JobCancelledError`."""
         self._client._call(messages.CANCEL_JOB, {"job_id": self.id})
@@ -110,9 +122,13 @@ class JetClient:
 
     def _call(self, msg_type: str, header: dict[str, Any], blob: bytes = b"", *,
               timeout_s: float = CALL_TIMEOUT_S, wait_for_ready: bool = True) -> dict[str, Any]:
+        return self._call_raw(msg_type, header, blob, timeout_s=timeout_s, wait_for_ready=wait_for_ready)[0]
+
+    def _call_raw(self, msg_type: str, header: dict[str, Any], blob: bytes = b"", *,
+                  timeout_s: float = CALL_TIMEOUT_S, wait_for_ready: bool = True) -> tuple[dict[str, Any], bytes]:
         reply = self._connection.control(msg_type, messages.encode_message(header, blob), timeout_s,
                                          wait_for_ready=wait_for_ready)
-        return messages.decode_message(reply)[0]
+        return messages.decode_message(reply)
 
     def close(self) -> None:
         self._connection.close()

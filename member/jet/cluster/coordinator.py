@@ -104,7 +104,9 @@ class _JobRun:
         self.awaiting: set[int] = set()
         """Members whose outcome of the current execution is still due."""
         self.initialised: set[int] = set()
-        self.cancel_sent = False
+        self.results: dict[int, dict[str, list]] = {}
+        """Named results per member, from the members' outcome reports."""
+        self.final_metrics: dict[int, dict[str, dict[str, int]]] = {}
 
 
 class JobCoordinator:
@@ -172,8 +174,41 @@ class JobCoordinator:
         raise KeyError(f"no job with id {job_id!r} on this coordinator")
 
     # -- member side ------------------------------------------------------------------------
-    def on_execution_done(self, outcome: ExecutionOutcome) -> None:
-        """A member's execution ended (reported by the member)."""
+    def results(self, job_id: str) -> dict[str, list]:
+        """The job's named results (``Context.results`` of every member, in member order)."""
+        run = self._jobs.get(job_id) or self._raise_unknown(job_id)
+        merged: dict[str, list] = {}
+        with self._changed:
+            for member in sorted(run.results):
+                for name, items in run.results[member].items():
+                    merged.setdefault(name, []).extend(items)
+        return merged
+
+    def metrics(self, job_id: str) -> dict[str, dict[str, int]]:
+        """Items in and out per vertex over the cluster: final counts of finished members, live
+        counts asked from the others (a member that cannot answer is left out)."""
+        run = self._jobs.get(job_id) or self._raise_unknown(job_id)
+        with self._changed:
+            per_member = dict(run.final_metrics)
+            live = [m for m in run.awaiting if m not in per_member] if run.record.status is JobStatus.RUNNING else []
+        payload = messages.encode_message({"execution_id": run.execution_id})
+        for member in live:
+            try:
+                reply = self._call(member, messages.EXECUTION_METRICS, payload, START_TIMEOUT_S)
+                per_member[member] = messages.decode_message(reply)[0]["metrics"]
+            except Exception as e:  # noqa: BLE001 - metrics are best effort
+                log.debug("no metrics from member %d: %s", member, e)
+        total: dict[str, dict[str, int]] = {}
+        for metrics in per_member.values():
+            for vertex, counts in metrics.items():
+                summed = total.setdefault(vertex, {})
+                for key, value in counts.items():
+                    summed[key] = summed.get(key, 0) + value
+        return total
+
+    def on_execution_done(self, outcome: ExecutionOutcome, results: dict[str, list] | None = None,
+                          metrics: dict[str, dict[str, int]] | None = None) -> None:
+        """A member's execution ended (reported by the member, with its results and metrics)."""
         with self._changed:
             run = self._jobs.get(outcome.job_id)
             if run is None or run.execution_id != outcome.execution_id:
@@ -181,6 +216,8 @@ class JobCoordinator:
                             outcome.execution_id, outcome.job_id, outcome.member)
                 return
             run.awaiting.discard(outcome.member)
+            run.results[outcome.member] = results or {}
+            run.final_metrics[outcome.member] = metrics or {}
             self._changed.notify_all()
         if not outcome.ok:
             self._fail(run, outcome)

@@ -5,7 +5,8 @@ member count, partition owners); this member builds its :class:`DistributedExecu
 registers the receivers and senders with the :class:`MemberNetwork`, so frames of the execution
 are routed before any member starts. ``start`` hands the tasklets to the member's shared
 :class:`TaskletExecutionService`; when the execution future completes, ``on_done`` gets the
-:class:`ExecutionOutcome` (sent to the coordinator by the member). A lost peer fails the execution
+:class:`ExecutionOutcome` and this execution (the member sends both, with the plan's named results
+and vertex metrics, to the coordinator). A lost peer fails the execution
 with a :class:`JobFailedError` naming that member.
 """
 
@@ -92,7 +93,7 @@ class JobExecution:
     """This member's part of one execution of a job."""
 
     def __init__(self, plan_message: PlanMessage, dag_bytes: bytes, *, network: MemberNetwork,
-                 service: TaskletExecutionService, on_done: Callable[[ExecutionOutcome], None],
+                 service: TaskletExecutionService, on_done: Callable[[ExecutionOutcome, "JobExecution"], None],
                  edge_defaults: EdgeConfig | None = None, flow_control_period_ms: int = 100) -> None:
         """Unpickle the DAG (bytes from an authenticated peer only), build the plan, register it."""
         self.message = plan_message
@@ -176,4 +177,4 @@ class JobExecution:
         else:
             log.error("job %s: execution %d failed on member %d in %s: %s\n%s", self.job_id,
                       self.execution_id, self.member_index, outcome.tasklet, outcome.error, outcome.traceback)
-        self._on_done(outcome)
+        self._on_done(outcome, self)

@@ -17,6 +17,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict
 from typing import Any, Callable
 
+import cloudpickle
+
 from jet.cluster import messages
 from jet.cluster.coordinator import JobCoordinator, JobRecord, JobStatus
 from jet.cluster.job_execution import ExecutionOutcome, JobExecution, PlanMessage
@@ -184,7 +186,8 @@ class Member:
             raise ValueError(f"unknown control message {msg_type!r}; known: {', '.join(self._HANDLERS)}")
         if msg_type in self._COORDINATOR_ONLY and peer != 0:
             raise PermissionError(f"{msg_type!r} comes from the coordinator (member 0) only, not from {peer}")
-        return messages.encode_message(handler(self, peer, header, blob) or {})
+        reply = handler(self, peer, header, blob) or {}
+        return messages.encode_message(*reply) if isinstance(reply, tuple) else messages.encode_message(reply)
 
     # -- handlers: every member ------------------------------------------------------------------
     def _ping(self, peer: int, header: dict, blob: bytes) -> dict:
@@ -243,11 +246,21 @@ class Member:
             execution.cleanup()
         return {}
 
-    def _report(self, outcome: ExecutionOutcome) -> None:
+    def _execution_metrics(self, peer: int, header: dict, blob: bytes) -> dict:
+        return {"metrics": self._execution(header).plan.vertex_metrics()}
+
+    def _report(self, outcome: ExecutionOutcome, execution: JobExecution) -> None:
         self.metrics.running.dec()
         self.metrics.executions.labels("completed" if outcome.ok else "cancelled" if outcome.cancelled
                                        else "failed").inc()
-        payload = messages.encode_message(outcome.to_header())
+        results = execution.plan.results if outcome.ok else {}
+        try:
+            blob = cloudpickle.dumps(results) if results else b""
+        except Exception as e:  # noqa: BLE001 - the job succeeded; say why its results cannot travel
+            log.error("job %s: the results on member %d cannot be pickled: %s", outcome.job_id, self.index, e)
+            blob = b""
+        payload = messages.encode_message({**outcome.to_header(),
+                                           "metrics": execution.plan.vertex_metrics()}, blob)
 
         def send() -> None:
             try:
@@ -273,7 +286,6 @@ class Member:
 
     def submit(self, dag: DAG, config: dict | None = None) -> str:
         """Submit a job on the coordinator from inside its own process (``--pipeline``)."""
-        import cloudpickle
         return self._require_coordinator().submit(cloudpickle.dumps(dag), config)
 
     def _job_status(self, peer: int, header: dict, blob: bytes) -> dict:
@@ -290,8 +302,16 @@ class Member:
         outcome = ExecutionOutcome.from_header(header)
         if peer not in (outcome.member, 0) or peer >= self.member_count:
             raise PermissionError(f"member {peer} reported the outcome of member {outcome.member}")
-        self._require_coordinator().on_execution_done(outcome)
+        results = cloudpickle.loads(blob) if blob else {}
+        self._require_coordinator().on_execution_done(outcome, results, header.get("metrics") or {})
         return {}
+
+    def _job_metrics(self, peer: int, header: dict, blob: bytes) -> dict:
+        return {"metrics": self._require_coordinator().metrics(messages.require(header, "job_id", str))}
+
+    def _job_results(self, peer: int, header: dict, blob: bytes) -> tuple[dict, bytes]:
+        results = self._require_coordinator().results(messages.require(header, "job_id", str))
+        return {}, cloudpickle.dumps(results)
 
     def _latest_job(self) -> dict | None:
         record = self.coordinator.latest() if self.coordinator else None
@@ -305,10 +325,12 @@ class Member:
         elif record.status is JobStatus.FAILED:
             self.metrics.jobs_failed.inc()
 
-    _HANDLERS: dict[str, Callable[["Member", int, dict, bytes], dict | None]] = {
+    _HANDLERS: dict[str, Callable[["Member", int, dict, bytes], dict | tuple[dict, bytes] | None]] = {
         messages.PING: _ping, messages.INIT: _init, messages.START: _start, messages.CANCEL: _cancel,
         messages.COMPLETE: _complete, messages.SUBMIT: _submit, messages.JOB_STATUS: _job_status,
         messages.JOB_WAIT: _job_wait, messages.CANCEL_JOB: _cancel_job,
-        messages.EXECUTION_DONE: _execution_done,
+        messages.EXECUTION_DONE: _execution_done, messages.EXECUTION_METRICS: _execution_metrics,
+        messages.JOB_METRICS: _job_metrics, messages.JOB_RESULTS: _job_results,
     }
-    _COORDINATOR_ONLY = frozenset({messages.INIT, messages.START, messages.CANCEL, messages.COMPLETE})
+    _COORDINATOR_ONLY = frozenset({messages.INIT, messages.START, messages.CANCEL, messages.COMPLETE,
+                                   messages.EXECUTION_METRICS})

@@ -2,8 +2,9 @@
 
 A control payload is ``u32 header length | JSON header | blob``. The header is plain JSON, so a
 reply can be read without unpickling anything (a client does not unpickle what a member says);
-the blob carries the cloudpickled DAG of ``submit`` and ``init`` only, and is unpickled by a member
-only after the transport authenticated the caller.
+the blob carries the cloudpickled DAG of ``submit`` and ``init`` (unpickled by a member only after
+the transport authenticated the caller) and the named results of a job (``execution_done`` from a
+member, ``job_results`` to a client that asks for them).
 """
 
 from __future__ import annotations
@@ -19,12 +20,15 @@ SUBMIT = "submit"
 JOB_STATUS = "job_status"
 JOB_WAIT = "job_wait"
 CANCEL_JOB = "cancel_job"
+JOB_METRICS = "job_metrics"
+JOB_RESULTS = "job_results"
 PING = "ping"
 # Coordinator -> every member.
 INIT = "init"
 START = "start"
 CANCEL = "cancel"
 COMPLETE = "complete"
+EXECUTION_METRICS = "execution_metrics"
 # Member -> coordinator.
 EXECUTION_DONE = "execution_done"
 
