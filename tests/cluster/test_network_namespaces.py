@@ -6,7 +6,6 @@ veth pair ends, the bridge, ``/etc/netns/<ns>``) is removed in a ``finally`` blo
 
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -16,66 +15,37 @@ import pytest
 
 from tests.cluster.cluster_support import deliveries, wait_until
 from tests.cluster.test_member_process import MEMBER_ENV, http_get
+from tests.netns import (add_bridge, add_netns, exec_in, free_subnet, netns_support, remove_link,
+                         remove_netns, write_hosts)
 
 DNS = "job-member-{i}.job-members.default.svc.cluster.local"
 PORT, HTTP_PORT = 5701, 8080
 
 
-def ip(*args: str, check: bool = True) -> subprocess.CompletedProcess:
-    return subprocess.run(["ip", *args], capture_output=True, text=True, check=check, timeout=10)
-
-
-def _free_subnet() -> str:
-    """A 10.231.X.0/24 subnet no route on this host uses yet."""
-    routes = ip("route").stdout
-    for third in [100 + os.getpid() % 100] + list(range(100, 200)):
-        prefix = f"10.231.{third}."
-        if prefix not in routes:
-            return prefix
-    pytest.skip("no free 10.231.X.0/24 subnet for the test namespaces")
-
-
 @pytest.fixture
 def namespaces():
-    if shutil.which("ip") is None:
-        pytest.skip("the ip command (iproute2) is not installed")
-    if os.geteuid() != 0:
-        pytest.skip("network namespaces need root (ip netns add)")
+    reason = netns_support()
+    if reason is not None:
+        pytest.skip(reason)
     tag = f"{os.getpid() % 100000}"
     names = [f"jetm{i}-{tag}" for i in range(2)]
-    bridge, created_links, created = f"jbr{tag}", [], []
+    veths = [f"jv{i}-{tag}" for i in range(2)]
+    bridge = f"jbr{tag}"
     try:
-        probe = ip("netns", "add", names[0], check=False)
-        if probe.returncode != 0:
-            pytest.skip(f"ip netns add does not work here: {probe.stderr.strip()}")
-        created.append(names[0])
-        ip("netns", "add", names[1])
-        created.append(names[1])
-        prefix = _free_subnet()
+        try:
+            prefix = free_subnet("10.231")
+        except LookupError as e:
+            pytest.skip(str(e))
         addresses = [f"{prefix}{10 + i}" for i in range(2)]
-        ip("link", "add", bridge, "type", "bridge")
-        created_links.append(bridge)
-        ip("addr", "add", f"{prefix}1/24", "dev", bridge)
-        ip("link", "set", bridge, "up")
-        hosts = "127.0.0.1 localhost\n" + "".join(f"{a} {DNS.format(i=i)}\n" for i, a in enumerate(addresses))
-        for i, (name, address) in enumerate(zip(names, addresses)):
-            veth = f"jv{i}-{tag}"
-            ip("link", "add", veth, "type", "veth", "peer", "name", "eth0", "netns", name)
-            created_links.append(veth)
-            ip("link", "set", veth, "master", bridge, "up")
-            ip("-n", name, "addr", "add", f"{address}/24", "dev", "eth0")
-            ip("-n", name, "link", "set", "eth0", "up")
-            ip("-n", name, "link", "set", "lo", "up")
-            os.makedirs(f"/etc/netns/{name}", exist_ok=True)
-            with open(f"/etc/netns/{name}/hosts", "w") as f:
-                f.write(hosts)
+        add_bridge(bridge, f"{prefix}1/24")
+        for name, veth, address in zip(names, veths, addresses):
+            add_netns(name, veth, bridge, f"{address}/24")
+            write_hosts(name, [(a, DNS.format(i=i)) for i, a in enumerate(addresses)])
         yield names, addresses
     finally:
-        for link in reversed(created_links):
-            ip("link", "del", link, check=False)
-        for name in created:
-            ip("netns", "del", name, check=False)
-            shutil.rmtree(f"/etc/netns/{name}", ignore_errors=True)
+        for name, veth in zip(names, veths):
+            remove_netns(name, veth)
+        remove_link(bridge)
 
 
 def test_two_members_in_their_own_network_namespaces_run_a_job(namespaces, tmp_path):
@@ -99,11 +69,12 @@ def test_two_members_in_their_own_network_namespaces_run_a_job(namespaces, tmp_p
         for i, name in enumerate(names):
             log = open(tmp_path / f"member-{i}.log", "wb")
             logs.append(log)
-            command = ["ip", "netns", "exec", name, sys.executable, "-m", "jet.cli", "member",
+            command = [sys.executable, "-m", "jet.cli", "member",
                        "--port", str(PORT), "--http-port", str(HTTP_PORT),
                        "--peers", f"dns:{DNS}:{PORT}", "--replicas", "2"]
             if i == 0:
                 command += ["--pipeline", str(job_file)]
+            command = exec_in(name, command)
             env = {**MEMBER_ENV, "POD_NAME": f"job-member-{i}", "JET_CLUSTER_TOKEN": "netns-token"}
             members.append(subprocess.Popen(command, env=env, stdout=log, stderr=log, stdin=subprocess.DEVNULL))
         wait_until(lambda: http_get(HTTP_PORT, "/healthz", addresses[1])[0] == 200, 30,
