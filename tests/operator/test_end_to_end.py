@@ -175,3 +175,25 @@ async def test_pipeline_error_fails_the_job_with_the_users_error(
         assert any("bad row 7" in text for _, _, text in warnings), warnings
         await wait_members_gone(k8s, kubelet, processes, "bad")
         assert status(k8s, "bad")["phase"] == "Failed"
+
+
+async def test_crashing_member_fails_the_job_with_crash_loop_back_off(
+        k8s: Emulator, kubelet: Kubelet, monkeypatch: pytest.MonkeyPatch) -> None:
+    code = member_code("""
+        def pipeline():
+            raise RuntimeError("no pipeline today")
+    """)
+    with start_operator_for(kubelet, monkeypatch, "crash"):
+        response = await k8s.post(COLLECTION, json=jetjob("crash", pipeline={"code": code}))
+        assert response.status in (200, 201), await response.text()
+        failed = await wait_phase(k8s, "Failed", "crash", timeout=45)
+        assert "pod crash-member-0: CrashLoopBackOff" in failed["message"], failed["message"]
+        containers = [status["containerStatuses"][0]
+                      for version in k8s.objects[PODS, "default", "crash-member-0"].history
+                      if (status := (version or {}).get("status") or {}).get("containerStatuses")]
+        crashed = [c for c in containers if "CrashLoopBackOff" in str(c["state"])]
+        assert crashed and crashed[0]["restartCount"] == 2, containers
+        assert crashed[0]["lastState"]["terminated"]["exitCode"] == 1
+        assert "no pipeline today" in kubelet.logs()
+        await eventually(lambda: not names(k8s, PODS), what="member pods deleted")
+        assert not kubelet.processes()
