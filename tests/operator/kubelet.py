@@ -62,11 +62,12 @@ from tests.netns import (
     write_hosts,
 )
 from tests.operator.emulator import Emulator
-from tests.operator.fakes import PODS, STATEFULSETS, get, names
+from tests.operator.fakes import PODS, STATEFULSETS, get
 
 log = logging.getLogger(__name__)
 
 STATEFULSETS_RESOURCE = kmock.resource(STATEFULSETS)
+PODS_RESOURCE = kmock.resource(PODS)
 MAX_REPLICAS = 16  # addresses per StatefulSet
 STOP_GRACE_SECONDS = 10.0
 BACKOFF_SECONDS = 10.0
@@ -108,6 +109,8 @@ class PodRuntime:
     restart_at: float | None = None
     probe_at: float = 0.0
     probe_task: asyncio.Task | None = None
+    probe_url: str = ""
+    started_at: str = ""
     reported: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -214,10 +217,11 @@ class Kubelet:
 
     # -- the controllers ---------------------------------------------------------------------
 
-    def _statefulsets(self) -> dict[tuple[str, str], dict[str, Any]]:
+    def _ours(self, resource: Any) -> dict[tuple[str, str], dict[str, Any]]:
+        """The live objects of ``resource`` labelled as made by the operator (or from its templates)."""
         found = {}
-        for (resource, namespace, name), obj in list(self.k8s.objects.items()):
-            if resource != STATEFULSETS_RESOURCE or obj.deleted:
+        for (kind, namespace, name), obj in list(self.k8s.objects.items()):
+            if kind != resource or obj.deleted:
                 continue
             labels = (obj.raw.get("metadata") or {}).get("labels") or {}
             if labels.get(constants.LABEL_MANAGED_BY) == constants.MANAGED_BY:
@@ -225,7 +229,7 @@ class Kubelet:
         return found
 
     async def _sync(self) -> None:
-        statefulsets = self._statefulsets()
+        statefulsets = self._ours(STATEFULSETS_RESOURCE)
         wanted: dict[tuple[str, str], tuple[dict[str, Any], int]] = {}
         for (namespace, name), sts in statefulsets.items():
             for index in range(int(sts["spec"].get("replicas") or 0)):
@@ -244,14 +248,11 @@ class Kubelet:
                 current = get(self.k8s, PODS, pod.name, pod.namespace)
                 if current is not None and current["metadata"].get("uid") == pod.uid:
                     self.k8s.objects[PODS, pod.namespace, pod.name].delete()
-        # Leftover pod objects of our StatefulSets with no runtime (e.g. the StatefulSet is gone).
-        for namespace in {ns for ns, _ in statefulsets} | {"default"}:
-            for pod_name in names(self.k8s, PODS, namespace):
-                obj = get(self.k8s, PODS, pod_name, namespace)
-                owner = _owner(obj)
-                if (owner and (namespace, pod_name) not in wanted
-                        and (namespace, pod_name) not in self.pods and owner.startswith("sts:")):
-                    self.k8s.objects[PODS, namespace, pod_name].delete()
+        # The garbage collector: our StatefulSets' pods that should not exist (the StatefulSet is
+        # gone or smaller) and have no process.
+        for key, obj in self._ours(PODS_RESOURCE).items():
+            if key not in wanted and key not in self.pods and _owned_by_statefulset(obj):
+                self.k8s.objects[(PODS, *key)].delete()
         for (namespace, pod_name), (sts, index) in wanted.items():
             runtime = self.pods.get((namespace, pod_name))
             if runtime is None:
@@ -343,6 +344,8 @@ class Kubelet:
         pod.ready = False
         pod.probe_at = 0.0
         pod.restart_at = None
+        pod.started_at = _now()
+        pod.probe_url = _readiness_url(pod.address, container)
 
     def _loopback_args(self, pod: PodRuntime, args: list[str]) -> list[str]:
         """``--host <pod address>`` and a static ``--peers`` list instead of the dns template."""
@@ -431,18 +434,19 @@ class Kubelet:
             if pod.probe_task is not None and not pod.probe_task.cancelled():
                 pod.ready = bool(pod.probe_task.result())
             pod.probe_at = loop.time() + PROBE_INTERVAL_SECONDS
-            url = f"http://{pod.address}:{constants.MEMBER_HTTP_PORT}{constants.HEALTH_PATH}"
-            pod.probe_task = asyncio.create_task(asyncio.to_thread(_probe, url))
+            pod.probe_task = asyncio.create_task(asyncio.to_thread(_probe, pod.probe_url))
         self._report(pod)
 
     def _report(self, pod: PodRuntime) -> None:
         """Write the pod's status when it changed."""
         running = pod.process is not None
         if running:
-            state: dict[str, Any] = {"running": {"startedAt": _now()}}
+            state: dict[str, Any] = {"running": {"startedAt": pod.started_at}}
         elif pod.last_exit is None:
             state = {"waiting": {"reason": "ContainerCreating"}}
-        elif pod.restarts >= 2 or pod.last_exit.get("reason") == "StartError":
+        elif pod.last_exit.get("reason") == "StartError":
+            state = {"waiting": {"reason": "CreateContainerError", "message": pod.last_exit["message"]}}
+        elif pod.restarts >= 2:
             state = {"waiting": {"reason": "CrashLoopBackOff", "message": (
                 f"back-off {int(BACKOFF_SECONDS)}s restarting failed container={constants.MEMBER_CONTAINER} "
                 f"pod={pod.name}: exit code {pod.last_exit['exitCode']}")}}
@@ -465,8 +469,7 @@ class Kubelet:
             "podIPs": [{"ip": pod.address}],
             "containerStatuses": [container],
         }
-        comparable = {**status, "containerStatuses": [{**container, "state": list(state)}]}
-        if comparable == pod.reported:
+        if status == pod.reported:
             return
         obj = get(self.k8s, PODS, pod.name, pod.namespace)
         if obj is None or obj["metadata"].get("uid") != pod.uid:
@@ -474,7 +477,7 @@ class Kubelet:
         pod_object = self.k8s.objects[PODS, pod.namespace, pod.name]
         pod_object.patch({"status": None, "spec": {"nodeName": "kubelet-stand-in"}})
         pod_object.patch({"status": status})
-        pod.reported = comparable
+        pod.reported = status
 
     async def _stop(self, pod: PodRuntime) -> None:
         """SIGTERM the pod's process group, SIGKILL it after the grace period."""
@@ -508,6 +511,15 @@ class Kubelet:
             pod.netns = None
 
 
+def _readiness_url(address: str, container: dict[str, Any]) -> str:
+    """The URL of the container's ``readinessProbe.httpGet`` (a named port looked up)."""
+    probe = container["readinessProbe"]["httpGet"]
+    port = probe["port"]
+    if isinstance(port, str):
+        (port,) = [p["containerPort"] for p in container.get("ports") or [] if p.get("name") == port]
+    return f"http://{address}:{port}{probe.get('path', '/')}"
+
+
 def _signal_group(process: subprocess.Popen, number: int) -> None:
     try:
         os.killpg(process.pid, number)
@@ -530,9 +542,7 @@ def _secret_data(secret: dict[str, Any] | None) -> dict[str, str]:
     return data
 
 
-def _owner(obj: dict[str, Any] | None) -> str | None:
-    for reference in ((obj or {}).get("metadata") or {}).get("ownerReferences") or []:
-        if reference.get("kind") == "StatefulSet":
-            return f"sts:{reference.get('name')}"
-    return None
+def _owned_by_statefulset(obj: dict[str, Any]) -> bool:
+    references = (obj.get("metadata") or {}).get("ownerReferences") or []
+    return any(reference.get("kind") == "StatefulSet" for reference in references)
 
