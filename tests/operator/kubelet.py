@@ -131,6 +131,7 @@ class Kubelet:
         self.pods: dict[tuple[str, str], PodRuntime] = {}
         self.slots: dict[tuple[str, str], int] = {}
         self.retired_logs: list[tuple[str, str]] = []
+        self.errors: list[str] = []  # the stand-in's own failures (a test should see none)
         self.bridge = f"jkb{self.tag}"
         self.prefix = ""
         self._task: asyncio.Task | None = None
@@ -205,14 +206,16 @@ class Kubelet:
         for pod in self.pods.values():
             if pod.log_path.exists():
                 parts.append((pod.name, pod.log_path.read_text(errors="replace")))
+        parts += [("kubelet stand-in errors", "\n".join(self.errors))] if self.errors else []
         return "\n".join(f"----- {name}\n{text}" for name, text in parts)
 
     async def _run(self) -> None:
         while True:
             try:
                 await self._sync()
-            except Exception:  # noqa: BLE001 - a stand-in must keep going; the test sees the log
+            except Exception as error:  # noqa: BLE001 - kept going; the test checks self.errors
                 log.exception("kubelet stand-in: sync failed")
+                self.errors.append(f"sync failed: {error!r}")
             await asyncio.sleep(TICK_SECONDS)
 
     # -- the controllers ---------------------------------------------------------------------
@@ -299,6 +302,7 @@ class Kubelet:
             self._start(runtime, existing)
         except Exception as error:  # noqa: BLE001 - reported on the pod, like a kubelet would
             log.exception("kubelet stand-in: cannot start %s", pod_name)
+            self.errors.append(f"cannot start {pod_name}: {error!r}")
             runtime.last_exit = {"exitCode": 128, "reason": "StartError", "message": str(error)}
             runtime.restart_at = float("inf")
         self._report(runtime)
@@ -388,8 +392,11 @@ class Kubelet:
             where = pod.directory / "volumes" / mount["name"]
             if not where.exists():
                 where.mkdir(parents=True)
+                mode = (volume.get("secret") or volume.get("configMap") or {}).get("defaultMode")
                 for key, text in self._volume_files(pod, volume).items():
                     (where / key).write_text(text)
+                    if mode is not None:
+                        (where / key).chmod(mode)
             host_path = where / mount["subPath"] if mount.get("subPath") else where
             if "emptyDir" in volume and mount["mountPath"] == "/tmp":
                 tmpdir = str(host_path)

@@ -41,7 +41,11 @@ async def kubelet(k8s: Emulator) -> AsyncIterator[Kubelet]:
     use_netns = False if os.environ.get("JET_E2E_LOOPBACK") == "1" else None
     async with Kubelet(k8s, use_netns=use_netns) as stand_in:
         print(f"kubelet stand-in networking: {stand_in.networking}")
-        yield stand_in
+        try:
+            yield stand_in
+        finally:
+            print(stand_in.logs())  # shown when the test fails
+        assert not stand_in.errors, stand_in.errors
 
 
 def start_operator_for(kubelet: Kubelet, monkeypatch: pytest.MonkeyPatch, job: str):
@@ -90,7 +94,9 @@ async def test_wordcount_runs_pending_running_completed(
     text_file.parent.mkdir()
     text_file.write_text(TEXT * 20)
     out = tmp_path / "out"
+    gate = tmp_path / "go"
     code = member_code(f"""
+        import os
         import re
         import time
 
@@ -99,15 +105,18 @@ async def test_wordcount_runs_pending_running_completed(
         WORD = re.compile(r"[a-z']+")
 
 
-        def slowly(line):
-            time.sleep(0.02)  # keeps the job RUNNING long enough for the operator to see it
+        def after_the_gate(line):
+            # The job stays RUNNING until the test has seen it so (or a minute has passed).
+            deadline = time.monotonic() + 60
+            while not os.path.exists({str(gate)!r}) and time.monotonic() < deadline:
+                time.sleep(0.05)
             return line
 
 
         def pipeline():
             p = Pipeline.create()
             (p.read_from(Sources.files({str(text_file)!r}))
-              .map(slowly)
+              .map(after_the_gate)
               .flat_map(lambda line: WORD.findall(line.lower()))
               .grouping_key(lambda word: word)
               .aggregate(AggregateOperations.counting())
@@ -121,6 +130,8 @@ async def test_wordcount_runs_pending_running_completed(
         assert running["membersReady"] == "2/2" and running["jobId"]
         processes = kubelet.processes()
         assert len(processes) == 2 and all(p.poll() is None for p in processes)
+        assert not out.exists() or not read_jsonl(out)
+        gate.touch()
         completed = await wait_phase(k8s, "Completed", timeout=30)
         assert completed["message"] == "the job completed", completed
         assert in_order(phases_seen(k8s, "wc"), ["Pending", "Running", "Completed"]), phases_seen(k8s, "wc")
