@@ -47,6 +47,10 @@ class FrameType(enum.IntEnum):
     """Flow-control limits of every receiver of the sending member (receiver -> sender)."""
     CHUNK = 3
     """A data packet carrying one pickled chunk of items (see chunk_packets)."""
+    SPARK_REQUEST = 16
+    """A Spark task or driver to a member: rows, commit, abort, pull (see jet.connectors.spark)."""
+    SPARK_REPLY = 17
+    """A member to a Spark task or driver: flow-control limits, chunks, answers, errors."""
 
 
 class ItemKind(enum.IntEnum):
