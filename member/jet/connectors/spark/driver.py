@@ -87,8 +87,15 @@ def spark_failure_message(error: BaseException) -> str:
     return "\n".join(lines[:12]) or type(error).__name__
 
 
+def activate(spark: Any) -> None:
+    """Make ``spark`` the JVM's active session on this thread (py4j pins a JVM thread per Python
+    thread, and a Python data source is looked up in the active session)."""
+    spark._jvm.org.apache.spark.sql.SparkSession.setActiveSession(spark._jsparkSession)
+
+
 def write_source(spark: Any, spec: SparkReadSpec, options: JetOptions) -> None:
     """Write the source's DataFrame into the job; on failure fail the job with Spark's message."""
+    activate(spark)
     owners = wait_for_vertex(options, "source")
     try:
         frame = spec.build(spark)
@@ -102,6 +109,7 @@ def write_source(spark: Any, spec: SparkReadSpec, options: JetOptions) -> None:
 
 def read_sink(spark: Any, spec: SparkWriteSpec, options: JetOptions) -> None:
     """Read the job's sink vertex and write it with the stage's format, mode and path."""
+    activate(spark)
     reader = spark.read.format("jet").options(**options.as_spark_options())
     if spec.schema is not None:
         reader = reader.schema(spec.schema)
