@@ -3,18 +3,22 @@
 from __future__ import annotations
 
 import logging
-import runpy
 import sys
 import time
-import traceback
-from typing import Any
 
 import click
 
 from jet.core import DAG
-from jet.execution import JobFailedError, JobTimeoutError, default_cooperative_threads, execute
+from jet.execution import JobFailedError, JobTimeoutError, default_cooperative_threads
+from jet.execution.runner import start
+from jet.job_file import JobFileError, load_job, to_dag
+from jet.progress import ProgressDisplay
 
 log = logging.getLogger("jet.cli")
+
+#: Members `jet run` starts by default: one in this process until the local cluster's
+#: benchmark says otherwise (bench/README.md).
+DEFAULT_LOCAL_MEMBERS = 1
 
 
 def _configure_logging(level: str) -> None:
@@ -22,20 +26,14 @@ def _configure_logging(level: str) -> None:
                         format="%(asctime)s %(levelname)-5s %(name)s: %(message)s")
 
 
-def load_job_file(path: str, args: tuple[str, ...]) -> DAG:
-    """Run the job file and return the DAG it defines as ``dag`` (a DAG or a function
-    that takes the script's extra arguments and returns one)."""
+def load_job_file(path: str, args: tuple[str, ...] = (), entrypoint: str | None = None,
+                  threads: int | None = None) -> DAG:
+    """The DAG of the job FILE defines (a Pipeline is planned), or a UsageError saying why not."""
     try:
-        namespace = runpy.run_path(path, run_name="__jet_job__")
-    except FileNotFoundError:
-        raise click.UsageError(f"job file {path!r} does not exist") from None
-    definition: Any = namespace.get("dag")
-    if definition is None:
-        raise click.UsageError(f"{path} defines no 'dag' (a DAG, or a function returning one)")
-    dag = definition(*args) if callable(definition) and not isinstance(definition, DAG) else definition
-    if not isinstance(dag, DAG):
-        raise click.UsageError(f"'dag' in {path} gave {type(dag).__name__}, expected a jet.core.DAG")
-    return dag
+        job = load_job(path, args, entrypoint)
+    except JobFileError as error:
+        raise click.UsageError(str(error)) from None
+    return to_dag(job, threads or default_cooperative_threads())
 
 
 @click.group()
@@ -46,36 +44,78 @@ def main(log_level: str) -> None:
     _configure_logging(log_level)
 
 
+def _print_results(results: dict[str, list], shown: int = 20) -> None:
+    for name, items in results.items():
+        click.echo(f"result {name!r}: {len(items)} item(s)")
+        for item in items[:shown]:
+            click.echo(f"  {item!r}")
+        if len(items) > shown:
+            click.echo(f"  ... {len(items) - shown} more")
+
+
 @main.command()
 @click.argument("file", type=click.Path(dir_okay=False))
 @click.argument("args", nargs=-1)
+@click.option("--members", type=click.IntRange(min=1), default=None,
+              help="Member processes on this machine (default: the best measured here, see"
+                   " bench/README.md); 1 runs the member inside this process.")
 @click.option("--threads", type=click.IntRange(min=1), default=None,
-              help="Cooperative worker threads (default: the member default, 1).")
+              help="Cooperative worker threads per member (default 1).")
 @click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=None,
               help="Fail the job if it runs longer than this many seconds.")
+@click.option("--entrypoint", default=None,
+              help="The name FILE defines the job under (default: pipeline, else dag).")
 @click.option("--dot", is_flag=True, help="Print the job's DAG in DOT format and exit.")
-def run(file: str, args: tuple[str, ...], threads: int | None, timeout: float | None,
-        dot: bool) -> None:
-    """Run the job defined in FILE, passing it ARGS."""
-    dag = load_job_file(file, args)
+def run(file: str, args: tuple[str, ...], members: int | None, threads: int | None,
+        timeout: float | None, entrypoint: str | None, dot: bool) -> None:
+    """Run the job defined in FILE (a pipeline or a DAG), passing it ARGS."""
     threads = threads or default_cooperative_threads()
+    try:
+        dag = load_job_file(file, args, entrypoint, threads)
+    except click.UsageError:
+        raise
+    except Exception as error:  # noqa: BLE001 - a bad pipeline, source or sink: say which
+        click.echo(f"job rejected: {type(error).__name__}: {error}", err=True)
+        sys.exit(1)
     if dot:
         click.echo(dag.to_dot(default_local_parallelism=threads))
         return
     log.info("job DAG:\n%s", dag.to_dot(default_local_parallelism=threads))
+    members = members or DEFAULT_LOCAL_MEMBERS
     started = time.perf_counter()
     try:
-        execute(dag, cooperative_threads=threads, timeout=timeout, job_name=file)
+        results, job_seconds = _run_locally(dag, file, members, threads, timeout)
     except JobFailedError as failure:
         click.echo(f"job failed: {failure}", err=True)
         sys.exit(1)
     except JobTimeoutError as timed_out:
         click.echo(f"job timed out: {timed_out}", err=True)
         sys.exit(2)
-    except Exception:  # noqa: BLE001 - a bad DAG or job file: show the user's traceback
-        click.echo(traceback.format_exc(), err=True)
-        sys.exit(1)
-    log.info("job completed in %.2f s", time.perf_counter() - started)
+    _print_results(results)
+    total = time.perf_counter() - started
+    click.echo(f"job ran in {job_seconds:.2f} s (start-up and teardown {total - job_seconds:.2f} s)",
+               err=True)
+    log.info("job completed in %.2f s", total)
+
+
+def _run_locally(dag: DAG, name: str, members: int, threads: int,
+                 timeout: float | None) -> tuple[dict[str, list], float]:
+    """Run on ``members`` local members with a progress display; return the job's results
+    and how long the job itself ran."""
+    if members == 1:
+        started = time.perf_counter()
+        job = start(dag, threads, job_name=name)
+        with ProgressDisplay(job.metrics, title=name):
+            results = job.join(timeout)
+        return results, time.perf_counter() - started
+    from jet.cluster.local_cluster import local_cluster
+
+    with local_cluster(members=members, threads=threads) as cluster:
+        started = time.perf_counter()
+        job = cluster.new_job(dag)
+        with ProgressDisplay(job.metrics, title=name):
+            job.join(timeout)
+        return job.results(), time.perf_counter() - started
 
 
 @main.command()

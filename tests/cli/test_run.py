@@ -53,7 +53,7 @@ def test_a_file_without_a_dag_is_a_usage_error(tmp_path):
     job.write_text("x = 1\n")
     result = CliRunner().invoke(main, ["run", str(job)])
     assert result.exit_code == 2
-    assert "defines no 'dag'" in result.output
+    assert "defines no 'pipeline' or 'dag'" in result.output
 
 
 def test_manifest_prints_a_jetjob_with_the_file_inlined():

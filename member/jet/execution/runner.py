@@ -7,9 +7,9 @@ import os
 from jet.core.dag import DAG
 from jet.core.edge import EdgeConfig
 from jet.execution.errors import JobTimeoutError
+from jet.execution.job_future import ExecutionFuture
 from jet.execution.plan import ExecutionPlan
 from jet.execution.service import TaskletExecutionService
-
 
 #: Measured (bench/README.md): under CPython's GIL a second cooperative thread in one member
 #: makes word count 2-3x slower, so a member runs one and the cores are used by more members.
@@ -30,6 +30,53 @@ def default_cooperative_threads() -> int:
     return threads
 
 
+class LocalJob:
+    """A job running on one member in this process."""
+
+    def __init__(self, plan: ExecutionPlan, future: ExecutionFuture,
+                 service: TaskletExecutionService, own_service: bool) -> None:
+        self.plan = plan
+        self.future = future
+        self._service = service
+        self._own_service = own_service
+
+    def metrics(self) -> dict[str, dict[str, int]]:
+        """Items in and out per vertex so far."""
+        return self.plan.vertex_metrics()
+
+    def join(self, timeout: float | None = None) -> dict[str, list]:
+        """Wait for the job and return its named results; on timeout cancel it and raise."""
+        try:
+            try:
+                self.future.result(timeout)
+            except JobTimeoutError:
+                self.future.cancel("cancelled after its timeout")
+                self.future.wait(5.0)
+                raise
+            return self.plan.results
+        finally:
+            if self._own_service and self.future.is_done():
+                self._service.shutdown()
+
+    def cancel(self) -> None:
+        self.future.cancel()
+
+
+def start(dag: DAG, cooperative_threads: int | None = None,
+          edge_defaults: EdgeConfig | None = None, job_name: str = "job",
+          service: TaskletExecutionService | None = None) -> LocalJob:
+    """Start ``dag`` on one member in this process (DagValidationError before anything runs)."""
+    threads = cooperative_threads or (service.cooperative_threads if service
+                                      else default_cooperative_threads())
+    plan = ExecutionPlan(dag, cooperative_threads=threads, edge_defaults=edge_defaults,
+                         job_id=job_name)
+    tasklets = plan.build()
+    own_service = service is None
+    if own_service:
+        service = TaskletExecutionService(threads)
+    return LocalJob(plan, service.submit(tasklets, job_name), service, own_service)
+
+
 def execute(dag: DAG, cooperative_threads: int | None = None, timeout: float | None = None,
             edge_defaults: EdgeConfig | None = None, job_name: str = "job",
             service: TaskletExecutionService | None = None) -> dict[str, list]:
@@ -40,23 +87,4 @@ def execute(dag: DAG, cooperative_threads: int | None = None, timeout: float | N
     fails, and JobTimeoutError naming the tasklets still running when ``timeout`` seconds
     pass; the job is cancelled then, so nothing keeps running.
     """
-    threads = cooperative_threads or (service.cooperative_threads if service
-                                      else default_cooperative_threads())
-    plan = ExecutionPlan(dag, cooperative_threads=threads, edge_defaults=edge_defaults,
-                         job_id=job_name)
-    tasklets = plan.build()
-    own_service = service is None
-    if own_service:
-        service = TaskletExecutionService(threads)
-    try:
-        future = service.submit(tasklets, job_name)
-        try:
-            future.result(timeout)
-        except JobTimeoutError:
-            future.cancel("cancelled after its timeout")
-            future.wait(5.0)
-            raise
-        return plan.results
-    finally:
-        if own_service:
-            service.shutdown()
+    return start(dag, cooperative_threads, edge_defaults, job_name, service).join(timeout)

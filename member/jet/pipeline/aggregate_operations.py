@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import heapq
 from typing import Any, Callable, Iterable
 
 from jet.core.aggregate import AggregateOperation, counting, summing
@@ -123,6 +124,16 @@ def _all_of(operations: tuple[AggregateOperation, ...]) -> AggregateOperation:
         name="all_of(" + ", ".join(op.name for op in operations) + ")")
 
 
+def _top_n(n: int, key_fn: Callable[[Any], Any]) -> AggregateOperation:
+    def keep(items: list) -> list:
+        return heapq.nlargest(n, items, key=key_fn)
+
+    return AggregateOperation(
+        create=list, accumulate=lambda acc, item: keep(acc + [item]),
+        combine=lambda a, b: keep(a + b), accumulate_chunk=lambda acc, items: keep(acc + items),
+        name=f"top_n({n})")
+
+
 class AggregateOperations:
     """Factories of aggregate operations; combine them with :meth:`all_of`."""
 
@@ -164,6 +175,14 @@ class AggregateOperations:
     def to_set() -> AggregateOperation:
         """The distinct items in a set."""
         return _to_set()
+
+    @staticmethod
+    def top_n(n: int, key_fn: Callable[[Any], Any] = whole_item) -> AggregateOperation:
+        """The ``n`` items with the largest ``key_fn(item)``, largest first."""
+        if not isinstance(n, int) or n < 1:
+            raise ValueError(f"AggregateOperations.top_n needs n >= 1, got {n!r}")
+        _check_callable(key_fn, "top_n")
+        return _top_n(n, key_fn)
 
     @staticmethod
     def all_of(*operations: AggregateOperation) -> AggregateOperation:

@@ -1,0 +1,60 @@
+"""Every pipeline example runs through `jet run` and gives the plain-Python answer."""
+
+import csv
+import json
+import re
+import subprocess
+import sys
+from collections import Counter, defaultdict
+
+import pytest
+
+from tests.conftest import REPO_ROOT
+
+DATA = REPO_ROOT / "examples" / "data"
+
+
+def jet_run(*args, members=1):
+    result = subprocess.run(
+        [sys.executable, "-m", "jet.cli", "run", "--members", str(members), *map(str, args)],
+        capture_output=True, text=True, timeout=120, cwd=REPO_ROOT,
+        env={"PYTHONPATH": f"{REPO_ROOT / 'member'}:{REPO_ROOT / 'operator'}", "PATH": ""})
+    assert result.returncode == 0, result.stderr[-3000:]
+    return result
+
+
+def _result_items(stdout):
+    return [eval(line.strip()) for line in stdout.splitlines() if line.startswith("  ")]  # noqa: S307
+
+
+def test_wordcount_prints_the_top_ten_words():
+    result = jet_run(REPO_ROOT / "examples" / "wordcount.py", DATA / "two-cities.txt")
+    words = re.findall(r"[a-z']+", (DATA / "two-cities.txt").read_text().lower())
+    expected = Counter(words).most_common(10)
+    (ranking,) = _result_items(result.stdout)
+    assert [n for _, n in ranking] == [n for _, n in expected]
+    assert dict(ranking).items() <= dict(Counter(words)).items()
+    assert "group-and-aggregate-prepare" in result.stderr, "the summary lists the vertices"
+
+
+def test_enrichment_joins_trades_with_companies():
+    result = jet_run(REPO_ROOT / "examples" / "enrichment.py", DATA / "trades.jsonl",
+                     DATA / "companies.csv")
+    sectors = {row["symbol"]: row["sector"] for row in csv.DictReader(open(DATA / "companies.csv"))}
+    expected = defaultdict(float)
+    for line in open(DATA / "trades.jsonl"):
+        trade = json.loads(line)
+        expected[sectors.get(trade["symbol"], "unknown")] += round(trade["quantity"] * trade["price"], 2)
+    got = dict(_result_items(result.stdout))
+    assert got.keys() == expected.keys()
+    for sector, value in expected.items():
+        assert got[sector] == pytest.approx(value, abs=0.01)
+
+
+def test_grouped_average_writes_json_lines(tmp_path):
+    jet_run(REPO_ROOT / "examples" / "grouped_average.py", DATA / "temperatures.csv", tmp_path)
+    readings = defaultdict(list)
+    for row in csv.DictReader(open(DATA / "temperatures.csv")):
+        readings[row["station"]].append(float(row["celsius"]))
+    written = dict(json.loads(line) for f in tmp_path.glob("*.jsonl") for line in f.read_text().splitlines())
+    assert written == {s: round(sum(v) / len(v), 2) for s, v in readings.items()}
