@@ -10,7 +10,7 @@ def spark():
     pytest.importorskip("pyspark")
     from jet.connectors.spark.driver import spark_session
 
-    session = spark_session("local[2]", {"spark.sql.shuffle.partitions": "4",
+    session = spark_session("local[2,4]", {"spark.sql.shuffle.partitions": "4",
                                          "spark.default.parallelism": "4",
                                          "spark.task.maxFailures": "4",
                                          "spark.driver.memory": "2g"}, "jet-tests")

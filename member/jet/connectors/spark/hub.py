@@ -42,6 +42,10 @@ class AttemptWindow:
 class SourceEndpoint:
     """What a Spark source processor shares with the network thread."""
 
+    dropped_rows_total = 0
+    """Rows dropped as already emitted (re-sent by a retried or speculative attempt), in this
+    process since it started (for tests and metrics)."""
+
     def __init__(self, vertex: "VertexEndpoints", index: int) -> None:
         self.vertex = vertex
         self.index = index

@@ -71,8 +71,10 @@ class SparkSourceP(ChunkEmittingProcessor):
             end = start + int(header["n"])
             if end <= emitted:  # a retried or speculative attempt re-sending rows: drop them
                 endpoint.consumed(peer, footprint)
+                spark_hub.SourceEndpoint.dropped_rows_total += end - start
                 continue
             rows = decode_payload(frame, offset)
+            spark_hub.SourceEndpoint.dropped_rows_total += emitted - start
             self._chunk = rows if start == emitted else rows[emitted - start:]
             self._chunk_ack = (peer, footprint)
             self._emitted[partition] = end
