@@ -4,6 +4,19 @@ from jet.connectors import Sinks, Sources
 from jet.core import DAG, AggregateOperation, Edge, Processor, Vertex
 from jet.pipeline import AggregateOperations, Pipeline
 
+
+def connect(addresses, token=None, tls=None):
+    """A client of the cluster whose member 0 is ``addresses[0]`` (see :func:`jet.cluster.client.connect`)."""
+    from jet.cluster.client import connect as _connect
+    return _connect(addresses, token, tls)
+
+
+def local_cluster(members: int = 2, threads=None, **settings):
+    """N member processes on this machine (see :func:`jet.cluster.local_cluster.local_cluster`)."""
+    from jet.cluster.local_cluster import local_cluster as _local_cluster
+    return _local_cluster(members, threads, **settings)
+
+
 __all__ = ["AggregateOperation", "AggregateOperations", "DAG", "Edge", "Pipeline", "Processor",
-           "Sinks", "Sources", "Vertex"]
+           "Sinks", "Sources", "Vertex", "connect", "local_cluster"]
 __version__ = "0.1.0"

@@ -138,6 +138,41 @@ def manifest(file: str, name: str, replicas: int, image: str | None, entrypoint:
                nl=False)
 
 
+@main.command(context_settings={"show_default": True})
+@click.option("--port", type=click.IntRange(1, 65535), default=None, help="gRPC port [default: 5701].")
+@click.option("--http-port", type=click.IntRange(1, 65535), default=None,
+              help="HTTP port of /healthz, /job and /metrics [default: 8080].")
+@click.option("--host", default=None, help="Interface to bind [default: all].")
+@click.option("--peers", default=None,
+              help="Every member's host:port in index order: a comma list, a hostfile, or dns:<template with {i}>.")
+@click.option("--replicas", type=click.IntRange(min=1), default=None, help="Member count for a dns: template.")
+@click.option("--index", "member_index", type=click.IntRange(min=0), default=None,
+              help="This member's index [default: the trailing ordinal of $POD_NAME, else 0].")
+@click.option("--config", "config_file", type=click.Path(dir_okay=False, exists=True), default=None,
+              help="YAML settings file (flags > JET_* environment > file > defaults).")
+@click.option("--threads", type=click.IntRange(min=1), default=None, help="Cooperative worker threads.")
+@click.option("--pipeline", type=click.Path(dir_okay=False, exists=True), default=None,
+              help="Job file that member 0 submits once every member is connected.")
+@click.option("--entrypoint", default=None,
+              help="The name the job file defines its job under [default: pipeline, else dag].")
+@click.option("--exit-with-parent", is_flag=True, hidden=True,
+              help="Die with the parent process (used by the local cluster).")
+@click.argument("args", nargs=-1)
+def member(port: int | None, http_port: int | None, host: str | None, peers: str | None,
+           replicas: int | None, member_index: int | None, config_file: str | None, threads: int | None,
+           pipeline: str | None, entrypoint: str | None, exit_with_parent: bool, args: tuple[str, ...]) -> None:
+    """Run one cluster member until SIGTERM; ARGS go to the --pipeline job file.
+
+    The cluster token comes from $JET_CLUSTER_TOKEN or the file named by $JET_CLUSTER_TOKEN_FILE."""
+    from jet.cluster.member_main import run_member
+    if exit_with_parent:
+        from jet.cluster.parent_watch import exit_with_parent as watch_parent
+        watch_parent()
+    job_supplier = (lambda: load_job_file(pipeline, args, entrypoint, threads)) if pipeline else None
+    flags = {"port": port, "http_port": http_port, "host": host, "peers": peers, "replicas": replicas,
+             "member_index": member_index, "cooperative_threads": threads}
+    sys.exit(run_member(flags, config_file, job_supplier))
+
 def _spark_driver_options(command):
     """The options ``jet spark-source`` and ``jet spark-sink`` share."""
     options = [

@@ -46,3 +46,22 @@ def peer_processes():
 def tls_config(tmp_path_factory) -> TlsConfig:
     """A self-signed certificate for localhost and 127.0.0.1."""
     return write_self_signed_tls(tmp_path_factory.mktemp("tls"))
+
+
+def _local_cluster(tmp_path_factory, members: int):
+    from jet.cluster.local_cluster import LocalCluster
+    return LocalCluster(members, log_dir=tmp_path_factory.mktemp(f"cluster{members}-logs"))
+
+
+@pytest.fixture(scope="session")
+def cluster2(tmp_path_factory):
+    """Two member processes shared by the tests that leave the cluster healthy."""
+    with _local_cluster(tmp_path_factory, 2) as cluster:
+        yield cluster
+
+
+@pytest.fixture(scope="session")
+def cluster3(tmp_path_factory):
+    """Three member processes shared by the tests that leave the cluster healthy."""
+    with _local_cluster(tmp_path_factory, 3) as cluster:
+        yield cluster

@@ -53,6 +53,9 @@ class MemberSettings:
     edge_defaults: EdgeDefaults = field(default_factory=EdgeDefaults)
     port: int = 5701
     http_port: int = 8080
+    host: str = "[::]"
+    """The address the gRPC server binds (``127.0.0.1`` for the local cluster); HTTP binds the same
+    interface (every IPv4 one for ``[::]``)."""
     member_index: int | None = None
     peers: str | None = None
     """``host:port,...``, a hostfile path, or ``dns:<template with {i}>`` (see :mod:`jet.cluster.peers`)."""
@@ -147,6 +150,7 @@ _SPECS: dict[str, _Spec] = {name: _Spec(name, *parser) for name, parser in {
     "receive_window_multiplier": _POSITIVE,
     "port": _PORT,
     "http_port": _PORT,
+    "host": _TEXT,
     "member_index": (_int_at_least(0), "an integer >= 0"),
     "peers": _TEXT,
     "replicas": _POSITIVE,

@@ -318,12 +318,15 @@ class PeerConnection:
     """The dialling side: opens the frame stream to one peer member and makes control calls to it.
 
     The stream is opened at construction; frames sent before the peer answers are queued. A broken
-    stream (peer died, wrong token, keepalive timeout) calls ``on_connection_lost`` once.
+    stream (peer died, wrong token, keepalive timeout) calls ``on_connection_lost`` once. With
+    ``open_stream=False`` only control calls are made (a client, or the higher-index member of a
+    pair calling the lower one, whose stream the lower one dialled); ``link`` is ``None`` then.
     """
 
     def __init__(self, address: str, self_index: int, peer_index: int, token: str,
                  tls: TlsConfig | None = None, *, on_frame: FrameCallback | None = None,
-                 on_connection_lost: ConnectionLostCallback | None = None) -> None:
+                 on_connection_lost: ConnectionLostCallback | None = None,
+                 open_stream: bool = True) -> None:
         self.address = address
         self.peer_index = peer_index
         self._metadata = call_metadata(token, self_index)
@@ -331,6 +334,9 @@ class PeerConnection:
         self._channel = (grpc.secure_channel(address, tls.channel_credentials(), options=options) if tls
                          else grpc.insecure_channel(address, options=options))
         self._control_stub = self._channel.unary_unary(CONTROL_METHOD)
+        self.link: FrameLink | None = None
+        if not open_stream:
+            return
         self.link = FrameLink(peer_index, on_frame, on_connection_lost)
         call = self._channel.stream_stream(STREAM_METHOD)(self.link._outgoing_messages(), metadata=self._metadata)
         self.link._cancel = call.cancel
@@ -338,6 +344,8 @@ class PeerConnection:
 
     def send(self, frame: bytes) -> None:
         """Queue one frame for the peer; raises ``ConnectionError`` once the stream is closed."""
+        if self.link is None:
+            raise ConnectionError(f"no stream to member {self.peer_index} was opened (control calls only)")
         self.link.send(frame)
 
     def control(self, msg_type: str, payload: bytes = b"", timeout_s: float = DEFAULT_CONTROL_TIMEOUT_S,
@@ -351,5 +359,6 @@ class PeerConnection:
 
     def close(self) -> None:
         """Close the stream and the channel (no ``on_connection_lost``)."""
-        self.link.close()
+        if self.link is not None:
+            self.link.close()
         self._channel.close()

@@ -1,0 +1,167 @@
+"""The client: submit jobs to a cluster's coordinator (member 0) and follow them.
+
+    with jet.connect(["10.0.0.5:5701"]) as client:
+        job = client.new_job(dag)
+        job.join()
+
+Every call carries the cluster token (``token=`` or ``load_cluster_token()``), so a member
+authenticates the client before reading anything it sends. Replies are JSON, except the job's
+named results (:meth:`Job.results`), which only a client asking for them unpickles.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Mapping, Sequence
+
+import cloudpickle
+
+from jet.cluster import messages
+from jet.cluster.auth import TlsConfig, load_cluster_token
+from jet.cluster.coordinator import JobStatus
+from jet.cluster.transport import PeerConnection
+from jet.core.dag import DAG, DagValidationError
+from jet.execution.errors import JobCancelledError, JobFailedError, JobTimeoutError
+
+CALL_TIMEOUT_S = 30.0
+WAIT_SLICE_S = 10.0
+
+
+class Job:
+    """A submitted job; its state lives on the coordinator."""
+
+    def __init__(self, client: "JetClient", job_id: str, name: str) -> None:
+        self._client = client
+        self.id = job_id
+        self.name = name
+
+    @property
+    def status(self) -> JobStatus:
+        """The job's current status, fresh from the coordinator."""
+        return JobStatus(self.info()["status"])
+
+    def info(self) -> dict[str, Any]:
+        """The coordinator's record of the job (``jobId``, ``status``, ``message``, times, ``failure``)."""
+        return self._client._call(messages.JOB_STATUS, {"job_id": self.id})
+
+    def join(self, timeout: float | None = None) -> None:
+        """Wait for the job to end. Raises :class:`JobFailedError` (``JobCancelledError`` when it was
+        cancelled) carrying the original traceback text and ``member_index``, or
+        :class:`JobTimeoutError` when ``timeout`` seconds pass first (the job keeps running)."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            remaining = WAIT_SLICE_S if deadline is None else min(WAIT_SLICE_S, deadline - time.monotonic())
+            if remaining <= 0:
+                raise JobTimeoutError(f"job {self.name} ({self.id}) did not finish within {timeout} s", [])
+            info = self._client._call(messages.JOB_WAIT, {"job_id": self.id, "timeout_s": remaining},
+                                      timeout_s=remaining + CALL_TIMEOUT_S)
+            status = JobStatus(info["status"])
+            if status is JobStatus.COMPLETED:
+                return
+            if status is JobStatus.FAILED:
+                raise job_failure(info)
+
+    def metrics(self) -> dict[str, dict[str, int]]:
+        """Items in and out per vertex over the whole cluster so far (``{"in": n, "out": m}``)."""
+        return self._client._call(messages.JOB_METRICS, {"job_id": self.id})["metrics"]
+
+    def results(self) -> dict[str, list]:
+        """The named results of the job's ``Sinks.list`` sinks, every member's, in member order.
+
+        This is the one reply a client unpickles: it comes from the member 0 the client
+        authenticated to with the cluster token (use TLS where the network is not trusted)."""
+        header, blob = self._client._call_raw(messages.JOB_RESULTS, {"job_id": self.id})
+        return cloudpickle.loads(blob) if blob else {}
+
+    def result(self, name: str = "default") -> list:
+        """The items the job's ``Sinks.list(name)`` collected, from every member."""
+        results = self.results()
+        if name not in results:
+            raise KeyError(f"job {self.name} has no result named {name!r}; its results are"
+                           f" {sorted(results)}")
+        return results[name]
+
+    def cancel(self) -> None:
+        """Cancel the job on every member; it ends FAILED with :class:`JobCancelledError`."""
+        self._client._call(messages.CANCEL_JOB, {"job_id": self.id})
+
+    def __repr__(self) -> str:
+        return f"Job(id={self.id!r}, name={self.name!r})"
+
+
+def as_dag(job: Any) -> DAG:
+    """The DAG to submit: a DAG as it is; a Pipeline (anything with ``to_dag``) checked with its
+    ``preflight`` and planned, leaving parallelism to each member's default."""
+    if isinstance(job, DAG):
+        return job
+    to_dag = getattr(job, "to_dag", None)
+    if not callable(to_dag):
+        raise TypeError(f"new_job() needs a jet.Pipeline or a jet.core.DAG, got {type(job).__name__}")
+    preflight = getattr(job, "preflight", None)
+    if callable(preflight):
+        preflight()
+    return to_dag()
+
+
+def job_failure(info: Mapping[str, Any]) -> JobFailedError:
+    """The error a FAILED job's record stands for, with ``member_index`` set."""
+    failure = info.get("failure") or {}
+    kind = JobCancelledError if failure.get("cancelled") else JobFailedError
+    error = kind(f"job {info.get('name')} ({info.get('jobId')}) failed: {info.get('message')}",
+                 tasklet=failure.get("tasklet", ""), traceback_text=failure.get("traceback", ""))
+    error.member_index = failure.get("member")
+    return error
+
+
+class JetClient:
+    """A connection to a cluster's coordinator, member 0 (``addresses[0]``)."""
+
+    def __init__(self, addresses: Sequence[str] | str, token: str | None = None,
+                 tls: TlsConfig | None = None) -> None:
+        if isinstance(addresses, str):
+            addresses = [a for a in addresses.split(",") if a.strip()]
+        if not addresses:
+            raise ValueError("connect() needs the address of member 0 (host:port), got none")
+        self.addresses = list(addresses)
+        self._connection = PeerConnection(self.addresses[0], messages.CLIENT_INDEX, 0,
+                                          load_cluster_token(token), tls, open_stream=False)
+
+    def new_job(self, job: Any, config: Mapping[str, Any] | None = None) -> Job:
+        """Submit a ``jet.Pipeline`` or a core ``DAG``; a malformed one is refused before anything
+        runs (DagValidationError, or the pipeline's own error naming the stage, source or sink).
+
+        ``config``: JSON-able settings of the job, e.g. ``{"name": "word-count"}``."""
+        dag = as_dag(job)
+        reply = self._call(messages.SUBMIT, {"config": dict(config or {})}, cloudpickle.dumps(dag))
+        if reply.get("error") == "DagValidationError":
+            raise DagValidationError(reply.get("message", ""))
+        job_id = messages.require(reply, "job_id", str)
+        return Job(self, job_id, str((config or {}).get("name") or job_id))
+
+    def ping(self, cluster: bool = False, timeout_s: float = 5.0) -> dict[str, Any]:
+        """Member 0's ping reply; with ``cluster=True`` it says whether every member is connected."""
+        return self._call(messages.PING, {"cluster": cluster}, timeout_s=timeout_s, wait_for_ready=False)
+
+    def _call(self, msg_type: str, header: dict[str, Any], blob: bytes = b"", *,
+              timeout_s: float = CALL_TIMEOUT_S, wait_for_ready: bool = True) -> dict[str, Any]:
+        return self._call_raw(msg_type, header, blob, timeout_s=timeout_s, wait_for_ready=wait_for_ready)[0]
+
+    def _call_raw(self, msg_type: str, header: dict[str, Any], blob: bytes = b"", *,
+                  timeout_s: float = CALL_TIMEOUT_S, wait_for_ready: bool = True) -> tuple[dict[str, Any], bytes]:
+        reply = self._connection.control(msg_type, messages.encode_message(header, blob), timeout_s,
+                                         wait_for_ready=wait_for_ready)
+        return messages.decode_message(reply)
+
+    def close(self) -> None:
+        self._connection.close()
+
+    def __enter__(self) -> "JetClient":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def connect(addresses: Sequence[str] | str, token: str | None = None, tls: TlsConfig | None = None) -> JetClient:
+    """A client of the cluster whose member 0 is ``addresses[0]`` (token: argument or environment)."""
+    return JetClient(addresses, token, tls)

@@ -1,0 +1,180 @@
+"""One job's execution on one member: init, start, cancel, cleanup, and the completion report.
+
+The coordinator sends ``init`` with the plan message (job id, execution id, cloudpickled DAG,
+member count, partition owners); this member builds its :class:`DistributedExecutionPlan` and
+registers the receivers and senders with the :class:`MemberNetwork`, so frames of the execution
+are routed before any member starts. ``start`` hands the tasklets to the member's shared
+:class:`TaskletExecutionService`; when the execution future completes, ``on_done`` gets the
+:class:`ExecutionOutcome` and this execution (the member sends both, with the plan's named results
+and vertex metrics, to the coordinator). A lost peer fails the execution
+with a :class:`JobFailedError` naming that member.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import traceback
+from dataclasses import asdict, dataclass
+from typing import Any, Callable
+
+import cloudpickle
+
+from jet.cluster.distributed_plan import DistributedExecutionPlan
+from jet.cluster.network import MemberNetwork
+from jet.core.dag import DAG
+from jet.core.edge import EdgeConfig
+from jet.execution.errors import JobCancelledError, JobFailedError
+from jet.execution.job_future import ExecutionFuture
+from jet.execution.plan import MemberTopology
+from jet.execution.service import TaskletExecutionService
+
+log = logging.getLogger("jet.cluster.job_execution")
+
+
+@dataclass(frozen=True)
+class ExecutionOutcome:
+    """How one member's execution ended, as reported to the coordinator (JSON-safe)."""
+
+    job_id: str
+    execution_id: int
+    member: int
+    ok: bool
+    cancelled: bool = False
+    error: str = ""
+    """``Type: message`` of the failure, empty when ``ok``."""
+    traceback: str = ""
+    tasklet: str = ""
+
+    def to_header(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_header(cls, header: dict[str, Any]) -> "ExecutionOutcome":
+        return cls(**{k: header[k] for k in cls.__dataclass_fields__ if k in header})
+
+    @classmethod
+    def of_failure(cls, job_id: str, execution_id: int, member: int,
+                   failure: BaseException | None) -> "ExecutionOutcome":
+        if failure is None:
+            return cls(job_id, execution_id, member, ok=True)
+        cause = failure.__cause__ if isinstance(failure, JobFailedError) and failure.__cause__ else failure
+        text = getattr(failure, "traceback_text", "") or "".join(traceback.format_exception(failure))
+        return cls(job_id, execution_id, member, ok=False,
+                   cancelled=isinstance(failure, JobCancelledError),
+                   error=f"{type(cause).__name__}: {cause}", traceback=text,
+                   tasklet=getattr(failure, "tasklet", ""))
+
+
+@dataclass(frozen=True)
+class PlanMessage:
+    """What the coordinator tells every member about one execution (the header of ``init``)."""
+
+    job_id: str
+    execution_id: int
+    member_index: int
+    member_count: int
+    partition_owners: list[int]
+    job_name: str = "job"
+
+    def to_header(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_header(cls, header: dict[str, Any]) -> "PlanMessage":
+        missing = [k for k in ("job_id", "execution_id", "member_index", "member_count", "partition_owners")
+                   if k not in header]
+        if missing:
+            raise ValueError(f"init message lacks field(s) {', '.join(missing)}")
+        return cls(**{k: header[k] for k in cls.__dataclass_fields__ if k in header})
+
+
+class JobExecution:
+    """This member's part of one execution of a job."""
+
+    def __init__(self, plan_message: PlanMessage, dag_bytes: bytes, *, network: MemberNetwork,
+                 service: TaskletExecutionService, on_done: Callable[[ExecutionOutcome, "JobExecution"], None],
+                 edge_defaults: EdgeConfig | None = None, flow_control_period_ms: int = 100) -> None:
+        """Unpickle the DAG (bytes from an authenticated peer only), build the plan, register it."""
+        self.message = plan_message
+        self.job_id = plan_message.job_id
+        self.execution_id = plan_message.execution_id
+        self.member_index = plan_message.member_index
+        self._network = network
+        self._service = service
+        self._on_done = on_done
+        self._lock = threading.Lock()
+        self._future: ExecutionFuture | None = None
+        self._pending_failure: JobFailedError | None = None
+        self._reported = False
+        dag = cloudpickle.loads(dag_bytes)
+        if not isinstance(dag, DAG):
+            raise TypeError(f"init of job {self.job_id}: the payload is a {type(dag).__name__}, not a DAG")
+        topology = MemberTopology(plan_message.member_index, plan_message.member_count,
+                                  list(plan_message.partition_owners))
+        self.plan = DistributedExecutionPlan(
+            dag, network=network, execution_id=self.execution_id, topology=topology,
+            cooperative_threads=service.cooperative_threads, edge_defaults=edge_defaults,
+            flow_control_period_ms=flow_control_period_ms, job_id=self.job_id)
+        self._tasklets = self.plan.build()
+        peers = {m for m in range(plan_message.member_count) if m != self.member_index}
+        network.register(self.execution_id, self.plan.receivers, self.plan.senders, peers,
+                         self._peer_lost)
+
+    @property
+    def started(self) -> bool:
+        return self._future is not None
+
+    def start(self) -> None:
+        """Submit the tasklets; a failure that came before the start fails the execution at once."""
+        with self._lock:
+            if self._future is not None:
+                raise RuntimeError(f"execution {self.execution_id} of job {self.job_id} already started")
+            self._future = self._service.submit(self._tasklets, f"{self.job_id}@member{self.member_index}")
+            pending = self._pending_failure
+        if pending is not None:
+            self._future.fail(pending)
+        self._future.add_done_callback(self._completed)
+
+    def cancel(self, reason: str) -> None:
+        """Stop the execution; a started one reports (cancelled) when its tasklets are dropped."""
+        self.fail(JobCancelledError(f"job {self.job_id} was cancelled on member {self.member_index}: {reason}"))
+
+    def fail(self, failure: JobFailedError) -> None:
+        with self._lock:
+            future = self._future
+            if future is None:
+                self._pending_failure = self._pending_failure or failure
+                return
+        future.fail(failure)
+
+    def wait(self, timeout_s: float) -> bool:
+        """Wait for a started execution to finish; True at once when never started."""
+        future = self._future
+        return True if future is None else future.wait(timeout_s)
+
+    def cleanup(self) -> None:
+        """Unregister from the network; a still-running execution is cancelled first."""
+        if self._future is not None and not self._future.is_done():
+            self.cancel("cleaned up")
+            self._future.wait(5.0)
+        self._network.unregister(self.execution_id)
+
+    def _peer_lost(self, peer: int, error: BaseException) -> None:
+        failure = JobFailedError(f"member {peer} was lost: {error}", tasklet=f"connection to member {peer}",
+                                 traceback_text=f"connection to member {peer} lost: {error}")
+        log.error("job %s, execution %d: %s", self.job_id, self.execution_id, failure)
+        self.fail(failure)
+
+    def _completed(self, future: ExecutionFuture) -> None:
+        outcome = ExecutionOutcome.of_failure(self.job_id, self.execution_id, self.member_index, future.failure)
+        if outcome.ok:
+            log.info("job %s: execution %d completed on member %d", self.job_id, self.execution_id,
+                     self.member_index)
+        elif outcome.cancelled:
+            log.info("job %s: execution %d cancelled on member %d", self.job_id, self.execution_id,
+                     self.member_index)
+        else:
+            log.error("job %s: execution %d failed on member %d in %s: %s\n%s", self.job_id,
+                      self.execution_id, self.member_index, outcome.tasklet, outcome.error, outcome.traceback)
+        self._on_done(outcome, self)

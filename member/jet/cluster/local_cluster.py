@@ -1,0 +1,170 @@
+"""The embedded local cluster: N ``jet member`` processes on this machine.
+
+    with jet.local_cluster(members=3) as cluster:
+        cluster.new_job(dag).join()
+
+Members listen on loopback on free ports, share a random token (``$JET_CLUSTER_TOKEN``) and a
+static peer list. They die with this process, even when it is SIGKILLed: each member arms
+``PR_SET_PDEATHSIG`` and exits when its stdin, a pipe from here, closes. The death signal follows
+the *thread* that started the members, so start a cluster from a thread that outlives it.
+Settings overrides (``flow_control_period_ms=50``, ``queue_size=256``, ...) reach the members as
+``JET_*`` environment variables.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any, Mapping
+
+import jet
+from jet.cluster.auth import TOKEN_ENV
+from jet.cluster.client import JetClient, Job
+from jet.cluster.settings import MemberSettings
+from jet.core.dag import DAG
+
+READY_TIMEOUT_S = 60.0
+STOP_GRACE_S = 5.0
+_SOURCE_ROOT = str(Path(jet.__file__).resolve().parents[1])
+
+
+def free_ports(count: int, host: str = "127.0.0.1") -> list[int]:
+    """``count`` distinct ports free on ``host`` right now."""
+    sockets = []
+    try:
+        for _ in range(count):
+            s = socket.socket()
+            s.bind((host, 0))
+            sockets.append(s)
+        return [s.getsockname()[1] for s in sockets]
+    finally:
+        for s in sockets:
+            s.close()
+
+
+def _python_path() -> str:
+    """This process's import path, so members import whatever the job's pickles refer to."""
+    entries = [_SOURCE_ROOT, os.getcwd()] + [p for p in sys.path if p and Path(p).is_dir()]
+    return os.pathsep.join(dict.fromkeys(entries))
+
+
+class LocalCluster:
+    """N member processes on loopback and a client of member 0."""
+
+    def __init__(self, members: int = 2, threads: int | None = None, *, log_dir: str | os.PathLike | None = None,
+                 log_level: str = "INFO", ready_timeout_s: float = READY_TIMEOUT_S,
+                 **settings: Any) -> None:
+        if members < 1:
+            raise ValueError(f"local_cluster(members=...) must be >= 1, got {members}")
+        # Validates the names and values; TLS settings also secure this side's client.
+        self.tls = MemberSettings.load({**settings, "cooperative_threads": threads}, environ={}).tls_config()
+        self.token = secrets.token_urlsafe(32)
+        self.host = "127.0.0.1"
+        ports = free_ports(2 * members, self.host)
+        self.ports, self.http_ports = ports[:members], ports[members:]
+        self.addresses = [f"{self.host}:{port}" for port in self.ports]
+        self.log_paths: list[Path] = []
+        self.members: list[subprocess.Popen] = []
+        self._client: JetClient | None = None
+        env = {k: v for k, v in os.environ.items() if not k.startswith("JET_")}
+        env.update({f"JET_{name.upper()}": str(value) for name, value in settings.items() if value is not None})
+        env.update({TOKEN_ENV: self.token, "PYTHONPATH": _python_path(), "PYTHONUNBUFFERED": "1"})
+        try:
+            for index in range(members):
+                self.members.append(self._spawn(index, threads, env, log_dir, log_level))
+            self._wait_ready(ready_timeout_s)
+        except BaseException:
+            self.close()
+            raise
+
+    def _spawn(self, index: int, threads: int | None, env: dict[str, str], log_dir: Any,
+               log_level: str) -> subprocess.Popen:
+        command = [sys.executable, "-m", "jet.cli", "--log-level", log_level, "member",
+                   "--host", self.host, "--port", str(self.ports[index]),
+                   "--http-port", str(self.http_ports[index]), "--peers", ",".join(self.addresses),
+                   "--index", str(index), "--exit-with-parent"]
+        if threads:
+            command += ["--threads", str(threads)]
+        output = None
+        if log_dir is not None:
+            path = Path(log_dir) / f"member-{index}.log"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            self.log_paths.append(path)
+            output = path.open("wb")
+        try:
+            return subprocess.Popen(command, stdin=subprocess.PIPE, stdout=output, stderr=output, env=env)
+        finally:
+            if output is not None:
+                output.close()
+
+    def _wait_ready(self, timeout_s: float) -> None:
+        deadline = time.monotonic() + timeout_s
+        delay = 0.05
+        while True:
+            for index, process in enumerate(self.members):
+                if process.poll() is not None:
+                    raise RuntimeError(f"member {index} exited with code {process.returncode} while starting"
+                                       f"{self._log_tail(index)}")
+            try:
+                if self.client.ping(cluster=True, timeout_s=5.0).get("cluster_ready"):
+                    return
+            except Exception:  # noqa: BLE001 - not up yet
+                pass
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"the local cluster of {len(self.members)} members was not ready within "
+                                   f"{timeout_s} s{self._log_tail(0)}")
+            time.sleep(delay)
+            delay = min(delay * 2, 0.5)
+
+    def _log_tail(self, index: int, lines: int = 30) -> str:
+        if index >= len(self.log_paths) or not self.log_paths[index].exists():
+            return ""
+        tail = self.log_paths[index].read_text(errors="replace").splitlines()[-lines:]
+        return f"; its log ends:\n" + "\n".join(tail)
+
+    @property
+    def client(self) -> JetClient:
+        """The client of member 0 (created on first use)."""
+        if self._client is None:
+            self._client = JetClient(self.addresses, self.token, self.tls)
+        return self._client
+
+    def new_job(self, job: Any, config: Mapping[str, Any] | None = None) -> Job:
+        """Submit a ``jet.Pipeline`` or a core ``DAG`` (see :meth:`JetClient.new_job`)."""
+        return self.client.new_job(job, config)
+
+    def close(self) -> None:
+        """SIGTERM every member, SIGKILL those still running after a grace period; no orphans."""
+        if self._client is not None:
+            self._client.close()
+            self._client = None
+        for process in self.members:
+            if process.poll() is None:
+                process.send_signal(signal.SIGTERM)
+        deadline = time.monotonic() + STOP_GRACE_S
+        for process in self.members:
+            try:
+                process.wait(max(0.0, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+            if process.stdin is not None:
+                process.stdin.close()
+
+    def __enter__(self) -> "LocalCluster":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def local_cluster(members: int = 2, threads: int | None = None, **settings: Any) -> LocalCluster:
+    """Start ``members`` member processes here and wait until they are all connected; use it as a
+    context manager (or call ``close()``). ``threads``: cooperative threads per member."""
+    return LocalCluster(members, threads, **settings)

@@ -1,0 +1,339 @@
+"""One member process: gRPC server, a stream to every other member, jobs, coordination, HTTP.
+
+Start-up: the gRPC server and the HTTP endpoint come up first (``/healthz`` answers 200), then the
+member waits for its peers (bounded, with backoff) and connects: of each pair, the lower index dials
+the higher one and both send their frames over that one stream; control calls go to every peer on
+a channel of their own. Member 0 also runs the :class:`JobCoordinator`. Every job's executions share
+one :class:`TaskletExecutionService`.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+import traceback
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict
+from typing import Any, Callable
+
+import cloudpickle
+
+from jet.cluster import messages
+from jet.cluster.coordinator import JobCoordinator, JobRecord, JobStatus
+from jet.cluster.job_execution import ExecutionOutcome, JobExecution, PlanMessage
+from jet.cluster.member_http import MemberHttpServer, MemberMetrics
+from jet.cluster.network import MemberNetwork
+from jet.cluster.peers import PeerAddress, parse_peers, wait_for_peers
+from jet.cluster.settings import MemberSettings
+from jet.cluster.transport import MemberServer, PeerConnection
+from jet.core.dag import DAG, DagValidationError
+from jet.core.edge import EdgeConfig
+from jet.execution.runner import default_cooperative_threads
+from jet.execution.service import TaskletExecutionService
+
+log = logging.getLogger("jet.cluster.member")
+
+PEER_TIMEOUT_S = 300.0
+REPORT_TIMEOUT_S = 10.0
+MAX_WAIT_S = 30.0
+
+
+class JobInitError(RuntimeError):
+    """Building a job's execution on this member failed; the message holds the traceback."""
+
+
+class Member:
+    """A cluster member; ``start()`` brings it up and connects it, ``stop()`` shuts it down."""
+
+    def __init__(self, settings: MemberSettings, *, token: str | None = None,
+                 peer_timeout_s: float = PEER_TIMEOUT_S) -> None:
+        self.settings = settings
+        self.addresses: list[PeerAddress] = (parse_peers(settings.peers, settings.replicas) if settings.peers
+                                             else [PeerAddress("127.0.0.1", settings.port)])
+        index = settings.member_index if settings.member_index is not None else 0
+        if not 0 <= index < len(self.addresses):
+            raise ValueError(f"member index {index} is outside the {len(self.addresses)} peers "
+                             f"({', '.join(map(str, self.addresses))})")
+        self.index = index
+        self.member_count = len(self.addresses)
+        self._token = token if token is not None else settings.cluster_token()
+        self._tls = settings.tls_config()
+        self._peer_timeout_s = peer_timeout_s
+        self.threads = settings.cooperative_threads or default_cooperative_threads()
+        self.edge_defaults = EdgeConfig(**asdict(settings.edge_defaults))
+        self.metrics = MemberMetrics(index)
+        self.service = TaskletExecutionService(self.threads)
+        self.network = MemberNetwork(index, self._send_frame, settings.flow_control_period_ms)
+        self.server = MemberServer(settings.port, self._token, self._tls, host=settings.host,
+                                   on_frame=self.network.on_frame, on_control=self._on_control,
+                                   on_connection_lost=self._connection_lost)
+        self.coordinator = (JobCoordinator(self.member_count, self.call_member, cooperative_threads=self.threads,
+                                           on_status=self._count_job) if index == 0 else None)
+        self._serving = threading.Event()
+        http_host = "0.0.0.0" if settings.host in ("[::]", "::", "0.0.0.0") else settings.host.strip("[]")
+        self.http = MemberHttpServer(http_host, settings.http_port, healthy=self._serving.is_set,
+                                     latest_job=self._latest_job if index == 0 else None, metrics=self.metrics)
+        self.connections: dict[int, PeerConnection] = {}
+        self.executions: dict[int, JobExecution] = {}
+        self._lock = threading.Lock()
+        self._reports = ThreadPoolExecutor(max_workers=4, thread_name_prefix="jet-report")
+        self.connected = threading.Event()
+        """Set once the streams with every other member are up."""
+        self.stopped = threading.Event()
+
+    # -- life cycle ----------------------------------------------------------------------------
+    def start(self) -> "Member":
+        """Serve gRPC and HTTP, then connect to every peer (blocks until connected)."""
+        self.network.start()
+        self.server.start()
+        self._serving.set()
+        self.http.start()
+        log.info("member %d of %d serving gRPC on %s:%d and HTTP on port %d (%d cooperative threads)",
+                 self.index, self.member_count, self.settings.host, self.server.port, self.http.port, self.threads)
+        self._connect()
+        return self
+
+    def _connect(self) -> None:
+        wait_for_peers(self.addresses, self.index, self._peer_timeout_s)
+        for peer, address in enumerate(self.addresses):
+            if peer != self.index:
+                self.connections[peer] = PeerConnection(
+                    str(address), self.index, peer, self._token, self._tls, on_frame=self.network.on_frame,
+                    on_connection_lost=self._connection_lost, open_stream=peer > self.index)
+        for peer in range(self.index):
+            self.server.wait_for_peer(peer, self._peer_timeout_s)
+        for peer in range(self.index + 1, self.member_count):
+            self.connections[peer].control(messages.PING, messages.encode_message({}), self._peer_timeout_s)
+        self.connected.set()
+        log.info("member %d connected to members %s", self.index,
+                 [f"{p} ({a})" for p, a in enumerate(self.addresses) if p != self.index])
+
+    def cluster_ready(self) -> bool:
+        """Whether every member is connected to every other (asks them; member 0's view)."""
+        if not self.connected.is_set():
+            return False
+        for peer, connection in self.connections.items():
+            try:
+                reply, _ = messages.decode_message(connection.control(
+                    messages.PING, messages.encode_message({}), 5.0, wait_for_ready=False))
+            except Exception:  # noqa: BLE001 - not reachable means not ready
+                return False
+            if not reply.get("connected"):
+                return False
+        return True
+
+    def wait_until_cluster_ready(self, timeout_s: float) -> None:
+        """Poll :meth:`cluster_ready` until true; ``TimeoutError`` after ``timeout_s``."""
+        deadline = time.monotonic() + timeout_s
+        delay = 0.05
+        while not self.cluster_ready():
+            if time.monotonic() > deadline or self.stopped.is_set():
+                raise TimeoutError(f"the cluster of {self.member_count} members was not ready within {timeout_s} s")
+            time.sleep(delay)
+            delay = min(delay * 2, 1.0)
+
+    def stop(self) -> None:
+        """Cancel running executions, close the streams and servers, stop the worker threads."""
+        if self.stopped.is_set():
+            return
+        self.stopped.set()
+        log.info("member %d shutting down", self.index)
+        with self._lock:
+            executions = list(self.executions.values())
+        for execution in executions:
+            execution.cancel("the member is shutting down")
+        for connection in self.connections.values():
+            connection.close()
+        self.http.stop()
+        self.server.stop(1.0)
+        self.network.stop()
+        if self.coordinator is not None:
+            self.coordinator.shutdown()
+        self._reports.shutdown(wait=False, cancel_futures=True)
+        self.service.shutdown()
+
+    # -- data and control plumbing --------------------------------------------------------------
+    def _send_frame(self, peer: int, frame: bytes) -> None:
+        if peer > self.index:
+            self.connections[peer].send(frame)
+        else:
+            self.server.send(peer, frame)
+
+    def call_member(self, member: int, msg_type: str, payload: bytes, timeout_s: float) -> bytes:
+        """A control call to ``member``; a call to this member is handled in place."""
+        if member == self.index:
+            return self._handle(self.index, msg_type, payload)
+        connection = self.connections.get(member)
+        if connection is None:
+            raise ConnectionError(f"member {self.index} is not connected to member {member} (yet)")
+        return connection.control(msg_type, payload, timeout_s, wait_for_ready=False)
+
+    def _connection_lost(self, peer: int, error: BaseException) -> None:
+        if peer < 0:  # a Spark task or driver (negative index) hung up: no member was lost
+            log.debug("Spark peer %d closed its stream: %s", peer, error)
+            return
+        log.log(logging.INFO if self.stopped.is_set() else logging.ERROR,
+                "member %d lost its connection with member %d: %s", self.index, peer, error)
+        self.network.on_connection_lost(peer, error)
+        if self.coordinator is not None:
+            self.coordinator.on_member_lost(peer, error)
+
+    def _on_control(self, peer: int, msg_type: str, payload: bytes) -> bytes:
+        return self._handle(peer, msg_type, payload)
+
+    def _handle(self, peer: int, msg_type: str, payload: bytes) -> bytes:
+        header, blob = messages.decode_message(payload)
+        handler = self._HANDLERS.get(msg_type)
+        if handler is None:
+            raise ValueError(f"unknown control message {msg_type!r}; known: {', '.join(self._HANDLERS)}")
+        if msg_type in self._COORDINATOR_ONLY and peer != 0:
+            raise PermissionError(f"{msg_type!r} comes from the coordinator (member 0) only, not from {peer}")
+        reply = handler(self, peer, header, blob) or {}
+        return messages.encode_message(*reply) if isinstance(reply, tuple) else messages.encode_message(reply)
+
+    # -- handlers: every member ------------------------------------------------------------------
+    def _ping(self, peer: int, header: dict, blob: bytes) -> dict:
+        reply: dict[str, Any] = {"member": self.index, "members": self.member_count,
+                                 "connected": self.connected.is_set()}
+        if header.get("cluster"):
+            reply["cluster_ready"] = self.cluster_ready()
+        return reply
+
+    def _init(self, peer: int, header: dict, blob: bytes) -> dict:
+        message = PlanMessage.from_header(header)
+        if message.member_index != self.index or message.member_count != self.member_count:
+            raise ValueError(f"init for member {message.member_index} of {message.member_count} reached "
+                             f"member {self.index} of {self.member_count}")
+        try:
+            execution = JobExecution(message, blob, network=self.network, service=self.service,
+                                     on_done=self._report, edge_defaults=self.edge_defaults,
+                                     flow_control_period_ms=self.settings.flow_control_period_ms)
+        except Exception as e:  # the user's supplier or an unpicklable DAG: the traceback goes to the job
+            raise JobInitError(f"{type(e).__name__}: {e}\n{traceback.format_exc()}") from e
+        with self._lock:
+            if message.execution_id in self.executions:
+                raise ValueError(f"execution {message.execution_id} is already initialised on member {self.index}")
+            self.executions[message.execution_id] = execution
+        log.info("job %s: execution %d initialised on member %d", message.job_id,
+                 message.execution_id, self.index)
+        return {}
+
+    def _execution(self, header: dict) -> JobExecution:
+        execution_id = messages.require(header, "execution_id", int)
+        with self._lock:
+            execution = self.executions.get(execution_id)
+        if execution is None:
+            raise KeyError(f"no execution {execution_id} on member {self.index}")
+        return execution
+
+    def _start(self, peer: int, header: dict, blob: bytes) -> dict:
+        self._execution(header).start()
+        self.metrics.running.inc()
+        return {}
+
+    def _cancel(self, peer: int, header: dict, blob: bytes) -> dict:
+        execution = self._execution(header)
+        origin = header.get("member")
+        if origin != self.index:
+            log.error("job %s fails everywhere: the coordinator cancels it after a failure on member %s:\n%s",
+                      execution.job_id, origin, header.get("reason", ""))
+        execution.cancel(f"failure on member {origin}")
+        return {}
+
+    def _complete(self, peer: int, header: dict, blob: bytes) -> dict:
+        execution_id = messages.require(header, "execution_id", int)
+        with self._lock:
+            execution = self.executions.pop(execution_id, None)
+        if execution is not None:
+            execution.cleanup()
+        return {}
+
+    def _execution_metrics(self, peer: int, header: dict, blob: bytes) -> dict:
+        return {"metrics": self._execution(header).plan.vertex_metrics()}
+
+    def _report(self, outcome: ExecutionOutcome, execution: JobExecution) -> None:
+        self.metrics.running.dec()
+        self.metrics.executions.labels("completed" if outcome.ok else "cancelled" if outcome.cancelled
+                                       else "failed").inc()
+        results = execution.plan.results if outcome.ok else {}
+        try:
+            blob = cloudpickle.dumps(results) if results else b""
+        except Exception as e:  # noqa: BLE001 - the job succeeded; say why its results cannot travel
+            log.error("job %s: the results on member %d cannot be pickled: %s", outcome.job_id, self.index, e)
+            blob = b""
+        payload = messages.encode_message({**outcome.to_header(),
+                                           "metrics": execution.plan.vertex_metrics()}, blob)
+
+        def send() -> None:
+            try:
+                self.call_member(0, messages.EXECUTION_DONE, payload, REPORT_TIMEOUT_S)
+            except Exception as e:  # noqa: BLE001 - the coordinator is gone: its loss fails the job
+                log.error("member %d could not report the end of job %s to the coordinator: %s",
+                          self.index, outcome.job_id, e)
+
+        self._reports.submit(send)
+
+    # -- handlers: the coordinator ---------------------------------------------------------------
+    def _require_coordinator(self) -> JobCoordinator:
+        if self.coordinator is None:
+            raise PermissionError(f"member {self.index} is not the coordinator; send jobs to member 0")
+        return self.coordinator
+
+    def _submit(self, peer: int, header: dict, blob: bytes) -> dict:
+        coordinator = self._require_coordinator()
+        try:
+            return {"job_id": coordinator.submit(blob, header.get("config"))}
+        except DagValidationError as e:
+            return {"error": "DagValidationError", "message": str(e)}
+
+    def submit(self, dag: DAG, config: dict | None = None) -> str:
+        """Submit a job on the coordinator from inside its own process (``--pipeline``)."""
+        return self._require_coordinator().submit(cloudpickle.dumps(dag), config)
+
+    def _job_status(self, peer: int, header: dict, blob: bytes) -> dict:
+        return self._require_coordinator().record(messages.require(header, "job_id", str)).to_header()
+
+    def _job_wait(self, peer: int, header: dict, blob: bytes) -> dict:
+        timeout_s = min(float(header.get("timeout_s", MAX_WAIT_S)), MAX_WAIT_S)
+        return self._require_coordinator().wait(messages.require(header, "job_id", str), timeout_s).to_header()
+
+    def _cancel_job(self, peer: int, header: dict, blob: bytes) -> dict:
+        return self._require_coordinator().cancel(messages.require(header, "job_id", str)).to_header()
+
+    def _execution_done(self, peer: int, header: dict, blob: bytes) -> dict:
+        outcome = ExecutionOutcome.from_header(header)
+        if peer not in (outcome.member, 0) or peer >= self.member_count:
+            raise PermissionError(f"member {peer} reported the outcome of member {outcome.member}")
+        results = cloudpickle.loads(blob) if blob else {}
+        self._require_coordinator().on_execution_done(outcome, results, header.get("metrics") or {})
+        return {}
+
+    def _job_metrics(self, peer: int, header: dict, blob: bytes) -> dict:
+        return {"metrics": self._require_coordinator().metrics(messages.require(header, "job_id", str))}
+
+    def _job_results(self, peer: int, header: dict, blob: bytes) -> tuple[dict, bytes]:
+        results = self._require_coordinator().results(messages.require(header, "job_id", str))
+        return {}, cloudpickle.dumps(results)
+
+    def _latest_job(self) -> dict | None:
+        record = self.coordinator.latest() if self.coordinator else None
+        return None if record is None else record.to_header()
+
+    def _count_job(self, record: JobRecord) -> None:
+        if record.status is JobStatus.NOT_RUNNING:
+            self.metrics.jobs_submitted.inc()
+        elif record.status is JobStatus.COMPLETED:
+            self.metrics.jobs_completed.inc()
+        elif record.status is JobStatus.FAILED:
+            self.metrics.jobs_failed.inc()
+
+    _HANDLERS: dict[str, Callable[["Member", int, dict, bytes], dict | tuple[dict, bytes] | None]] = {
+        messages.PING: _ping, messages.INIT: _init, messages.START: _start, messages.CANCEL: _cancel,
+        messages.COMPLETE: _complete, messages.SUBMIT: _submit, messages.JOB_STATUS: _job_status,
+        messages.JOB_WAIT: _job_wait, messages.CANCEL_JOB: _cancel_job,
+        messages.EXECUTION_DONE: _execution_done, messages.EXECUTION_METRICS: _execution_metrics,
+        messages.JOB_METRICS: _job_metrics, messages.JOB_RESULTS: _job_results,
+    }
+    _COORDINATOR_ONLY = frozenset({messages.INIT, messages.START, messages.CANCEL, messages.COMPLETE,
+                                   messages.EXECUTION_METRICS})

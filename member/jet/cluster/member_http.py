@@ -1,0 +1,103 @@
+"""The member's HTTP endpoint (standard library ``http.server`` on a daemon thread).
+
+- ``GET /healthz``: 200 ``ok`` once the member's gRPC server is up (readiness and liveness probes),
+  503 before;
+- ``GET /job`` (member 0, the coordinator): the most recent job as JSON ``{"jobId", "status",
+  "message", "startTime", "completionTime"}``; 404 on the other members;
+- ``GET /metrics``: Prometheus text (jobs submitted/completed/failed, executions per member).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Callable
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, generate_latest
+from prometheus_client.exposition import CONTENT_TYPE_LATEST
+
+log = logging.getLogger("jet.cluster.http")
+
+JOB_FIELDS = ("jobId", "status", "message", "startTime", "completionTime")
+NO_JOB = {"jobId": None, "status": "NOT_RUNNING", "message": "", "startTime": None, "completionTime": None}
+
+
+class MemberMetrics:
+    """The Prometheus metrics of one member, in a registry of its own."""
+
+    def __init__(self, member_index: int) -> None:
+        self.registry = CollectorRegistry()
+        labels = {"member": str(member_index)}
+        self.jobs_submitted = Counter("jet_jobs_submitted", "Jobs submitted to this coordinator",
+                                      registry=self.registry)
+        self.jobs_completed = Counter("jet_jobs_completed", "Jobs that ended COMPLETED", registry=self.registry)
+        self.jobs_failed = Counter("jet_jobs_failed", "Jobs that ended FAILED", registry=self.registry)
+        self.executions = Counter("jet_executions", "Job executions on this member, by outcome",
+                                  ["outcome"], registry=self.registry)
+        self.running = Gauge("jet_executions_running", "Executions running on this member",
+                             registry=self.registry)
+        self.info = Gauge("jet_member_info", "This member (value 1)", list(labels), registry=self.registry)
+        self.info.labels(**labels).set(1)
+
+    def text(self) -> bytes:
+        return generate_latest(self.registry)
+
+
+class MemberHttpServer:
+    """Serves ``/healthz``, ``/job`` and ``/metrics`` for one member."""
+
+    def __init__(self, host: str, port: int, *, healthy: Callable[[], bool],
+                 latest_job: Callable[[], dict[str, Any] | None] | None, metrics: MemberMetrics) -> None:
+        self._healthy = healthy
+        self._latest_job = latest_job
+        self._metrics = metrics
+        handler = self._handler_class()
+        self._server = ThreadingHTTPServer((host, port), handler)
+        self._server.daemon_threads = True
+        self.port = self._server.server_address[1]
+        self._thread = threading.Thread(target=self._server.serve_forever, name="jet-http", daemon=True)
+
+    def start(self) -> "MemberHttpServer":
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+    def _handler_class(self) -> type[BaseHTTPRequestHandler]:
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:  # noqa: N802 - http.server's name
+                path = self.path.split("?", 1)[0]
+                if path == "/healthz":
+                    ok = outer._healthy()
+                    self._reply(200 if ok else 503, b"ok\n" if ok else b"starting\n", "text/plain")
+                elif path == "/job":
+                    if outer._latest_job is None:
+                        self._json(404, {"error": "only member 0 (the coordinator) serves /job"})
+                    else:
+                        job = outer._latest_job()
+                        self._json(200, NO_JOB if job is None else {k: job.get(k) for k in JOB_FIELDS})
+                elif path == "/metrics":
+                    self._reply(200, outer._metrics.text(), CONTENT_TYPE_LATEST)
+                else:
+                    self._json(404, {"error": f"no such path {path!r}; try /healthz, /job or /metrics"})
+
+            def _json(self, code: int, body: dict[str, Any]) -> None:
+                self._reply(code, json.dumps(body).encode("utf-8"), "application/json")
+
+            def _reply(self, code: int, body: bytes, content_type: str) -> None:
+                self.send_response(code)
+                self.send_header("Content-Type", content_type)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
+                log.debug("http: " + format, *args)
+
+        return Handler

@@ -1,0 +1,70 @@
+"""The body of ``jet member``: settings, the member's life until SIGTERM, the ``--pipeline`` job."""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import threading
+import traceback
+from typing import Any, Callable, Mapping
+
+from jet.cluster.auth import ClusterTokenError
+from jet.cluster.member import Member
+from jet.cluster.peers import member_index_from_pod_name
+from jet.cluster.settings import MemberSettings, SettingsError
+from jet.core.dag import DAG
+
+log = logging.getLogger("jet.cluster.member")
+CLUSTER_READY_TIMEOUT_S = 300.0
+POD_NAME_ENV = "POD_NAME"
+
+
+def resolve_settings(flags: Mapping[str, Any], config_file: str | None,
+                     environ: Mapping[str, str] | None = None) -> MemberSettings:
+    """Merge the settings; without ``--index`` (flag, env or file) the index is ``$POD_NAME``'s ordinal."""
+    env = os.environ if environ is None else environ
+    settings = MemberSettings.load(dict(flags), env, config_file)
+    if settings.member_index is None and env.get(POD_NAME_ENV):
+        try:
+            index = member_index_from_pod_name(env[POD_NAME_ENV])
+        except ValueError as e:
+            raise SettingsError(f"member_index from ${POD_NAME_ENV}: {e}") from None
+        settings = MemberSettings.load({**flags, "member_index": index}, env, config_file)
+    return settings
+
+
+def run_member(flags: Mapping[str, Any], config_file: str | None = None,
+               job_supplier: Callable[[], DAG] | None = None) -> int:
+    """Run a member until SIGTERM/SIGINT; the exit code (2 for bad settings, 1 for a failed start)."""
+    try:
+        settings = resolve_settings(flags, config_file)
+        member = Member(settings)
+    except (SettingsError, ClusterTokenError, ValueError, OSError) as e:
+        log.error("cannot start the member: %s", e)
+        return 2
+    stop = threading.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda number, frame: stop.set())
+    failed: list[BaseException] = []
+
+    def bring_up() -> None:
+        try:
+            member.start()
+            if job_supplier is not None and member.index == 0:
+                member.wait_until_cluster_ready(CLUSTER_READY_TIMEOUT_S)
+                dag = job_supplier()
+                job_id = member.submit(dag, {"name": getattr(dag, "name", None)})
+                log.info("member 0 submitted the --pipeline job as %s", job_id)
+        except BaseException as e:  # noqa: BLE001 - reported, then the member exits
+            if not stop.is_set():
+                log.error("member %d failed to start: %s\n%s", member.index, e, traceback.format_exc())
+                failed.append(e)
+            stop.set()
+
+    threading.Thread(target=bring_up, name="jet-start", daemon=True).start()
+    while not stop.wait(0.5):
+        pass
+    log.info("member %d stopping (%s)", member.index, "start failed" if failed else "signal")
+    member.stop()
+    return 1 if failed else 0

@@ -1,0 +1,70 @@
+"""The control messages of the cluster: their names and their encoding.
+
+A control payload is ``u32 header length | JSON header | blob``. The header is plain JSON, so a
+reply can be read without unpickling anything (a client does not unpickle what a member says);
+the blob carries the cloudpickled DAG of ``submit`` and ``init`` (unpickled by a member only after
+the transport authenticated the caller) and the named results of a job (``execution_done`` from a
+member, ``job_results`` to a client that asks for them).
+"""
+
+from __future__ import annotations
+
+import json
+import struct
+from typing import Any
+
+from jet.cluster.packets import PacketFormatError
+
+# Client -> coordinator (member 0).
+SUBMIT = "submit"
+JOB_STATUS = "job_status"
+JOB_WAIT = "job_wait"
+CANCEL_JOB = "cancel_job"
+JOB_METRICS = "job_metrics"
+JOB_RESULTS = "job_results"
+PING = "ping"
+# Coordinator -> every member.
+INIT = "init"
+START = "start"
+CANCEL = "cancel"
+COMPLETE = "complete"
+EXECUTION_METRICS = "execution_metrics"
+# Member -> coordinator.
+EXECUTION_DONE = "execution_done"
+
+#: The member index a client presents in its call metadata (no member has it).
+CLIENT_INDEX = 1_000_000
+
+_LENGTH = struct.Struct(">I")
+
+
+def encode_message(header: dict[str, Any], blob: bytes = b"") -> bytes:
+    """One control payload: a JSON ``header`` and an optional binary ``blob``."""
+    data = json.dumps(header, separators=(",", ":")).encode("utf-8")
+    return _LENGTH.pack(len(data)) + data + blob
+
+
+def decode_message(payload: bytes) -> tuple[dict[str, Any], bytes]:
+    """Inverse of :func:`encode_message`; raises :class:`PacketFormatError` when malformed."""
+    if len(payload) < _LENGTH.size:
+        raise PacketFormatError(f"control payload of {len(payload)} bytes has no header length")
+    (length,) = _LENGTH.unpack_from(payload)
+    end = _LENGTH.size + length
+    if end > len(payload):
+        raise PacketFormatError(f"control header of {length} bytes does not fit in {len(payload)} bytes")
+    try:
+        header = json.loads(payload[_LENGTH.size:end].decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise PacketFormatError(f"control header is not JSON: {e}") from e
+    if not isinstance(header, dict):
+        raise PacketFormatError(f"control header must be a JSON object, got {type(header).__name__}")
+    return header, payload[end:]
+
+
+def require(header: dict[str, Any], field: str, kind: type | tuple[type, ...]) -> Any:
+    """``header[field]``, checked to be of ``kind``; the error names the field and the value."""
+    value = header.get(field)
+    if not isinstance(value, kind) or isinstance(value, bool) and kind is not bool:
+        raise PacketFormatError(f"control header field {field!r} must be {getattr(kind, '__name__', kind)}, "
+                                f"got {value!r}")
+    return value
