@@ -103,6 +103,10 @@ def _run_locally(dag: DAG, name: str, members: int, threads: int,
                  timeout: float | None) -> tuple[dict[str, list], float]:
     """Run on ``members`` local members with a progress display; return the job's results
     and how long the job itself ran."""
+    from jet.connectors.spark.driver import spark_stages, start_spark_side
+
+    if members == 1 and spark_stages(dag) != ([], []):
+        members = 2  # Spark tasks reach members over gRPC: run a local cluster
     if members == 1:
         started = time.perf_counter()
         job = start(dag, threads, job_name=name)
@@ -114,8 +118,11 @@ def _run_locally(dag: DAG, name: str, members: int, threads: int,
     with local_cluster(members=members, threads=threads) as cluster:
         started = time.perf_counter()
         job = cluster.new_job(dag)
+        spark_side = start_spark_side(dag, cluster.addresses, cluster.token, job.id)
         with ProgressDisplay(job.metrics, title=name):
             job.join(timeout)
+        if spark_side is not None:
+            spark_side.join(timeout)  # the sink drivers finish writing after the job
         return job.results(), time.perf_counter() - started
 
 

@@ -22,7 +22,8 @@ import jet
 from jet.connectors.spark import protocol as p
 from jet.connectors.spark.client import tell_members, wait_for_vertex
 from jet.connectors.spark.options import DEFAULT_READY_TIMEOUT_S, JetOptions
-from jet.connectors.spark.stages import SparkReadSpec, SparkSink, SparkSource, SparkWriteSpec
+from jet.connectors.spark.stages import (SparkReadSpec, SparkSink, SparkSinkSupplier, SparkSource,
+                                        SparkSourceSupplier, SparkWriteSpec)
 
 log = logging.getLogger("jet.connectors.spark.driver")
 SOURCE_ROOT = str(Path(jet.__file__).resolve().parents[1])
@@ -45,18 +46,42 @@ def load_pipeline(path: str, entrypoint: str = "pipeline", args: Sequence[str] =
     return pipeline
 
 
-def spark_stages(pipeline: Any) -> tuple[list[tuple[str, SparkReadSpec]], list[tuple[str, SparkWriteSpec]]]:
-    """(vertex name, spec) of every Spark source and Spark sink of the pipeline."""
-    from jet.pipeline.planner import unique_names
+def spark_stages(job: Any) -> tuple[list[tuple[str, SparkReadSpec]], list[tuple[str, SparkWriteSpec]]]:
+    """(vertex name, spec) of every Spark source and Spark sink of a Pipeline or a DAG."""
+    from jet.core.dag import DAG
 
-    names = unique_names(pipeline.transforms)
-    sources, sinks = [], []
-    for transform, name in names.items():
-        if isinstance(transform.connector, SparkSource):
-            sources.append((name, transform.connector.spec))
-        elif isinstance(transform.connector, SparkSink):
-            sinks.append((name, transform.connector.spec))
+    if isinstance(job, DAG):
+        suppliers = [(vertex.name, vertex.supplier) for vertex in job.vertices]
+    else:
+        from jet.pipeline.planner import unique_names
+        suppliers = [(name, transform.connector.supplier)
+                     for transform, name in unique_names(job.transforms).items()
+                     if isinstance(transform.connector, (SparkSource, SparkSink))]
+    sources = [(name, s.spec) for name, s in suppliers if isinstance(s, SparkSourceSupplier)]
+    sinks = [(name, s.spec) for name, s in suppliers if isinstance(s, SparkSinkSupplier)]
     return sources, sinks
+
+
+def start_spark_side(job: Any, members: Sequence[str], token: str, job_id: str,
+                     master: str = "local[*]") -> threading.Thread | None:
+    """The local runner's hook: when ``job`` (a Pipeline or DAG) has Spark stages, run their
+    Spark side in a local SparkSession (started once, ``PYSPARK_PYTHON`` = this interpreter) on
+    a daemon thread and return it; None when there is nothing to do. A failure of the Spark
+    side reaches the job (sources are aborted with Spark's message)."""
+    sources, sinks = spark_stages(job)
+    if not sources and not sinks:
+        return None
+
+    def run() -> None:
+        spark = spark_session(master, app_name=f"jet-{job_id}")
+        try:
+            run_spark_side(spark, job, members, token, job_id)
+        except Exception as error:  # noqa: BLE001 - the job fails with it; say it here too
+            log.error("the Spark side of job %s failed: %s", job_id, spark_failure_message(error))
+
+    thread = threading.Thread(target=run, name=f"jet-spark-{job_id}", daemon=True)
+    thread.start()
+    return thread
 
 
 def spark_session(master: str = "local[*]", conf: dict[str, str] | None = None, app_name: str = "jet"):

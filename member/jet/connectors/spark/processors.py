@@ -147,13 +147,3 @@ class SparkSinkP(ChunkEmittingProcessor):
         if self._endpoint is not None:
             spark_hub.unregister_endpoint(self._endpoint)
             self._endpoint = None
-
-
-def spark_source_p() -> SparkSourceP:
-    """Supplier of Spark source processors."""
-    return SparkSourceP()
-
-
-def spark_sink_p(buffer_items: int = DEFAULT_SINK_BUFFER_ITEMS):
-    """Supplier of Spark sink processors with the given buffer bound."""
-    return lambda: SparkSinkP(buffer_items)

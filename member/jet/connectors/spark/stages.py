@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from jet.connectors.base import Sink, Source
-from jet.connectors.spark.processors import DEFAULT_SINK_BUFFER_ITEMS, spark_sink_p, spark_source_p
+from jet.connectors.spark.processors import DEFAULT_SINK_BUFFER_ITEMS, SparkSinkP, SparkSourceP
 
 SAVE_MODES = ("errorifexists", "error", "append", "overwrite", "ignore")
 
@@ -65,6 +65,28 @@ class SparkWriteSpec:
 
 
 @dataclass(frozen=True)
+class SparkSourceSupplier:
+    """The processor supplier of a Spark source vertex; carries the Spark side's recipe, so the
+    drivers find it in a DAG as well as in a Pipeline."""
+
+    spec: SparkReadSpec
+
+    def __call__(self) -> SparkSourceP:
+        return SparkSourceP()
+
+
+@dataclass(frozen=True)
+class SparkSinkSupplier:
+    """The processor supplier of a Spark sink vertex, with the Spark side's recipe."""
+
+    spec: SparkWriteSpec
+    buffer_items: int = DEFAULT_SINK_BUFFER_ITEMS
+
+    def __call__(self) -> SparkSinkP:
+        return SparkSinkP(self.buffer_items)
+
+
+@dataclass(frozen=True)
 class SparkSource(Source):
     """A source whose items Spark writes into the job (see :func:`spark_source`)."""
 
@@ -101,7 +123,7 @@ def spark_source(format: str, path: str | None = None, options: dict[str, str] |
     _check_format(format, "Sources.spark")
     spec = SparkReadSpec(format, path, _options(options, "Sources.spark"), schema, None, _row_type(as_dicts))
     name = f"spark-{format}({path})" if path else f"spark-{format}"
-    return SparkSource(name, spark_source_p, 1, spec=spec)
+    return SparkSource(name, SparkSourceSupplier(spec), 1, spec=spec)
 
 
 def spark_query(fn: Callable[[Any], Any], *, as_dicts: bool = False, name: str | None = None) -> SparkSource:
@@ -109,7 +131,8 @@ def spark_query(fn: Callable[[Any], Any], *, as_dicts: bool = False, name: str |
     if not callable(fn):
         raise TypeError(f"Sources.spark_query needs a function SparkSession -> DataFrame, got {fn!r}")
     stage_name = name or f"spark-query({getattr(fn, '__name__', 'fn')})"
-    return SparkSource(stage_name, spark_source_p, 1, spec=SparkReadSpec(query=fn, row_type=_row_type(as_dicts)))
+    spec = SparkReadSpec(query=fn, row_type=_row_type(as_dicts))
+    return SparkSource(stage_name, SparkSourceSupplier(spec), 1, spec=spec)
 
 
 def spark_sink(format: str, path: str | None, mode: str = "errorifexists",
@@ -125,4 +148,4 @@ def spark_sink(format: str, path: str | None, mode: str = "errorifexists",
         raise ValueError(f"Sinks.spark: buffer_items must be >= 1, got {buffer_items!r}")
     spec = SparkWriteSpec(format, path, mode, _options(options, "Sinks.spark"), tuple(partition_by or ()), schema)
     name = f"spark-{format}({path})" if path else f"spark-{format}"
-    return SparkSink(name, spark_sink_p(buffer_items), 1, spec=spec)
+    return SparkSink(name, SparkSinkSupplier(spec, buffer_items), 1, spec=spec)
