@@ -69,12 +69,14 @@ def main() -> None:
     run_with_spark(spark, pipeline, members=args.members, timeout=3600)
     jet_s = time.perf_counter() - started
 
-    expected = {r[0]: (round(r[1], 3), r[2]) for r in spark.read.parquet(spark_out).collect()}
-    got = {r[0]: (round(r[1], 3), r[2]) for r in spark.read.parquet(jet_out).collect()}
-    assert got == expected, "Jet and Spark disagree"
     print(f"rows={args.rows:,} keys={args.keys} members={args.members} cores={os.cpu_count()}")
     print(f"PySpark alone:        {spark_s:7.1f} s  ({args.rows / spark_s:,.0f} rows/s)")
     print(f"Spark -> Jet -> Spark: {jet_s:7.1f} s  ({args.rows / jet_s:,.0f} rows/s)")
+    expected = {r[0]: (r[1], r[2]) for r in spark.read.parquet(spark_out).collect()}
+    got = {r[0]: (r[1], r[2]) for r in spark.read.parquet(jet_out).collect()}
+    assert got.keys() == expected.keys(), "Jet and Spark found different keys"
+    for key, (total, count) in expected.items():  # float sums differ in the last bits by order
+        assert got[key][1] == count and abs(got[key][0] - total) <= 1e-9 * max(1.0, abs(total)), key
     spark.stop()
 
 

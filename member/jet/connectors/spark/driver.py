@@ -51,7 +51,7 @@ def spark_stages(job: Any) -> tuple[list[tuple[str, SparkReadSpec]], list[tuple[
     from jet.core.dag import DAG
 
     if isinstance(job, DAG):
-        suppliers = [(vertex.name, vertex.supplier) for vertex in job.vertices]
+        suppliers = [(vertex.name, vertex.processor_supplier) for vertex in job.vertices]
     else:
         from jet.pipeline.planner import unique_names
         suppliers = [(name, transform.connector.supplier)
