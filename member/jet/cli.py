@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import sys
+from typing import Any
 import time
 
 import click
@@ -102,6 +103,10 @@ def _run_locally(dag: DAG, name: str, members: int, threads: int,
                  timeout: float | None) -> tuple[dict[str, list], float]:
     """Run on ``members`` local members with a progress display; return the job's results
     and how long the job itself ran."""
+    from jet.connectors.spark.driver import spark_stages, start_spark_side
+
+    if members == 1 and spark_stages(dag) != ([], []):
+        members = 2  # Spark tasks reach members over gRPC: run a local cluster
     if members == 1:
         started = time.perf_counter()
         job = start(dag, threads, job_name=name)
@@ -113,8 +118,11 @@ def _run_locally(dag: DAG, name: str, members: int, threads: int,
     with local_cluster(members=members, threads=threads) as cluster:
         started = time.perf_counter()
         job = cluster.new_job(dag)
+        spark_side = start_spark_side(dag, cluster.addresses, cluster.token, job.id)
         with ProgressDisplay(job.metrics, title=name):
             job.join(timeout)
+        if spark_side is not None:
+            spark_side.join(timeout)  # the sink drivers finish writing after the job
         return job.results(), time.perf_counter() - started
 
 
@@ -171,6 +179,71 @@ def member(port: int | None, http_port: int | None, host: str | None, peers: str
     flags = {"port": port, "http_port": http_port, "host": host, "peers": peers, "replicas": replicas,
              "member_index": member_index, "cooperative_threads": threads}
     sys.exit(run_member(flags, config_file, job_supplier))
+
+def _spark_driver_options(command):
+    """The options ``jet spark-source`` and ``jet spark-sink`` share."""
+    options = [
+        click.option("--pipeline", "pipeline_file", required=True, type=click.Path(dir_okay=False),
+                     help="The pipeline file."),
+        click.option("--entrypoint", default="pipeline", show_default=True,
+                     help="The name the file defines the pipeline under."),
+        click.option("--members", required=True, help="host:port,... of the job's members."),
+        click.option("--token-file", default=None, type=click.Path(dir_okay=False),
+                     help="File holding the cluster token (default: $JET_CLUSTER_TOKEN[_FILE])."),
+        click.option("--job-id", default="job", show_default=True, help="The running job's id."),
+        click.option("--master", default="local[*]", show_default=True, help="Spark master URL."),
+        click.option("--conf", "confs", multiple=True, metavar="KEY=VALUE", help="Spark configuration."),
+        click.option("--ready-timeout", type=click.FloatRange(min=0, min_open=True), default=120.0,
+                     show_default=True, help="Seconds to wait for the job's Spark vertices."),
+        click.argument("args", nargs=-1),
+    ]
+    for option in reversed(options):
+        command = option(command)
+    return command
+
+
+def _run_spark_driver(kind: str, pipeline_file: str, entrypoint: str, members: str, token_file: str | None,
+                      job_id: str, master: str, confs: tuple[str, ...], ready_timeout: float,
+                      args: tuple[str, ...]) -> None:
+    from jet.cluster.auth import load_cluster_token
+    from jet.connectors.spark.driver import load_pipeline, run_spark_side, spark_session
+
+    conf = {}
+    for entry in confs:
+        key, sep, value = entry.partition("=")
+        if not sep or not key:
+            raise click.UsageError(f"--conf expects KEY=VALUE, got {entry!r}")
+        conf[key] = value
+    try:
+        token = (load_cluster_token(open(token_file, encoding="utf-8").read()) if token_file
+                 else load_cluster_token())
+        pipeline = load_pipeline(pipeline_file, entrypoint, args)
+    except (OSError, ValueError, RuntimeError) as error:
+        raise click.UsageError(str(error)) from None
+    spark = spark_session(master, conf, f"jet-{kind}-{job_id}")
+    try:
+        run_spark_side(spark, pipeline, [m.strip() for m in members.split(",") if m.strip()], token, job_id,
+                       sources=kind == "source", sinks=kind == "sink", ready_timeout_s=ready_timeout)
+    except Exception as error:  # noqa: BLE001 - the job was told; say why and fail
+        from jet.connectors.spark.driver import spark_failure_message
+        click.echo(f"spark-{kind} failed: {spark_failure_message(error)}", err=True)
+        sys.exit(1)
+    finally:
+        spark.stop()
+
+
+@main.command("spark-source")
+@_spark_driver_options
+def spark_source(**kwargs: Any) -> None:
+    """Spark driver of a pipeline's Spark sources: write each source's DataFrame into the job."""
+    _run_spark_driver("source", **kwargs)
+
+
+@main.command("spark-sink")
+@_spark_driver_options
+def spark_sink(**kwargs: Any) -> None:
+    """Spark driver of a pipeline's Spark sinks: read each sink of the job and write it out."""
+    _run_spark_driver("sink", **kwargs)
 
 
 if __name__ == "__main__":

@@ -10,7 +10,8 @@ import grpc
 import pytest
 
 from jet.cluster.auth import MEMBER_METADATA_KEY, TOKEN_METADATA_KEY
-from jet.cluster.packets import PacketFormatError, decode_data_packet
+from jet.cluster.chunk_packets import decode_chunk
+from jet.cluster.packets import PacketFormatError
 from jet.cluster.transport import (
     CONTROL_METHOD,
     STREAM_METHOD,
@@ -197,7 +198,7 @@ def test_garbage_frame_reaches_the_callback_and_decoding_raises(server, connect)
 
     def on_frame(peer, frame):
         received(peer, frame)
-        decode_data_packet(frame)  # raises PacketFormatError: the link is closed
+        decode_chunk(frame)  # raises PacketFormatError: the link is closed
 
     member0 = server(on_frame=on_frame, on_connection_lost=server_lost)
     connection = connect(member0.port, on_connection_lost=client_lost)

@@ -37,3 +37,9 @@ def test_partitions_are_the_same_in_another_process_with_another_hash_seed():
                              text=True, check=True, cwd=os.path.dirname(os.path.dirname(
                                  os.path.dirname(os.path.abspath(__file__)))))
         assert out.stdout.strip() == str(here)
+
+
+@given(st.one_of(st.text(), st.just("lone \ud800 surrogate")))
+def test_the_str_fast_path_hashes_the_canonical_bytes(key):
+    h = mmh3.hash(canonical_bytes(key), MURMUR_SEED, signed=True)
+    assert murmur_partition(key) == (0 if h == -(2 ** 31) else abs(h) % PARTITION_COUNT)

@@ -1,7 +1,8 @@
 """Across members: flow control, packets, gRPC transport and auth, peers, member settings.
 
 - :mod:`jet.cluster.flow_control` — Jet's adaptive receive window (``ReceiveWindow``, ``SendLimit``)
-- :mod:`jet.cluster.packets` — DATA/ACK frame codec, ``PacketBuilder``, ``PacketFormatError``
+- :mod:`jet.cluster.packets` — frame types, the ACK frame codec, ``PacketFormatError``
+- :mod:`jet.cluster.chunk_packets` — CHUNK data frames (one pickled chunk of items)
 - :mod:`jet.cluster.auth` — cluster token, auth interceptor, ``TlsConfig``
 - :mod:`jet.cluster.transport` — ``MemberServer``, ``PeerConnection``, ``FrameLink``
 - :mod:`jet.cluster.peers` — ``--peers`` forms, pod ordinals, ``wait_for_peers``

@@ -106,7 +106,7 @@ class TokenAuthInterceptor(grpc.ServerInterceptor):
             return _rejecting_handler(grpc.StatusCode.UNAUTHENTICATED, "missing or wrong cluster token",
                                       self._is_streaming(method))
         member = _metadata_value(metadata, MEMBER_METADATA_KEY)
-        if member is None or not member.isdigit():
+        if member is None or not member.lstrip("-").isdigit():  # negative: a Spark task or client
             return _rejecting_handler(grpc.StatusCode.UNAUTHENTICATED,
                                       f"metadata {MEMBER_METADATA_KEY} must be a member index, got {member!r}",
                                       self._is_streaming(method))

@@ -73,12 +73,34 @@ class Job:
         header, blob = self._client._call_raw(messages.JOB_RESULTS, {"job_id": self.id})
         return cloudpickle.loads(blob) if blob else {}
 
+    def result(self, name: str = "default") -> list:
+        """The items the job's ``Sinks.list(name)`` collected, from every member."""
+        results = self.results()
+        if name not in results:
+            raise KeyError(f"job {self.name} has no result named {name!r}; its results are"
+                           f" {sorted(results)}")
+        return results[name]
+
     def cancel(self) -> None:
         """Cancel the job on every member; it ends FAILED with :class:`JobCancelledError`."""
         self._client._call(messages.CANCEL_JOB, {"job_id": self.id})
 
     def __repr__(self) -> str:
         return f"Job(id={self.id!r}, name={self.name!r})"
+
+
+def as_dag(job: Any) -> DAG:
+    """The DAG to submit: a DAG as it is; a Pipeline (anything with ``to_dag``) checked with its
+    ``preflight`` and planned, leaving parallelism to each member's default."""
+    if isinstance(job, DAG):
+        return job
+    to_dag = getattr(job, "to_dag", None)
+    if not callable(to_dag):
+        raise TypeError(f"new_job() needs a jet.Pipeline or a jet.core.DAG, got {type(job).__name__}")
+    preflight = getattr(job, "preflight", None)
+    if callable(preflight):
+        preflight()
+    return to_dag()
 
 
 def job_failure(info: Mapping[str, Any]) -> JobFailedError:
@@ -104,12 +126,12 @@ class JetClient:
         self._connection = PeerConnection(self.addresses[0], messages.CLIENT_INDEX, 0,
                                           load_cluster_token(token), tls, open_stream=False)
 
-    def new_job(self, dag: DAG, config: Mapping[str, Any] | None = None) -> Job:
-        """Submit ``dag``; raises :class:`DagValidationError` before anything runs when it is malformed.
+    def new_job(self, job: Any, config: Mapping[str, Any] | None = None) -> Job:
+        """Submit a ``jet.Pipeline`` or a core ``DAG``; a malformed one is refused before anything
+        runs (DagValidationError, or the pipeline's own error naming the stage, source or sink).
 
         ``config``: JSON-able settings of the job, e.g. ``{"name": "word-count"}``."""
-        if not isinstance(dag, DAG):
-            raise TypeError(f"new_job() needs a jet.core.DAG, got {type(dag).__name__}")
+        dag = as_dag(job)
         reply = self._call(messages.SUBMIT, {"config": dict(config or {})}, cloudpickle.dumps(dag))
         if reply.get("error") == "DagValidationError":
             raise DagValidationError(reply.get("message", ""))

@@ -135,9 +135,9 @@ class LocalCluster:
             self._client = JetClient(self.addresses, self.token, self.tls)
         return self._client
 
-    def new_job(self, dag: DAG, config: Mapping[str, Any] | None = None) -> Job:
-        """Submit ``dag`` to the cluster (see :meth:`JetClient.new_job`)."""
-        return self.client.new_job(dag, config)
+    def new_job(self, job: Any, config: Mapping[str, Any] | None = None) -> Job:
+        """Submit a ``jet.Pipeline`` or a core ``DAG`` (see :meth:`JetClient.new_job`)."""
+        return self.client.new_job(job, config)
 
     def close(self) -> None:
         """SIGTERM every member, SIGKILL those still running after a grace period; no orphans."""

@@ -170,6 +170,9 @@ class Member:
         return connection.control(msg_type, payload, timeout_s, wait_for_ready=False)
 
     def _connection_lost(self, peer: int, error: BaseException) -> None:
+        if peer < 0:  # a Spark task or driver (negative index) hung up: no member was lost
+            log.debug("Spark peer %d closed its stream: %s", peer, error)
+            return
         log.log(logging.INFO if self.stopped.is_set() else logging.ERROR,
                 "member %d lost its connection with member %d: %s", self.index, peer, error)
         self.network.on_connection_lost(peer, error)

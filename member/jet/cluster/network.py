@@ -19,6 +19,18 @@ from jet.cluster.packets import AckEntry, FrameType, PacketFormatError, decode_a
 log = logging.getLogger("jet.cluster.network")
 
 ReceiverKey = tuple[int, int, int, int]  # execution id, vertex id, ordinal, sending member
+FrameHandler = Callable[[int, bytes], None]
+"""``handler(peer, frame)`` for a frame type the network itself does not know."""
+
+_DEFAULT_FRAME_HANDLERS: dict[int, Callable[["MemberNetwork"], FrameHandler]] = {}
+
+
+def register_default_frame_handler(kind: FrameType,
+                                   factory: Callable[["MemberNetwork"], FrameHandler]) -> None:
+    """Give every MemberNetwork of this process a handler for ``kind``, made by
+    ``factory(network)`` when the first such frame arrives (connectors such as Spark plug in
+    here, so this module knows nothing about them)."""
+    _DEFAULT_FRAME_HANDLERS[int(kind)] = factory
 SenderKey = tuple[int, int, int, int]  # execution id, vertex id, ordinal, destination member
 
 
@@ -37,6 +49,7 @@ class MemberNetwork:
         self._senders: dict[SenderKey, object] = {}
         self._failure_handlers: dict[int, Callable[[int, BaseException], None]] = {}
         self._members_of: dict[int, set[int]] = {}
+        self._frame_handlers: dict[int, FrameHandler] = {}
         self._stop = threading.Event()
         self._timer = threading.Thread(target=self._ack_loop, name="jet.flow-control", daemon=True)
         self.dropped_frames = 0
@@ -44,6 +57,19 @@ class MemberNetwork:
     def send_frame(self, peer: int, frame: bytes) -> None:
         """Send one frame to member ``peer`` (raises ConnectionError when the link is gone)."""
         self._send_frame(peer, frame)
+
+    @property
+    def flow_control_period_s(self) -> float:
+        """Seconds between two rounds of flow-control acks."""
+        return self._period_s
+
+    def wait_stopped(self, timeout_s: float) -> bool:
+        """Wait up to ``timeout_s`` for :meth:`stop`; True once stopped (for plug-in timers)."""
+        return self._stop.wait(timeout_s)
+
+    def register_frame_handler(self, kind: FrameType, handler: FrameHandler) -> None:
+        """Route frames of ``kind`` to ``handler(peer, frame)`` (on the transport thread)."""
+        self._frame_handlers[int(kind)] = handler
 
     def start(self) -> "MemberNetwork":
         self._timer.start()
@@ -91,7 +117,12 @@ class MemberNetwork:
                     if sender is not None:
                         sender.send_limit.on_ack(entry.send_seq_limit_compressed)
         else:
-            raise PacketFormatError(f"member {peer} sent a {kind.name} frame on the data stream")
+            handler = self._frame_handlers.get(kind)
+            if handler is None and kind in _DEFAULT_FRAME_HANDLERS:
+                handler = self._frame_handlers.setdefault(kind, _DEFAULT_FRAME_HANDLERS[kind](self))
+            if handler is None:
+                raise PacketFormatError(f"member {peer} sent a {kind.name} frame on the data stream")
+            handler(peer, frame)
 
     def on_connection_lost(self, peer: int, error: BaseException) -> None:
         """Fail every execution that has ``peer`` as a participant."""

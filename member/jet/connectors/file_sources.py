@@ -13,11 +13,10 @@ import csv
 import glob
 import json
 import os
+from itertools import islice
 from typing import Any, Callable, Iterator
 
-from jet.core.outbox import Outbox
-from jet.core.processor import Context
-from jet.core.processors import ChunkEmittingProcessor
+from jet.core.processors import BlockSourceP
 
 READ_HINT_BYTES = 64 * 1024
 
@@ -46,7 +45,7 @@ def byte_ranges(sizes: list[int], index: int, count: int) -> list[tuple[int, int
     return segments
 
 
-class LinesSourceP(ChunkEmittingProcessor):
+class LinesSourceP(BlockSourceP):
     """Emits the lines (or ``parse_chunk`` of them) of its byte ranges of the matching files."""
 
     def __init__(self, pattern: str, what: str, parse_chunk: Callable[[list[str]], list] | None,
@@ -54,34 +53,14 @@ class LinesSourceP(ChunkEmittingProcessor):
         self._pattern, self._what = pattern, what
         self._parse_chunk = parse_chunk
         self._encoding = encoding
-        self._segments: Iterator[tuple[str, int, int]] = iter(())
-        self._reader: Iterator[list[str]] | None = None
-        self._chunk: list | None = None
 
-    def init(self, outbox: Outbox, context: Context) -> None:
-        super().init(outbox, context)
+    def blocks(self) -> Iterator[list]:
         files = matching_files(self._pattern, self._what)
         sizes = [os.path.getsize(path) for path in files]
-        segments = byte_ranges(sizes, context.global_index, context.total_parallelism)
-        self._segments = iter([(files[p], start, end) for p, start, end in segments])
-
-    def complete(self) -> bool:
-        while True:
-            if self._chunk is not None:
-                if not self.emit_list(self._chunk):
-                    return False
-                self._chunk = None
-                return False  # one block per call keeps the call short
-            if self._reader is None:
-                segment = next(self._segments, None)
-                if segment is None:
-                    return True
-                self._reader = read_lines(*segment, encoding=self._encoding)
-            lines = next(self._reader, None)
-            if lines is None:
-                self._reader = None
-                continue
-            self._chunk = self._parse_chunk(lines) if self._parse_chunk else lines
+        context = self.context
+        for position, start, end in byte_ranges(sizes, context.global_index, context.total_parallelism):
+            for lines in read_lines(files[position], start, end, self._encoding):
+                yield self._parse_chunk(lines) if self._parse_chunk else lines
 
 
 def read_lines(path: str, start: int, end: int, encoding: str = "utf-8") -> Iterator[list[str]]:
@@ -121,42 +100,18 @@ def parse_json_lines(lines: list[str]) -> list[Any]:
     return json.loads("[" + ",".join(lines) + "]") if lines else []
 
 
-class CsvSourceP(ChunkEmittingProcessor):
+class CsvSourceP(BlockSourceP):
     """Emits each row of its share of the CSV files as a dict keyed by the header row."""
 
     def __init__(self, pattern: str, encoding: str = "utf-8") -> None:
         self._pattern = pattern
         self._encoding = encoding
-        self._files: Iterator[str] = iter(())
-        self._rows: Iterator[dict] | None = None
-        self._handle = None
-        self._chunk: list | None = None
 
-    def init(self, outbox: Outbox, context: Context) -> None:
-        super().init(outbox, context)
+    def blocks(self) -> Iterator[list]:
         files = matching_files(self._pattern, "Sources.csv")
-        self._files = iter(files[context.global_index::context.total_parallelism])
-
-    def complete(self) -> bool:
-        while True:
-            if self._chunk is not None:
-                if not self.emit_list(self._chunk):
-                    return False
-                self._chunk = None
-                return False
-            if self._rows is None:
-                path = next(self._files, None)
-                if path is None:
-                    return True
-                self._handle = open(path, newline="", encoding=self._encoding)
-                self._rows = csv.DictReader(self._handle)
-            chunk = [row for _, row in zip(range(1024), self._rows)]
-            if chunk:
-                self._chunk = chunk
-            else:
-                self.close()
-
-    def close(self) -> None:
-        if self._handle is not None:
-            self._handle.close()
-        self._handle, self._rows = None, None
+        context = self.context
+        for path in files[context.global_index::context.total_parallelism]:
+            with open(path, newline="", encoding=self._encoding) as handle:
+                rows = csv.DictReader(handle)
+                while block := list(islice(rows, 1024)):
+                    yield block

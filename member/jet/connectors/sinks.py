@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 from jet.connectors.base import Sink
 from jet.connectors.file_sinks import FileSinkP, prepare_directory, to_json
@@ -56,3 +56,13 @@ class Sinks:
     def noop() -> Sink:
         """Discard every item."""
         return Sink("noop", noop_p(), 1)
+
+    @staticmethod
+    def spark(format: str, path: str | None, mode: str = "errorifexists",
+              options: dict[str, str] | None = None, partition_by: Sequence[str] | None = None,
+              schema: Any = None) -> Sink:
+        """Spark writes the items (``df.write.format(format).mode(mode).save(path)``): tuples map
+        to columns by position, dicts by name, under ``schema`` or one inferred from the first
+        items. The Spark side runs in ``jet spark-sink``. See docs/spark.md."""
+        from jet.connectors.spark.stages import spark_sink
+        return spark_sink(format, path, mode, options, partition_by, schema)

@@ -42,3 +42,19 @@ class Sources:
         """One dict per row (keyed by the header row) of the matching CSV files, split by file."""
         return Source(f"csv({pattern})", lambda: CsvSourceP(pattern, encoding), 1,
                       lambda: matching_files(pattern, "Sources.csv") and None)
+
+    @staticmethod
+    def spark(format: str, path: str | None = None, options: dict[str, str] | None = None,
+              schema: Any = None, *, as_dicts: bool = False) -> Source:
+        """Rows Spark reads (``spark.read.format(format).options(options).load(path)``) as
+        tuples, or dicts with ``as_dicts=True``; the Spark side runs in ``jet spark-source``
+        (started for you by the local runner). See docs/spark.md."""
+        from jet.connectors.spark.stages import spark_source
+        return spark_source(format, path, options, schema, as_dicts=as_dicts)
+
+    @staticmethod
+    def spark_query(fn: Any, *, as_dicts: bool = False, name: str | None = None) -> Source:
+        """The rows of the DataFrame ``fn(spark)`` builds from a SparkSession (filters, joins,
+        SQL); ``fn`` must be picklable by cloudpickle. See docs/spark.md."""
+        from jet.connectors.spark.stages import spark_query
+        return spark_query(fn, as_dicts=as_dicts, name=name)

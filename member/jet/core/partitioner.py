@@ -67,7 +67,10 @@ def _int_bytes(value: int) -> bytes:
 
 def murmur_partition(key: Any, partition_count: int = PARTITION_COUNT) -> int:
     """Jet's default: MurmurHash3-x86_32 of the key's bytes, ``abs(h) % n`` (``INT_MIN`` -> 0)."""
-    h = mmh3.hash(canonical_bytes(key), MURMUR_SEED, signed=True)
+    # A str is encoded here rather than in canonical_bytes (one Python call less per key).
+    # mmh3 is always given bytes: given a str with a lone surrogate, mmh3 4.x crashes.
+    data = key.encode("utf-8", "surrogatepass") if type(key) is str else canonical_bytes(key)
+    h = mmh3.hash(data, MURMUR_SEED, signed=True)
     return 0 if h == _INT32_MIN else abs(h) % partition_count
 
 
@@ -103,6 +106,8 @@ def key_to_partition_fn(partitioner: Partitioner,
                         partition_count: int = PARTITION_COUNT) -> Callable[[Any], int]:
     """A one-argument function from key to partition, as cheap as the partitioner allows."""
     if isinstance(partitioner, MurmurHashPartitioner):
+        if partition_count == PARTITION_COUNT:
+            return murmur_partition
         return lambda key: murmur_partition(key, partition_count)
     if isinstance(partitioner, HashPartitioner):
         return lambda key: hash(key) % partition_count

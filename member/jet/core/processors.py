@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from itertools import chain, islice
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Iterator
 
 from jet.core.aggregate import AggregateOperation
 from jet.core.inbox import Inbox
@@ -31,13 +31,18 @@ class ChunkEmittingProcessor(Processor):
     _position = 0
 
     def emit_list(self, results: list) -> bool:
-        """Emit ``results`` (the same list on every call) until all is in; then True."""
+        """Emit ``results`` (the same list on every call) until all is in; then True.
+
+        The list may be handed downstream as it is: do not read or change it after."""
         if self._results is not results:
             self._results, self._position = results, 0
         outbox = self.outbox
         capacity = max(outbox.capacities, default=len(results)) or 1
         while self._position < len(results):
-            chunk = results[self._position:self._position + capacity]
+            if self._position == 0 and len(results) <= capacity:
+                chunk = results  # handed over whole: the caller does not read it again
+            else:
+                chunk = results[self._position:self._position + capacity]
             if not outbox.offer_chunk(chunk):
                 return False
             self._position += len(chunk)
@@ -279,7 +284,38 @@ def aggregate_p(aggregate: AggregateOperation) -> Supplier:
     return lambda: AccumulateP(aggregate, finish=True)
 
 
-class ItemsSourceP(ChunkEmittingProcessor):
+class BlockSourceP(ChunkEmittingProcessor):
+    """A source emitting the lists that :meth:`blocks` yields, one list per call at most.
+
+    Subclasses implement ``blocks()`` as a generator; it is started in ``init`` (so it sees the
+    context) and closed with the processor, so a ``with open(...)`` inside it is closed too.
+    """
+
+    _blocks: Iterator[list] | None = None
+    _block: list | None = None
+
+    def blocks(self) -> Iterator[list]:
+        raise NotImplementedError
+
+    def init(self, outbox: Outbox, context: Context) -> None:
+        super().init(outbox, context)
+        self._blocks = self.blocks()
+
+    def complete(self) -> bool:
+        if self._block is None:
+            self._block = next(self._blocks, None)
+            if self._block is None:
+                return True
+        if self.emit_list(self._block):
+            self._block = None
+        return False
+
+    def close(self) -> None:
+        if self._blocks is not None:
+            self._blocks.close()
+
+
+class ItemsSourceP(BlockSourceP):
     """Emits its share of a collection: processor g of N takes items g, g+N, g+2N, ...
 
     Every processor of the vertex in the cluster gets a disjoint share, so each item is
@@ -288,28 +324,17 @@ class ItemsSourceP(ChunkEmittingProcessor):
 
     def __init__(self, items: Iterable[Any]) -> None:
         self._items = items
-        self._share: Iterable[Any] = iter(())
-        self._current: list | None = None
 
-    def init(self, outbox: Outbox, context: Context) -> None:
-        super().init(outbox, context)
+    def blocks(self) -> Iterator[list]:
+        context = self.context
         start, step = context.global_index, context.total_parallelism
         if isinstance(self._items, Sequence):
-            share: Iterable[Any] = self._items[start::step]
+            share = iter(self._items[start::step])
         else:
             share = islice(self._items, start, None, step)
-        self._share = iter(share)
-
-    def complete(self) -> bool:
         capacity = max(min(self.outbox.capacities, default=2048), 1)
-        while True:
-            if self._current is None:
-                self._current = list(islice(self._share, capacity))
-                if not self._current:
-                    return True
-            if not self.emit_list(self._current):
-                return False
-            self._current = None
+        while block := list(islice(share, capacity)):
+            yield block
 
 
 def items_source_p(items: Iterable[Any]) -> Supplier:

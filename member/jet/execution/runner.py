@@ -58,6 +58,17 @@ class LocalJob:
             if self._own_service and self.future.is_done():
                 self._service.shutdown()
 
+    def results(self) -> dict[str, list]:
+        """Named results collected so far (complete once the job is done)."""
+        return self.plan.results
+
+    def result(self, name: str = "default") -> list:
+        """The items ``Sinks.list(name)`` collected."""
+        if name not in self.plan.results:
+            raise KeyError(f"the job has no result named {name!r}; its results are"
+                           f" {sorted(self.plan.results)}")
+        return self.plan.results[name]
+
     def cancel(self) -> None:
         self.future.cancel()
 

@@ -1,0 +1,187 @@
+"""The ``jet`` PySpark data source: ``df.write.format("jet")`` into a running job's Spark source,
+``spark.read.format("jet")`` out of its Spark sink.
+
+Register it with :func:`register` (the drivers of ``jet spark-source``/``jet spark-sink`` do).
+Writer tasks each stream one Spark partition to the source processor ``partition % N`` with
+Jet's flow control; the driver's commit sends every partition's row count, and the source
+completes once each partition has been emitted to that count (exactly once per row position;
+docs/spark.md says where that is weaker). Reader tasks are one per sink processor.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any, Iterator
+
+from pyspark.sql.datasource import (DataSource, DataSourceArrowWriter, DataSourceReader, InputPartition,
+                                    WriterCommitMessage)
+from pyspark.sql.types import StructType
+
+from jet.cluster.chunk_packets import chunk_footprint
+from jet.connectors.spark import protocol as p
+from jet.connectors.spark.client import JetSparkError, MemberLink, tell_members, wait_for_vertex
+from jet.connectors.spark.options import JetOptions
+from jet.connectors.spark.schema import SchemaInferenceError, columns_to_items, infer_schema, item_to_row_fn
+
+FORMAT_NAME = "jet"
+READER_CREDIT_CHUNKS = 4
+SAMPLE_ITEMS = 100
+
+
+class JetDataSource(DataSource):
+    """The ``jet`` format; see the module docstring and :class:`~jet.connectors.spark.options.JetOptions`."""
+
+    @classmethod
+    def name(cls) -> str:
+        return FORMAT_NAME
+
+    def _options(self) -> JetOptions:
+        return JetOptions.parse(self.options)
+
+    def schema(self) -> StructType:
+        """Inferred from the first items of the job's Spark sink (read without ``.schema(...)``)."""
+        options = self._options()
+        owners = wait_for_vertex(options, "sink")
+        deadline = time.monotonic() + options.send_timeout_s
+        links = [MemberLink(options.members[m], m, options.token) for m in sorted(set(owners.values()))]
+        try:
+            while True:
+                ready = True
+                for link in links:
+                    reply, items = link.request({"op": p.SAMPLE, "job": options.job,
+                                                 "vertex": options.vertex, "n": SAMPLE_ITEMS})
+                    if items:
+                        return infer_schema(items)
+                    ready = ready and reply.get("ready")
+                if ready:
+                    raise SchemaInferenceError(
+                        f"the Spark sink {options.vertex!r} of job {options.job!r} produced no items to "
+                        f"infer a schema from; give Sinks.spark(..., schema=...) or spark.read.schema(...)")
+                if time.monotonic() > deadline:
+                    raise JetSparkError(f"the Spark sink {options.vertex!r} produced no item to infer a "
+                                        f"schema from within {options.send_timeout_s} s")
+                time.sleep(0.1)
+        finally:
+            for link in links:
+                link.close()
+
+    def writer(self, schema: StructType, overwrite: bool) -> "JetWriter":
+        options = self._options()
+        owners = wait_for_vertex(options, "source")
+        return JetWriter(options, [options.members[owners[i]] for i in range(len(owners))],
+                         [owners[i] for i in range(len(owners))], schema.fieldNames())
+
+    def reader(self, schema: StructType) -> "JetReader":
+        options = self._options()
+        owners = wait_for_vertex(options, "sink")
+        return JetReader(options, owners, schema.fieldNames())
+
+
+@dataclass
+class JetCommitMessage(WriterCommitMessage):
+    """What a successful writer task reports: its Spark partition and how many rows it has."""
+
+    partition: int
+    rows: int
+    attempt: int
+
+
+class JetWriter(DataSourceArrowWriter):
+    """Streams each Spark partition (as Arrow batches) to its Spark source processor."""
+
+    def __init__(self, options: JetOptions, addresses: list[str], members: list[int],
+                 names: list[str]) -> None:
+        self.options = options
+        self.addresses = addresses
+        self.members = members
+        self.names = names
+
+    def write(self, iterator: Iterator[Any]) -> JetCommitMessage:
+        from pyspark import TaskContext
+
+        context = TaskContext.get()
+        partition = context.partitionId() if context else 0
+        attempt = context.attemptNumber() if context else 0
+        processor = partition % len(self.addresses)
+        options = self.options
+        what = f"Spark partition {partition} (attempt {attempt}) -> {options.vertex!r}#{processor}"
+        link = MemberLink(self.addresses[processor], self.members[processor], options.token)
+        base = {"op": p.ROWS, "job": options.job, "vertex": options.vertex, "proc": processor,
+                "part": partition}
+        position, sent_seq = 0, 0
+        try:
+            for batch in iterator:
+                columns = [column.to_pylist() for column in batch.columns]
+                rows = columns_to_items(columns, self.names, options.row_type)
+                step = options.chunk_rows
+                for start in range(0, len(rows), step):
+                    chunk = rows[start:start + step]
+                    link.wait_to_send(sent_seq, options.send_timeout_s, what)
+                    payload_bytes = link.send({**base, "start": position, "n": len(chunk)}, chunk)
+                    sent_seq += chunk_footprint(payload_bytes, len(chunk))
+                    position += len(chunk)
+            link.request({"op": p.FLUSH, "job": options.job, "vertex": options.vertex, "proc": processor},
+                         timeout_s=options.send_timeout_s)
+        finally:
+            link.close()
+        return JetCommitMessage(partition, position, attempt)
+
+    def commit(self, messages: list[JetCommitMessage | None]) -> None:
+        """Every task succeeded: tell the members each partition's final row count."""
+        counts = {str(m.partition): m.rows for m in messages if m is not None}
+        tell_members(self.options, {"op": p.COMMIT, "counts": counts}, set(self.members))
+
+    def abort(self, messages: list[JetCommitMessage | None]) -> None:
+        """The write failed: fail the job's Spark source (unless a driver reports it)."""
+        if self.options.driver_reports_failure:
+            return
+        tell_members(self.options, {"op": p.ABORT, "reason": "the Spark write job was aborted"},
+                     set(self.members))
+
+
+@dataclass
+class JetPartition(InputPartition):
+    """One sink processor: its global index and the member running it."""
+
+    processor: int
+    member: int
+
+
+class JetReader(DataSourceReader):
+    """One Spark partition per sink processor; each pulls its processor's chunks with credits."""
+
+    def __init__(self, options: JetOptions, owners: dict[int, int], names: list[str]) -> None:
+        self.options = options
+        self.owners = owners
+        self.names = names
+
+    def partitions(self) -> list[JetPartition]:
+        return [JetPartition(index, member) for index, member in sorted(self.owners.items())]
+
+    def read(self, partition: JetPartition) -> Iterator[tuple]:
+        options = self.options
+        to_row = item_to_row_fn(self.names)
+        link = MemberLink(options.members[partition.member], partition.member, options.token)
+        pull = {"op": p.PULL, "job": options.job, "vertex": options.vertex, "proc": partition.processor}
+        try:
+            link.send({**pull, "credit": READER_CREDIT_CHUNKS})
+            while True:
+                try:
+                    header, items = link.chunks.get(timeout=options.send_timeout_s)
+                except Exception:
+                    raise JetSparkError(f"sink {options.vertex!r}#{partition.processor} sent nothing for "
+                                        f"{options.send_timeout_s} s") from None
+                if header["op"] == p.ERROR:
+                    raise JetSparkError(str(header.get("message")))
+                if header.get("done"):
+                    return
+                link.send({**pull, "credit": 1})
+                yield from map(to_row, items)
+        finally:
+            link.close()
+
+
+def register(spark: Any) -> None:
+    """Register the ``jet`` format with a SparkSession."""
+    spark.dataSource.register(JetDataSource)

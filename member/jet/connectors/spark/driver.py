@@ -1,0 +1,168 @@
+"""The Spark side of a job: ``jet spark-source`` and ``jet spark-sink`` (Spark drivers), and
+:func:`run_spark_side` for the local runner.
+
+``spark-source`` builds the DataFrame of every Spark source stage and writes it with format
+``jet`` into the job's vertex; ``spark-sink`` reads every Spark sink vertex with format ``jet``
+and writes it where the stage says. Vertex names are the planner's stage names, so the
+driver and the job agree without talking. A source whose DataFrame cannot be built or written
+(a missing path, a failed task) fails the job with Spark's message.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import runpy
+import sys
+import threading
+from pathlib import Path
+from typing import Any, Sequence
+
+import jet
+from jet.connectors.spark import protocol as p
+from jet.connectors.spark.client import tell_members, wait_for_vertex
+from jet.connectors.spark.options import DEFAULT_READY_TIMEOUT_S, JetOptions
+from jet.connectors.spark.stages import (SparkReadSpec, SparkSink, SparkSinkSupplier, SparkSource,
+                                        SparkSourceSupplier, SparkWriteSpec)
+
+log = logging.getLogger("jet.connectors.spark.driver")
+SOURCE_ROOT = str(Path(jet.__file__).resolve().parents[1])
+
+
+def load_pipeline(path: str, entrypoint: str = "pipeline", args: Sequence[str] = ()) -> Any:
+    """Run a pipeline file and return the Pipeline it defines as ``entrypoint`` (a Pipeline or
+    a function of the file's extra arguments returning one)."""
+    from jet.pipeline.pipeline import Pipeline
+
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f"pipeline file {path!r} does not exist")
+    namespace = runpy.run_path(path, run_name="__jet_pipeline__")
+    definition = namespace.get(entrypoint)
+    if definition is None:
+        raise ValueError(f"{path} defines no {entrypoint!r} (a Pipeline, or a function returning one)")
+    pipeline = definition(*args) if callable(definition) and not isinstance(definition, Pipeline) else definition
+    if not isinstance(pipeline, Pipeline):
+        raise ValueError(f"{entrypoint!r} in {path} gave {type(pipeline).__name__}, expected a jet Pipeline")
+    return pipeline
+
+
+def spark_stages(job: Any) -> tuple[list[tuple[str, SparkReadSpec]], list[tuple[str, SparkWriteSpec]]]:
+    """(vertex name, spec) of every Spark source and Spark sink of a Pipeline or a DAG."""
+    from jet.core.dag import DAG
+
+    if isinstance(job, DAG):
+        suppliers = [(vertex.name, vertex.processor_supplier) for vertex in job.vertices]
+    else:
+        from jet.pipeline.planner import unique_names
+        suppliers = [(name, transform.connector.supplier)
+                     for transform, name in unique_names(job.transforms).items()
+                     if isinstance(transform.connector, (SparkSource, SparkSink))]
+    sources = [(name, s.spec) for name, s in suppliers if isinstance(s, SparkSourceSupplier)]
+    sinks = [(name, s.spec) for name, s in suppliers if isinstance(s, SparkSinkSupplier)]
+    return sources, sinks
+
+
+def start_spark_side(job: Any, members: Sequence[str], token: str, job_id: str,
+                     master: str = "local[*]") -> threading.Thread | None:
+    """The local runner's hook: when ``job`` (a Pipeline or DAG) has Spark stages, run their
+    Spark side in a local SparkSession (started once, ``PYSPARK_PYTHON`` = this interpreter) on
+    a daemon thread and return it; None when there is nothing to do. A failure of the Spark
+    side reaches the job (sources are aborted with Spark's message)."""
+    sources, sinks = spark_stages(job)
+    if not sources and not sinks:
+        return None
+
+    def run() -> None:
+        spark = spark_session(master, app_name=f"jet-{job_id}")
+        try:
+            run_spark_side(spark, job, members, token, job_id)
+        except Exception as error:  # noqa: BLE001 - the job fails with it; say it here too
+            log.error("the Spark side of job %s failed: %s", job_id, spark_failure_message(error))
+
+    thread = threading.Thread(target=run, name=f"jet-spark-{job_id}", daemon=True)
+    thread.start()
+    return thread
+
+
+def spark_session(master: str = "local[*]", conf: dict[str, str] | None = None, app_name: str = "jet"):
+    """A SparkSession whose Python workers run this interpreter and can import ``jet``, with the
+    ``jet`` format registered."""
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    paths = os.environ.get("PYTHONPATH", "").split(os.pathsep)
+    if SOURCE_ROOT not in paths:
+        os.environ["PYTHONPATH"] = os.pathsep.join([SOURCE_ROOT] + [x for x in paths if x])
+    from pyspark.sql import SparkSession
+
+    from jet.connectors.spark.datasource import register
+
+    builder = SparkSession.builder.master(master).appName(app_name).config("spark.ui.enabled", "false")
+    for key, value in (conf or {}).items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    register(spark)
+    return spark
+
+
+def spark_failure_message(error: BaseException) -> str:
+    """The useful line(s) of a PySpark/Py4J exception (Spark's own message, no JVM stack)."""
+    text = getattr(error, "getMessage", None)
+    message = text() if callable(text) else str(error)
+    lines = [line for line in str(message).splitlines() if line.strip() and not line.startswith("\tat ")]
+    return "\n".join(lines[:12]) or type(error).__name__
+
+
+def activate(spark: Any) -> None:
+    """Make ``spark`` the JVM's active session on this thread (py4j pins a JVM thread per Python
+    thread, and a Python data source is looked up in the active session)."""
+    spark._jvm.org.apache.spark.sql.SparkSession.setActiveSession(spark._jsparkSession)
+
+
+def write_source(spark: Any, spec: SparkReadSpec, options: JetOptions) -> None:
+    """Write the source's DataFrame into the job; on failure fail the job with Spark's message."""
+    activate(spark)
+    owners = wait_for_vertex(options, "source")
+    try:
+        frame = spec.build(spark)
+        frame.write.format("jet").options(**options.as_spark_options()).mode("append").save()
+    except BaseException as error:
+        reason = spark_failure_message(error)
+        log.error("Spark source %r failed: %s", options.vertex, reason)
+        tell_members(options, {"op": p.ABORT, "reason": reason}, set(owners.values()))
+        raise
+
+
+def read_sink(spark: Any, spec: SparkWriteSpec, options: JetOptions) -> None:
+    """Read the job's sink vertex and write it with the stage's format, mode and path."""
+    activate(spark)
+    reader = spark.read.format("jet").options(**options.as_spark_options())
+    if spec.schema is not None:
+        reader = reader.schema(spec.schema)
+    spec.write(reader.load())
+
+
+def run_spark_side(spark: Any, pipeline: Any, members: Sequence[str], token: str, job_id: str, *,
+                   sources: bool = True, sinks: bool = True,
+                   ready_timeout_s: float = DEFAULT_READY_TIMEOUT_S) -> None:
+    """Run the Spark side of every Spark stage of ``pipeline`` concurrently (one thread per
+    stage: a sink must be read while the sources are still written) and raise the first error."""
+    source_specs, sink_specs = spark_stages(pipeline)
+    work = ([(write_source, vertex, spec, spec.row_type) for vertex, spec in source_specs] if sources else [])
+    work += [(read_sink, vertex, spec, "tuple") for vertex, spec in sink_specs] if sinks else []
+    errors: list[BaseException] = []
+
+    def run(action, vertex, spec, row_type) -> None:
+        options = JetOptions(job_id, vertex, tuple(members), token, ready_timeout_s=ready_timeout_s,
+                             row_type=row_type, driver_reports_failure=True)
+        try:
+            action(spark, spec, options)
+        except BaseException as error:  # noqa: BLE001 - reported to the caller below
+            errors.append(error)
+
+    threads = [threading.Thread(target=run, args=item, name=f"jet-spark-{item[1]}", daemon=True) for item in work]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    if errors:
+        raise errors[0]

@@ -1,0 +1,115 @@
+"""The options of the ``jet`` Spark format: which job, which vertex, which members, which token.
+
+Every option is checked on the Spark driver, before any task runs, with an error naming it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Mapping
+
+from jet.cluster.peers import parse_address
+
+DEFAULT_READY_TIMEOUT_S = 120.0
+DEFAULT_SEND_TIMEOUT_S = 300.0
+DEFAULT_CHUNK_ROWS = 4096
+
+
+class JetOptionError(ValueError):
+    """A missing or bad option of the ``jet`` Spark format."""
+
+
+@dataclass(frozen=True)
+class JetOptions:
+    """The parsed options of one ``jet`` read or write.
+
+    - ``job``: the job id (the Context.job_id of the job's processors);
+    - ``vertex``: the name of the job's Spark source (write) or sink (read) vertex;
+    - ``members``: ``host:port,host:port,...`` of the members, in member-index order;
+    - ``token`` or ``token_file``: the cluster token;
+    - ``ready_timeout``: seconds to wait for the job's vertex to be running (default 120);
+    - ``send_timeout``: seconds a writer may stay blocked by flow control (default 300);
+    - ``chunk_rows``: rows per frame (default 4096);
+    - ``row_type`` (write): ``tuple`` (default) or ``dict``: how rows become items.
+    """
+
+    job: str
+    vertex: str
+    members: tuple[str, ...]
+    token: str
+    ready_timeout_s: float = DEFAULT_READY_TIMEOUT_S
+    send_timeout_s: float = DEFAULT_SEND_TIMEOUT_S
+    chunk_rows: int = DEFAULT_CHUNK_ROWS
+    row_type: str = "tuple"
+    driver_reports_failure: bool = False
+    """True when a ``jet spark-source`` driver reports a failed write itself (with Spark's
+    message), so the writer's abort() stays silent."""
+
+    @classmethod
+    def parse(cls, options: Mapping[str, str]) -> "JetOptions":
+        """Validate Spark's (case-insensitive) option map; :class:`JetOptionError` names the option."""
+        opts = {str(k).lower(): v for k, v in dict(options).items()}
+        for name in ("job", "vertex", "members"):
+            if not str(opts.get(name) or "").strip():
+                raise JetOptionError(f"the jet format needs option {name!r} "
+                                     f"({_HELP[name]}); got {sorted(opts) or 'no options'}")
+        members = tuple(m.strip() for m in str(opts["members"]).split(",") if m.strip())
+        for member in members:
+            try:
+                parse_address(member, "option 'members'")
+            except ValueError as error:
+                raise JetOptionError(str(error)) from None
+        return cls(str(opts["job"]).strip(), str(opts["vertex"]).strip(), members, _token(opts),
+                   _number(opts, "ready_timeout", DEFAULT_READY_TIMEOUT_S),
+                   _number(opts, "send_timeout", DEFAULT_SEND_TIMEOUT_S),
+                   int(_number(opts, "chunk_rows", DEFAULT_CHUNK_ROWS)),
+                   _choice(opts, "row_type", ("tuple", "dict")),
+                   _choice(opts, "driver_reports_failure", ("false", "true")) == "true")
+
+    def as_spark_options(self) -> dict[str, str]:
+        """These options as a Spark option map (the inverse of :meth:`parse`)."""
+        return {"job": self.job, "vertex": self.vertex, "members": ",".join(self.members),
+                "token": self.token, "ready_timeout": str(self.ready_timeout_s),
+                "send_timeout": str(self.send_timeout_s), "chunk_rows": str(self.chunk_rows),
+                "row_type": self.row_type,
+                "driver_reports_failure": str(self.driver_reports_failure).lower()}
+
+
+_HELP = {"job": "the id of the running job", "vertex": "the name of the job's Spark stage vertex",
+         "members": "host:port,... of the members"}
+
+
+def _token(opts: dict) -> str:
+    if opts.get("token"):
+        return str(opts["token"]).strip()
+    path = opts.get("token_file")
+    if path:
+        try:
+            token = Path(path).read_text(encoding="utf-8").strip()
+        except OSError as error:
+            raise JetOptionError(f"option 'token_file': cannot read {path!r}: {error.strerror}") from None
+        if token:
+            return token
+        raise JetOptionError(f"option 'token_file': {path!r} is empty")
+    raise JetOptionError("the jet format needs option 'token' or 'token_file' (the cluster token)")
+
+
+def _number(opts: dict, name: str, default: float) -> float:
+    raw = opts.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        raise JetOptionError(f"option {name!r} must be a positive number, got {raw!r}") from None
+    if value <= 0:
+        raise JetOptionError(f"option {name!r} must be a positive number, got {raw!r}")
+    return value
+
+
+def _choice(opts: dict, name: str, choices: tuple[str, ...]) -> str:
+    value = str(opts.get(name) or choices[0]).lower()
+    if value not in choices:
+        raise JetOptionError(f"option {name!r} must be one of {', '.join(choices)}, got {opts[name]!r}")
+    return value

@@ -1,0 +1,149 @@
+"""The Spark source and sink processors: the job's ends of the ``jet`` Spark format.
+
+:class:`SparkSourceP` emits the rows Spark writer tasks stream to it, exactly once per row
+position of each Spark partition (see docs/spark.md), and completes when the Spark driver's
+commit says how many rows each partition has and all of them are emitted. :class:`SparkSinkP`
+holds a bounded buffer that one Spark reader task pulls; when it is full the processor stops
+taking input, which backpressures the job.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from jet.connectors.spark import hub as spark_hub
+from jet.connectors.spark.protocol import decode_payload
+from jet.core.inbox import Inbox
+from jet.core.outbox import Outbox
+from jet.core.processor import Context
+from jet.core.processors import ChunkEmittingProcessor
+
+DEFAULT_SINK_BUFFER_ITEMS = 64 * 1024
+FRAMES_PER_CALL = 8
+
+
+class SparkWriteFailedError(RuntimeError):
+    """The Spark side of a job's Spark source failed or was aborted; the message is Spark's."""
+
+
+class SparkSourceP(ChunkEmittingProcessor):
+    """Emits the rows that Spark tasks write with ``format("jet")`` to this processor.
+
+    Spark partition ``q`` goes to the processor with global index ``q % total``. For each of
+    its partitions the processor knows how many rows it has emitted; a chunk of rows starting
+    at position ``start`` contributes only its rows from that count on, so the rows a failed or
+    speculative attempt already delivered are dropped when another attempt sends them again.
+    """
+
+    def __init__(self) -> None:
+        self._endpoint: spark_hub.SourceEndpoint | None = None
+        self._emitted: dict[int, int] = {}
+        self._chunk: list | None = None
+        self._chunk_ack: tuple[int, int] | None = None
+
+    @property
+    def endpoint(self) -> "spark_hub.SourceEndpoint | None":
+        return self._endpoint
+
+    def init(self, outbox: Outbox, context: Context) -> None:
+        super().init(outbox, context)
+        self._endpoint = spark_hub.register_endpoint(
+            context.member_index, context.job_id, context.vertex_name, "source",
+            context.global_index, context.total_parallelism)
+
+    def complete(self) -> bool:
+        endpoint = self._endpoint
+        for _ in range(FRAMES_PER_CALL):
+            if self._chunk is not None:
+                if not self.emit_list(self._chunk):
+                    return False
+                self._chunk = None
+                endpoint.consumed(*self._chunk_ack)
+            if not endpoint.frames:
+                break
+            peer, header, frame, offset, footprint = endpoint.frames.popleft()
+            partition, start = int(header["part"]), int(header["start"])
+            emitted = self._emitted.get(partition, 0)
+            if start > emitted:
+                raise SparkWriteFailedError(
+                    f"Spark partition {partition}: rows from position {start} arrived but only "
+                    f"{emitted} were emitted (a writer skipped rows)")
+            end = start + int(header["n"])
+            if end <= emitted:  # a retried or speculative attempt re-sending rows: drop them
+                endpoint.consumed(peer, footprint)
+                spark_hub.SourceEndpoint.dropped_rows_total += end - start
+                continue
+            rows = decode_payload(frame, offset)
+            spark_hub.SourceEndpoint.dropped_rows_total += emitted - start
+            self._chunk = rows if start == emitted else rows[emitted - start:]
+            self._chunk_ack = (peer, footprint)
+            self._emitted[partition] = end
+        return self._finished()
+
+    def _finished(self) -> bool:
+        if self._chunk is not None or self._endpoint.frames:
+            return False
+        vertex = self._endpoint.vertex
+        if vertex.abort_reason is not None:
+            raise SparkWriteFailedError(f"the Spark side of {self.context.vertex_name!r} failed: "
+                                        f"{vertex.abort_reason}")
+        counts = vertex.counts
+        if counts is None:
+            return False
+        me, total = self.context.global_index, self.context.total_parallelism
+        for partition, count in counts.items():
+            if partition % total != me:
+                continue
+            emitted = self._emitted.get(partition, 0)
+            if emitted > count:
+                raise SparkWriteFailedError(f"Spark partition {partition}: {emitted} rows emitted but "
+                                            f"the committed write has {count}")
+            if emitted < count:
+                return False  # the committed attempt's last frames are still on their way
+        stray = [q for q in self._emitted if q not in counts]
+        if stray:
+            raise SparkWriteFailedError(f"rows of Spark partitions {stray} arrived, but the committed "
+                                        f"write has no such partition")
+        return True
+
+    def close(self) -> None:
+        if self._endpoint is not None:
+            spark_hub.unregister_endpoint(self._endpoint)
+            self._endpoint = None
+
+
+class SparkSinkP(ChunkEmittingProcessor):
+    """Buffers the job's output for one Spark reader task (``spark.read.format("jet")``).
+
+    Takes an inbox chunk only while the buffer holds fewer than ``buffer_items`` items, and
+    completes once a reader has pulled everything, so the job ends after Spark has its output.
+    """
+
+    def __init__(self, buffer_items: int = DEFAULT_SINK_BUFFER_ITEMS) -> None:
+        self._buffer_items = buffer_items
+        self._endpoint: spark_hub.SinkEndpoint | None = None
+
+    @property
+    def endpoint(self) -> "spark_hub.SinkEndpoint | None":
+        return self._endpoint
+
+    def init(self, outbox: Outbox, context: Context) -> None:
+        super().init(outbox, context)
+        self._endpoint = spark_hub.register_endpoint(
+            context.member_index, context.job_id, context.vertex_name, "sink",
+            context.global_index, context.total_parallelism, capacity_items=self._buffer_items)
+
+    def process(self, ordinal: int, inbox: Inbox) -> None:
+        if not self._endpoint.is_full():
+            self._endpoint.add(inbox.take_chunk())
+
+    def complete(self) -> bool:
+        endpoint = self._endpoint
+        if not endpoint.input_done:
+            endpoint.finish_input()
+        return endpoint.done_sent
+
+    def close(self) -> None:
+        if self._endpoint is not None:
+            spark_hub.unregister_endpoint(self._endpoint)
+            self._endpoint = None

@@ -1,0 +1,83 @@
+"""The frames Spark tasks and drivers exchange with members, on the members' own gRPC stream.
+
+A Spark task (or driver) dials a member's gRPC server like a peer member, with the cluster
+token and a negative member index of its own (:func:`new_peer_index`), and sends
+``SPARK_REQUEST`` frames; the member answers with ``SPARK_REPLY`` frames on the same stream::
+
+    u8 type | u32 header length | header (JSON, UTF-8) | payload (pickle protocol 5, may be empty)
+
+The header routes the frame (``op``, ``job``, ``vertex``, ``proc`` = the processor's global
+index) without unpickling anything on the network thread; the payload (rows or items) is
+unpickled by the processor that owns it. Both ends authenticated with the cluster token first.
+
+Requests (``op``): ``probe`` (which processors of a vertex run here), ``rows`` (a chunk of one
+Spark partition's rows from ``start``), ``flush`` (answered once every earlier frame of this
+stream is queued), ``commit`` (final row count of every partition), ``abort`` (fail the
+source with a reason), ``pull`` (credit for more chunks of a sink processor), ``sample`` (the
+first items of a sink processor, for schema inference). Replies: ``ack`` (absolute
+flow-control limit of a writer attempt), ``probe``, ``flushed``, ``ok``, ``chunk``,
+``sample``, ``error``.
+"""
+
+from __future__ import annotations
+
+import json
+import pickle
+import secrets
+import struct
+from typing import Any
+
+from jet.cluster.packets import FrameType, PacketFormatError
+
+PICKLE_PROTOCOL = 5
+_LENGTH = struct.Struct(">BI")
+
+# request ops
+PROBE, ROWS, FLUSH, COMMIT, ABORT, PULL, SAMPLE = "probe", "rows", "flush", "commit", "abort", "pull", "sample"
+# reply ops
+ACK, FLUSHED, OK, CHUNK, ERROR = "ack", "flushed", "ok", "chunk", "error"
+
+
+def new_peer_index() -> int:
+    """A fresh negative peer index for one task attempt or driver (random 40 bits, so two
+    attempts, speculative twins or Spark applications never share one)."""
+    return -(secrets.randbits(40) + 1)
+
+
+def encode(kind: FrameType, header: dict[str, Any], payload: Any = None) -> bytes:
+    """One frame; ``payload`` (anything picklable, usually a list) is pickled when not None."""
+    return encode_sized(kind, header, payload)[0]
+
+
+def encode_sized(kind: FrameType, header: dict[str, Any], payload: Any = None) -> tuple[bytes, int]:
+    """:func:`encode`, and the pickled payload's size (what flow control counts)."""
+    head = json.dumps(header, separators=(",", ":")).encode("utf-8")
+    body = b"" if payload is None else pickle.dumps(payload, PICKLE_PROTOCOL)
+    return _LENGTH.pack(kind, len(head)) + head + body, len(body)
+
+
+def decode_header(frame: bytes) -> tuple[dict[str, Any], int]:
+    """The header of a frame and the offset of its payload (nothing is unpickled)."""
+    if len(frame) < _LENGTH.size:
+        raise PacketFormatError(f"Spark frame of {len(frame)} bytes has no header")
+    _, length = _LENGTH.unpack_from(frame)
+    end = _LENGTH.size + length
+    if end > len(frame):
+        raise PacketFormatError(f"Spark frame header of {length} bytes does not fit in {len(frame)} bytes")
+    try:
+        header = json.loads(frame[_LENGTH.size:end])
+    except ValueError as error:
+        raise PacketFormatError(f"Spark frame header is not JSON: {error}") from error
+    if not isinstance(header, dict) or not isinstance(header.get("op"), str):
+        raise PacketFormatError("Spark frame header has no op")
+    return header, end
+
+
+def decode_payload(frame: bytes, offset: int) -> Any:
+    """The unpickled payload (None when empty).
+
+    SECURITY: unpickling runs code chosen by the sender; call it only on frames of a peer that
+    authenticated with the cluster token (the transport refuses everyone else)."""
+    if offset >= len(frame):
+        return None
+    return pickle.loads(memoryview(frame)[offset:])
