@@ -79,6 +79,44 @@ def test_healthz_job_and_metrics(cluster2, tmp_path):
     assert "in explode_in_user_code" in info["message"]
 
 
+PIPELINE_TOKEN = "pipeline-test-token"
+
+
+def _start_pipeline_members(tmp_path, job_file, entrypoint, args):
+    """Two `jet member` processes; member 0 runs ``job_file``. Returns (members, http ports, logs)."""
+    token_file = tmp_path / "token"
+    token_file.write_text(PIPELINE_TOKEN + "\n")
+    ports, http_ports = free_ports(2), free_ports(2)
+    peers = ",".join(f"127.0.0.1:{port}" for port in ports)
+    logs = [open(tmp_path / f"member-{i}.log", "wb") for i in range(2)]
+    common = [sys.executable, "-m", "jet.cli", "member", "--host", "127.0.0.1", "--peers", peers]
+    members = [
+        subprocess.Popen(common + ["--port", str(ports[0]), "--http-port", str(http_ports[0]), "--index", "0",
+                                   "--pipeline", str(job_file), "--entrypoint", entrypoint, "--", *args],
+                         env={**MEMBER_ENV, "JET_CLUSTER_TOKEN": PIPELINE_TOKEN},
+                         stdout=logs[0], stderr=logs[0], cwd=tmp_path),
+        subprocess.Popen(common + ["--port", str(ports[1]), "--http-port", str(http_ports[1])],
+                         env={**MEMBER_ENV, "JET_CLUSTER_TOKEN_FILE": str(token_file), "POD_NAME": "job-member-1"},
+                         stdout=logs[1], stderr=logs[1], cwd=tmp_path),
+    ]
+    return members, http_ports, logs
+
+
+def _stop(members, logs):
+    for member in members:
+        if member.poll() is None:
+            member.kill()
+            member.wait()
+    for log in logs:
+        log.close()
+
+
+def _final_job_status(http_port):
+    wait_until(lambda: json.loads(http_get(http_port, "/job")[1] or "{}").get("status")
+               in ("COMPLETED", "FAILED"), 60, "the --pipeline job to end on /job")
+    return json.loads(http_get(http_port, "/job")[1])
+
+
 def test_jet_member_pipeline_runs_the_job_file_to_completed(tmp_path):
     out_dir = tmp_path / "out"
     out_dir.mkdir()
@@ -95,26 +133,9 @@ def test_jet_member_pipeline_runs_the_job_file_to_completed(tmp_path):
             dag.edge(Edge.between(source, sink).distributed())
             return dag
     """))
-    token_file = tmp_path / "token"
-    token_file.write_text("pipeline-test-token\n")
-    ports, http_ports = free_ports(2), free_ports(2)
-    peers = ",".join(f"127.0.0.1:{port}" for port in ports)
-    logs = [open(tmp_path / f"member-{i}.log", "wb") for i in range(2)]
-    common = [sys.executable, "-m", "jet.cli", "member", "--host", "127.0.0.1", "--peers", peers]
-    members = [
-        subprocess.Popen(common + ["--port", str(ports[0]), "--http-port", str(http_ports[0]), "--index", "0",
-                                   "--pipeline", str(job_file), "--entrypoint", "build", "--",
-                                   str(out_dir), "500"],
-                         env={**MEMBER_ENV, "JET_CLUSTER_TOKEN": "pipeline-test-token"},
-                         stdout=logs[0], stderr=logs[0], cwd=tmp_path),
-        subprocess.Popen(common + ["--port", str(ports[1]), "--http-port", str(http_ports[1])],
-                         env={**MEMBER_ENV, "JET_CLUSTER_TOKEN_FILE": str(token_file), "POD_NAME": "job-member-1"},
-                         stdout=logs[1], stderr=logs[1], cwd=tmp_path),
-    ]
+    members, http_ports, logs = _start_pipeline_members(tmp_path, job_file, "build", [str(out_dir), "500"])
     try:
-        wait_until(lambda: json.loads(http_get(http_ports[0], "/job")[1] or "{}").get("status")
-                   in ("COMPLETED", "FAILED"), 60, "the --pipeline job to end on /job")
-        info = json.loads(http_get(http_ports[0], "/job")[1])
+        info = _final_job_status(http_ports[0])
         assert info["status"] == "COMPLETED", info["message"]
         got = deliveries(out_dir, "sink")
         assert set(got) == {(0, 0), (1, 0)} and sorted(x for v in got.values() for x in v) == list(range(500))
@@ -124,12 +145,27 @@ def test_jet_member_pipeline_runs_the_job_file_to_completed(tmp_path):
         assert [member.wait(15) for member in members] == [0, 0]
         assert "member 1 of 2" in (tmp_path / "member-1.log").read_text()
     finally:
-        for member in members:
-            if member.poll() is None:
-                member.kill()
-                member.wait()
-        for log in logs:
-            log.close()
+        _stop(members, logs)
+
+
+def test_a_job_file_that_raises_while_building_is_reported_failed_on_job(tmp_path):
+    job_file = tmp_path / "job.py"
+    job_file.write_text(textwrap.dedent("""
+        def read_settings(path):
+            raise ValueError(f"no settings in {path}")
+
+        def pipeline(path):
+            read_settings(path)
+    """))
+    members, http_ports, logs = _start_pipeline_members(tmp_path, job_file, "pipeline", ["/etc/nowhere"])
+    try:
+        info = _final_job_status(http_ports[0])
+        assert info["status"] == "FAILED"
+        assert "ValueError: no settings in /etc/nowhere" in info["message"]
+        assert "in read_settings" in info["message"], "the user's traceback is in the status"
+        assert members[0].poll() is None, "member 0 keeps serving /job instead of crashing"
+    finally:
+        _stop(members, logs)
 
 
 def test_a_member_without_a_token_exits_with_a_clear_error(tmp_path):

@@ -86,7 +86,7 @@ def test_wait_for_peers_backs_off_and_logs_who_it_sees(caplog):
     with caplog.at_level(logging.INFO, logger="jet.cluster.peers"):
         wait_for_peers(peers, 0, timeout_s=30, probe=probe, clock=time_.clock, sleep=time_.sleep)
     assert "m0" not in probed  # never probes itself
-    assert time_.sleeps == [0.1, 0.2, 0.4, 0.8]
+    assert time_.sleeps == [0.05, 0.1, 0.2, 0.4, 0.5]
     assert "sees member 1 at m1:5701" in caplog.text and "sees member 2 at m2:5701" in caplog.text
 
 
@@ -95,7 +95,7 @@ def test_wait_for_peers_times_out_naming_the_missing():
     peers = [parse_address(f"m{i}:5701") for i in range(3)]
     with pytest.raises(TimeoutError, match=r"member 1 did not see members 0 \(m0:5701\) within 10 s"):
         wait_for_peers(peers, 1, timeout_s=10, probe=lambda a: a.host != "m0", clock=time_.clock, sleep=time_.sleep)
-    assert time_.sleeps == pytest.approx([0.1, 0.2, 0.4, 0.8, 1.6, 2.0, 2.0, 2.0, 0.9])  # capped, bounded
+    assert time_.sleeps == pytest.approx([0.05, 0.1, 0.2, 0.4] + [0.5] * 18 + [0.25])  # capped, bounded
 
 
 def test_tcp_probe_on_loopback():

@@ -141,6 +141,21 @@ class JobCoordinator:
         threading.Thread(target=self._run, args=(run,), name=f"jet-job-{job_id}", daemon=True).start()
         return job_id
 
+    def reject(self, name: str, error: BaseException) -> str:
+        """Record a job that could not be built (its file raised, its pipeline or DAG is bad) as
+        FAILED with the user's traceback, so the client, /job and the operator report it."""
+        job_id = "-".join(f"{secrets.randbits(16):04x}" for _ in range(4))
+        outcome = ExecutionOutcome.of_failure(job_id, 0, 0, error)
+        record = JobRecord(job_id, name, status=JobStatus.FAILED, completion_time=time.time(),
+                           failure=ExecutionOutcome(**{**outcome.to_header(), "tasklet": "building the job"}))
+        with self._changed:
+            self._jobs[job_id] = _JobRun(record, DAG(), b"")
+            self._latest = job_id
+            self._changed.notify_all()
+        log.error("job %s could not be built: %s", name, record.message)
+        self._notify(record)
+        return job_id
+
     def record(self, job_id: str) -> JobRecord:
         """The job's record; ``KeyError`` naming the id when unknown."""
         with self._changed:

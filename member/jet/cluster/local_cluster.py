@@ -120,7 +120,7 @@ class LocalCluster:
                 raise TimeoutError(f"the local cluster of {len(self.members)} members was not ready within "
                                    f"{timeout_s} s{self._log_tail(0)}")
             time.sleep(delay)
-            delay = min(delay * 2, 0.5)
+            delay = min(delay * 2, 0.1)
 
     def _log_tail(self, index: int, lines: int = 30) -> str:
         if index >= len(self.log_paths) or not self.log_paths[index].exists():

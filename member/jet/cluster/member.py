@@ -131,7 +131,7 @@ class Member:
             if time.monotonic() > deadline or self.stopped.is_set():
                 raise TimeoutError(f"the cluster of {self.member_count} members was not ready within {timeout_s} s")
             time.sleep(delay)
-            delay = min(delay * 2, 1.0)
+            delay = min(delay * 2, 0.2)
 
     def stop(self) -> None:
         """Cancel running executions, close the streams and servers, stop the worker threads."""
@@ -290,6 +290,10 @@ class Member:
     def submit(self, dag: DAG, config: dict | None = None) -> str:
         """Submit a job on the coordinator from inside its own process (``--pipeline``)."""
         return self._require_coordinator().submit(cloudpickle.dumps(dag), config)
+
+    def reject(self, name: str, error: BaseException) -> str:
+        """Record a ``--pipeline`` job that could not be built as FAILED (see JobCoordinator.reject)."""
+        return self._require_coordinator().reject(name, error)
 
     def _job_status(self, peer: int, header: dict, blob: bytes) -> dict:
         return self._require_coordinator().record(messages.require(header, "job_id", str)).to_header()

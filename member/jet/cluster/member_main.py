@@ -53,7 +53,11 @@ def run_member(flags: Mapping[str, Any], config_file: str | None = None,
             member.start()
             if job_supplier is not None and member.index == 0:
                 member.wait_until_cluster_ready(CLUSTER_READY_TIMEOUT_S)
-                dag = job_supplier()
+                try:
+                    dag = job_supplier()
+                except Exception as error:  # noqa: BLE001 - the user's code: report it, keep serving
+                    member.reject("--pipeline", error)
+                    return
                 job_id = member.submit(dag, {"name": getattr(dag, "name", None)})
                 log.info("member 0 submitted the --pipeline job as %s", job_id)
         except BaseException as e:  # noqa: BLE001 - reported, then the member exits

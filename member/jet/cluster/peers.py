@@ -101,7 +101,7 @@ def tcp_probe(address: PeerAddress, timeout_s: float = 1.0) -> bool:
 
 def wait_for_peers(addresses: Sequence[PeerAddress], self_index: int, timeout_s: float,
                    probe: Callable[[PeerAddress], bool] = tcp_probe, *,
-                   initial_backoff_s: float = 0.1, max_backoff_s: float = 2.0,
+                   initial_backoff_s: float = 0.05, max_backoff_s: float = 0.5,
                    clock: Callable[[], float] = time.monotonic,
                    sleep: Callable[[float], None] = time.sleep) -> None:
     """Probe every other member until all answer, with exponential backoff, for at most ``timeout_s``.

@@ -41,6 +41,8 @@ logger = logging.getLogger(__name__)
 _CLOSE = object()
 _TYPE_LENGTH = struct.Struct(">H")
 _FRAME_LENGTH = struct.Struct(">I")
+RECONNECT_BACKOFF_MS = 100
+MAX_RECONNECT_BACKOFF_MS = 2000
 MAX_BATCH_BYTES = 1024 * 1024
 """Queued frames are sent together in one gRPC message of up to about this size."""
 
@@ -57,8 +59,14 @@ def _common_options() -> list[tuple[str, int]]:
 
 
 def channel_options() -> list[tuple[str, int]]:
-    """Client channel options: large messages, keepalive pings that detect a dead peer in seconds."""
-    return _common_options()
+    """Client channel options: large messages, keepalive pings that detect a dead peer in seconds,
+    and a short reconnect backoff (gRPC's default waits about a second after a refused connect,
+    which is most of a local cluster's start-up)."""
+    return _common_options() + [
+        ("grpc.initial_reconnect_backoff_ms", RECONNECT_BACKOFF_MS),
+        ("grpc.min_reconnect_backoff_ms", RECONNECT_BACKOFF_MS),
+        ("grpc.max_reconnect_backoff_ms", MAX_RECONNECT_BACKOFF_MS),
+    ]
 
 
 def server_options() -> list[tuple[str, int]]:
