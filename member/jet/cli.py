@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import logging
 import sys
-from typing import Any
+import threading
 import time
+from typing import Any
 
 import click
 
@@ -71,27 +72,32 @@ def run(file: str, args: tuple[str, ...], members: int | None, threads: int | No
         timeout: float | None, entrypoint: str | None, dot: bool) -> None:
     """Run the job defined in FILE (a pipeline or a DAG), passing it ARGS."""
     threads = threads or default_cooperative_threads()
-    try:
-        dag = load_job_file(file, args, entrypoint, threads)
-    except click.UsageError:
-        raise
-    except Exception as error:  # noqa: BLE001 - a bad pipeline, source or sink: say which
-        click.echo(f"job rejected: {type(error).__name__}: {error}", err=True)
-        sys.exit(1)
-    if dot:
-        click.echo(dag.to_dot(default_local_parallelism=threads))
-        return
-    log.info("job DAG:\n%s", dag.to_dot(default_local_parallelism=threads))
     members = members or DEFAULT_LOCAL_MEMBERS
     started = time.perf_counter()
+    # The member processes boot while this process loads and plans the job.
+    boot = ClusterBoot(members, threads) if members > 1 and not dot else None
     try:
-        results, job_seconds = _run_locally(dag, file, members, threads, timeout)
+        try:
+            dag = load_job_file(file, args, entrypoint, threads)
+        except click.UsageError:
+            raise
+        except Exception as error:  # noqa: BLE001 - a bad pipeline, source or sink: say which
+            click.echo(f"job rejected: {type(error).__name__}: {error}", err=True)
+            sys.exit(1)
+        if dot:
+            click.echo(dag.to_dot(default_local_parallelism=threads))
+            return
+        log.info("job DAG:\n%s", dag.to_dot(default_local_parallelism=threads))
+        results, job_seconds = _run_locally(dag, file, members, threads, timeout, boot)
     except JobFailedError as failure:
         click.echo(f"job failed: {failure}", err=True)
         sys.exit(1)
     except JobTimeoutError as timed_out:
         click.echo(f"job timed out: {timed_out}", err=True)
         sys.exit(2)
+    finally:
+        if boot is not None:
+            boot.close()
     _print_results(results)
     total = time.perf_counter() - started
     click.echo(f"job ran in {job_seconds:.2f} s (start-up and teardown {total - job_seconds:.2f} s)",
@@ -99,8 +105,45 @@ def run(file: str, args: tuple[str, ...], members: int | None, threads: int | No
     log.info("job completed in %.2f s", total)
 
 
-def _run_locally(dag: DAG, name: str, members: int, threads: int,
-                 timeout: float | None) -> tuple[dict[str, list], float]:
+class ClusterBoot:
+    """A local cluster started in a background thread; ``get()`` waits until it is up.
+
+    The thread lives until ``close()``: the members die with the thread that started them
+    (PR_SET_PDEATHSIG follows the parent thread), so it must not end while they are used."""
+
+    def __init__(self, members: int, threads: int) -> None:
+        self._cluster = None
+        self._error: BaseException | None = None
+        self._up = threading.Event()
+        self._closed = threading.Event()
+        self._thread = threading.Thread(target=self._run, args=(members, threads),
+                                        name="jet-cluster-boot", daemon=True)
+        self._thread.start()
+
+    def _run(self, members: int, threads: int) -> None:
+        from jet.cluster.local_cluster import local_cluster
+        try:
+            self._cluster = local_cluster(members=members, threads=threads)
+        except BaseException as error:  # noqa: BLE001 - re-raised by get()
+            self._error = error
+        self._up.set()
+        self._closed.wait()
+
+    def get(self):
+        self._up.wait()
+        if self._error is not None:
+            raise self._error
+        return self._cluster
+
+    def close(self) -> None:
+        self._up.wait()
+        if self._cluster is not None:
+            self._cluster.close(wait=False)
+        self._closed.set()
+
+
+def _run_locally(dag: DAG, name: str, members: int, threads: int, timeout: float | None,
+                 boot: ClusterBoot | None) -> tuple[dict[str, list], float]:
     """Run on ``members`` local members with a progress display; return the job's results
     and how long the job itself ran."""
     from jet.connectors.spark.driver import spark_stages, start_spark_side
@@ -113,9 +156,10 @@ def _run_locally(dag: DAG, name: str, members: int, threads: int,
         with ProgressDisplay(job.metrics, title=name):
             results = job.join(timeout)
         return results, time.perf_counter() - started
-    from jet.cluster.local_cluster import local_cluster
-
-    with local_cluster(members=members, threads=threads) as cluster:
+    if boot is None:
+        boot = ClusterBoot(members, threads)
+    try:
+        cluster = boot.get()
         started = time.perf_counter()
         job = cluster.new_job(dag)
         spark_side = start_spark_side(dag, cluster.addresses, cluster.token, job.id)
@@ -124,6 +168,8 @@ def _run_locally(dag: DAG, name: str, members: int, threads: int,
         if spark_side is not None:
             spark_side.join(timeout)  # the sink drivers finish writing after the job
         return job.results(), time.perf_counter() - started
+    finally:
+        boot.close()
 
 
 @main.command()

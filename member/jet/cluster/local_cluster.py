@@ -139,14 +139,19 @@ class LocalCluster:
         """Submit a ``jet.Pipeline`` or a core ``DAG`` (see :meth:`JetClient.new_job`)."""
         return self.client.new_job(job, config)
 
-    def close(self) -> None:
-        """SIGTERM every member, SIGKILL those still running after a grace period; no orphans."""
+    def close(self, wait: bool = True) -> None:
+        """SIGTERM every member, SIGKILL those still running after a grace period; no orphans.
+
+        ``wait=False`` only sends SIGTERM and returns: for a parent about to exit, whose members
+        end with it anyway (they also exit when their stdin from the parent closes)."""
         if self._client is not None:
             self._client.close()
             self._client = None
         for process in self.members:
             if process.poll() is None:
                 process.send_signal(signal.SIGTERM)
+        if not wait:
+            return
         deadline = time.monotonic() + STOP_GRACE_S
         for process in self.members:
             try:
