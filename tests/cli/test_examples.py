@@ -27,8 +27,9 @@ def _result_items(stdout):
     return [eval(line.strip()) for line in stdout.splitlines() if line.startswith("  ")]  # noqa: S307
 
 
-def test_wordcount_prints_the_top_ten_words():
-    result = jet_run(REPO_ROOT / "examples" / "wordcount.py", DATA / "two-cities.txt")
+@pytest.mark.parametrize("members", [1, 2])
+def test_wordcount_prints_the_top_ten_words(members):
+    result = jet_run(REPO_ROOT / "examples" / "wordcount.py", DATA / "two-cities.txt", members=members)
     words = re.findall(r"[a-z']+", (DATA / "two-cities.txt").read_text().lower())
     expected = Counter(words).most_common(10)
     (ranking,) = _result_items(result.stdout)
