@@ -12,8 +12,9 @@ def connect(addresses, token=None, tls=None):
 
 
 def local_cluster(members: int = 2, threads=None, **settings):
-    """N member processes on this machine (see :func:`jet.cluster.local_cluster.local_cluster`)."""
-    from jet.cluster.local_cluster import local_cluster as _local_cluster
+    """N member processes on this machine, Spark stages run in a local SparkSession
+    (see :func:`jet.local.local_cluster`)."""
+    from jet.local import local_cluster as _local_cluster
     return _local_cluster(members, threads, **settings)
 
 

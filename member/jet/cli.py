@@ -123,7 +123,7 @@ class ClusterBoot:
         self._thread.start()
 
     def _run(self, members: int, threads: int) -> None:
-        from jet.cluster.local_cluster import local_cluster
+        from jet.local import local_cluster
         try:
             self._cluster = local_cluster(members=members, threads=threads)
         except BaseException as error:  # noqa: BLE001 - re-raised by get()
@@ -148,7 +148,7 @@ def _run_locally(dag: DAG, name: str, members: int, threads: int, timeout: float
                  boot: ClusterBoot | None) -> tuple[dict[str, list], float]:
     """Run on ``members`` local members with a progress display; return the job's results
     and how long the job itself ran."""
-    from jet.connectors.spark.driver import spark_stages, start_spark_side
+    from jet.connectors.spark.driver import spark_stages
 
     if members == 1 and spark_stages(dag) != ([], []):
         members = 2  # Spark tasks reach members over gRPC: run a local cluster
@@ -163,12 +163,9 @@ def _run_locally(dag: DAG, name: str, members: int, threads: int, timeout: float
     try:
         cluster = boot.get()
         started = time.perf_counter()
-        job = cluster.new_job(dag)
-        spark_side = start_spark_side(dag, cluster.addresses, cluster.token, job.id)
+        job = cluster.new_job(dag)  # with its Spark side, if it has Spark stages
         with ProgressDisplay(job.metrics, title=name):
             job.join(timeout)
-        if spark_side is not None:
-            spark_side.join(timeout)  # the sink drivers finish writing after the job
         return job.results(), time.perf_counter() - started
     finally:
         boot.close()

@@ -103,3 +103,27 @@ def test_two_stage_word_count_equals_the_plain_result(cluster):
     counts = [entry for items in record.values() for entry in items]
     assert len(counts) == len(expected), "each word is counted on exactly one member"
     assert dict(counts) == dict(expected)
+
+
+def test_packets_hold_at_most_the_size_limit_unless_one_item_is_larger():
+    from jet.cluster.chunk_packets import decode_chunk, payload_bytes
+    from jet.cluster.sender import SenderTasklet
+    from jet.execution.inbound import InboundEdgeStream
+    from jet.execution.queues import DONE_ITEM, SpscQueue
+
+    queue = SpscQueue(10_000)
+    items = [("x" * (i % 97), i) for i in range(3000)] + ["y" * 5000, "z"]
+    queue.offer_chunk(items)
+    queue.offer_special(DONE_ITEM)
+    frames = []
+    sender = SenderTasklet("sender", InboundEdgeStream(0, 0, [queue]), frames.append, 1, 2, 0,
+                           packet_size_limit=1024, pairs=False)
+    sender.send_limit.on_ack(10_000)
+    while not sender.call() & 2:
+        pass
+    received = [entry for frame in frames for entry in decode_chunk(frame)[1]]
+    assert received == items
+    for frame in frames:
+        entries = decode_chunk(frame)[1]
+        assert payload_bytes(frame) <= 1024 or len(entries) == 1, (payload_bytes(frame), len(entries))
+    assert len(frames) > 10

@@ -51,5 +51,5 @@ async def k8s(tmp_path, monkeypatch, job_endpoint: FakeJobEndpoint) -> AsyncIter
         monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
         monkeypatch.setenv("JET_OPERATOR_JOB_URL_TEMPLATE", job_endpoint.url_template)
         monkeypatch.setenv("JET_OPERATOR_JOB_POLL_TIMEOUT_SECONDS", "1")
-        monkeypatch.setenv("JET_OPERATOR_API_TIMEOUT_SECONDS", "5")
+        monkeypatch.setenv("JET_OPERATOR_API_TIMEOUT_SECONDS", "20")
         yield emulator

@@ -192,7 +192,9 @@ async def test_crashing_member_fails_the_job_with_crash_loop_back_off(
         k8s: Emulator, kubelet: Kubelet, monkeypatch: pytest.MonkeyPatch) -> None:
     code = member_code("""
         def pipeline():
-            raise RuntimeError("no pipeline today")
+            import os, sys
+            print("no pipeline today", file=sys.stderr, flush=True)
+            os._exit(1)  # the member process dies (an error raised here is reported on /job)
     """)
     with start_operator_for(kubelet, monkeypatch, "crash"):
         response = await k8s.post(COLLECTION, json=jetjob("crash", pipeline={"code": code}))

@@ -12,6 +12,8 @@ from jet.execution.tasklet import DONE, DONE_BIT, MADE_PROGRESS, NO_PROGRESS, PR
 
 #: Packets one call may send before yielding to the other tasklets of its worker.
 MAX_PACKETS_PER_CALL = 16
+#: The share of packet_size_limit a packet aims at, so that a packet rarely needs cutting.
+FILL_TARGET = 0.9
 
 
 class SenderTasklet:
@@ -19,10 +21,9 @@ class SenderTasklet:
 
     Every local upstream processor has a queue into this sender, read through an
     InboundEdgeStream like any processor input, so DONE (and later barriers) are aligned before
-    they cross the network. A packet holds about ``packet_size_limit`` bytes of pickled items:
-    the item count per packet follows a running average of the pickled item size, so one
-    packet may overshoot (as a Jet packet may by one item). Before each packet the flow-control
-    limit from the receiver's last ack must allow it.
+    they cross the network. A packet holds at most ``packet_size_limit`` bytes of pickled items
+    (a single larger item travels alone, as a Jet packet may overshoot by one item). Before each
+    packet the flow-control limit from the receiver's last ack must allow it.
     """
 
     is_cooperative = True
@@ -61,8 +62,7 @@ class SenderTasklet:
             self._input_done = bool(result & DONE_BIT)
         packets = 0
         while buffer and packets < MAX_PACKETS_PER_CALL and self.send_limit.may_send(self.sent_seq_bytes):
-            count = max(1, int(self._packet_size_limit / self._average_item_bytes))
-            self._send(buffer.take_chunk(count), done=False)
+            self._send_packet(buffer)
             packets += 1
             progress = True
         if self._input_done and not buffer:
@@ -71,13 +71,28 @@ class SenderTasklet:
             return DONE
         return MADE_PROGRESS if progress else NO_PROGRESS
 
-    def _send(self, entries: list, done: bool) -> None:
-        frame = encode_chunk(*self._route, entries, pairs=self._pairs, done=done)
-        if entries:
-            size = payload_bytes(frame)
-            self._average_item_bytes = 0.7 * self._average_item_bytes + 0.3 * (size / len(entries))
-            self.sent_seq_bytes += chunk_footprint(size, len(entries))
+    def _send_packet(self, buffer: Inbox) -> None:
+        """One packet of at most ``packet_size_limit`` bytes of items (a single item may be larger).
+
+        The item count aims at 90 % of the limit by the running average item size; a packet that
+        still comes out too large is cut by its measured size and encoded again.
+        """
+        limit = self._packet_size_limit
+        entries = buffer.peek_chunk(max(1, int(FILL_TARGET * limit / self._average_item_bytes)))
+        frame = encode_chunk(*self._route, entries, pairs=self._pairs)
+        while payload_bytes(frame) > limit and len(entries) > 1:
+            keep = min(len(entries) - 1, max(1, len(entries) * limit // payload_bytes(frame)))
+            entries = entries[:keep]
+            frame = encode_chunk(*self._route, entries, pairs=self._pairs)
+        buffer.take_chunk(len(entries))
+        size = payload_bytes(frame)
+        self._average_item_bytes = 0.7 * self._average_item_bytes + 0.3 * (size / len(entries))
+        self.sent_seq_bytes += chunk_footprint(size, len(entries))
         self._send_frame(frame)
+        self.packets_sent += 1
+
+    def _send(self, entries: list, done: bool) -> None:
+        self._send_frame(encode_chunk(*self._route, entries, pairs=self._pairs, done=done))
         self.packets_sent += 1
 
     def __repr__(self) -> str:

@@ -78,6 +78,10 @@ class Inbox:
             self._items, self._head = _EMPTY, 0
         return chunk
 
+    def peek_chunk(self, max_items: int) -> list:
+        """The first ``max_items`` items as a new list, without removing them."""
+        return self._items[self._head:self._head + max_items]
+
     def clear(self) -> None:
         self._items, self._head = _EMPTY, 0
 

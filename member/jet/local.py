@@ -1,0 +1,53 @@
+"""The embedded local runner: a local cluster whose jobs also get their Spark side.
+
+``jet.local_cluster`` and ``jet run`` use it. It sits above the cluster and the connectors (the
+cluster layer does not know Spark): a job with Spark sources or sinks gets them run in a local
+SparkSession (``local[*]``, started once per process) next to the job.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any, Mapping
+
+from jet.cluster.client import Job, as_dag
+from jet.cluster.local_cluster import LocalCluster as _MembersOnly
+from jet.connectors.spark.driver import start_spark_side
+from jet.execution.errors import JobTimeoutError
+
+
+class LocalJob:
+    """A cluster job and the thread running its Spark side; joins both."""
+
+    def __init__(self, job: Job, spark_side: threading.Thread) -> None:
+        self._job = job
+        self._spark_side = spark_side
+
+    def join(self, timeout: float | None = None) -> None:
+        self._job.join(timeout)
+        self._spark_side.join(timeout)  # Spark sinks finish writing after the job
+        if self._spark_side.is_alive():
+            raise JobTimeoutError(f"the Spark side of job {self._job.name} did not finish within"
+                                  f" {timeout} s", [self._spark_side.name])
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._job, name)
+
+    def __repr__(self) -> str:
+        return f"LocalJob({self._job!r})"
+
+
+class LocalCluster(_MembersOnly):
+    """Member processes on this machine; jobs with Spark stages get their Spark side too."""
+
+    def new_job(self, job: Any, config: Mapping[str, Any] | None = None) -> Job | LocalJob:
+        dag = as_dag(job)
+        submitted = super().new_job(dag, config)
+        spark_side = start_spark_side(dag, self.addresses, self.token, submitted.id)
+        return submitted if spark_side is None else LocalJob(submitted, spark_side)
+
+
+def local_cluster(members: int = 2, threads: int | None = None, **settings: Any) -> LocalCluster:
+    """Start ``members`` member processes here and wait until all are connected; use it as a
+    context manager. ``threads``: cooperative threads per member."""
+    return LocalCluster(members, threads, **settings)
