@@ -62,15 +62,32 @@ def spark_stages(job: Any) -> tuple[list[tuple[str, SparkReadSpec]], list[tuple[
     return sources, sinks
 
 
+def sink_task_count(job: Any, sink_vertices: Sequence[str], member_count: int) -> int:
+    """Spark reader tasks the job's Spark sinks need: one per sink processor in the cluster."""
+    from jet.core.dag import DAG
+
+    per_member = 0
+    for name in sink_vertices:
+        lp = job.get_vertex(name).local_parallelism if isinstance(job, DAG) else 1
+        per_member += max(1, lp)
+    return per_member * member_count
+
+
 def start_spark_side(job: Any, members: Sequence[str], token: str, job_id: str,
-                     master: str = "local[*]") -> threading.Thread | None:
+                     master: str | None = None) -> threading.Thread | None:
     """The local runner's hook: when ``job`` (a Pipeline or DAG) has Spark stages, run their
     Spark side in a local SparkSession (started once, ``PYSPARK_PYTHON`` = this interpreter) on
     a daemon thread and return it; None when there is nothing to do. A failure of the Spark
-    side reaches the job (sources are aborted with Spark's message)."""
+    side reaches the job (sources are aborted with Spark's message).
+
+    The default master gives the session enough task slots for every sink reader plus writers
+    (see :func:`run_spark_side`)."""
     sources, sinks = spark_stages(job)
     if not sources and not sinks:
         return None
+    if master is None:
+        readers = sink_task_count(job, [name for name, _ in sinks], len(members))
+        master = f"local[{max(os.cpu_count() or 1, readers + 2)}]"
 
     def run() -> None:
         spark = spark_session(master, app_name=f"jet-{job_id}")
@@ -118,12 +135,17 @@ def activate(spark: Any) -> None:
     spark._jvm.org.apache.spark.sql.SparkSession.setActiveSession(spark._jsparkSession)
 
 
-def write_source(spark: Any, spec: SparkReadSpec, options: JetOptions) -> None:
-    """Write the source's DataFrame into the job; on failure fail the job with Spark's message."""
+def write_source(spark: Any, spec: SparkReadSpec, options: JetOptions,
+                 max_tasks: int | None = None) -> None:
+    """Write the source's DataFrame into the job; on failure fail the job with Spark's message.
+
+    ``max_tasks`` coalesces the DataFrame so the write uses at most that many task slots."""
     activate(spark)
     owners = wait_for_vertex(options, "source")
     try:
         frame = spec.build(spark)
+        if max_tasks is not None:
+            frame = frame.coalesce(max_tasks)  # keeps each partition's row order: still exactly-once
         frame.write.format("jet").options(**options.as_spark_options()).mode("append").save()
     except BaseException as error:
         reason = spark_failure_message(error)
@@ -141,21 +163,44 @@ def read_sink(spark: Any, spec: SparkWriteSpec, options: JetOptions) -> None:
     spec.write(reader.load())
 
 
+def _write_task_limit(spark: Any, job: Any, sources: list, sinks: list, member_count: int) -> int | None:
+    """With sources and sinks in one session, how many task slots each source write may take.
+
+    Reader tasks wait for the job's output and writer tasks may wait for the job to take their
+    rows: if either filled every slot of the session, neither would finish. So every reader
+    keeps a slot and the writes share what is left."""
+    if not sources or not sinks:
+        return None
+    slots = spark.sparkContext.defaultParallelism
+    readers = sink_task_count(job, [name for name, _ in sinks], member_count)
+    if slots - readers < 1:
+        raise ValueError(f"the SparkSession has {slots} task slots, but the job's Spark sinks need"
+                         f" {readers} reader tasks and the sources at least one writer task: use"
+                         f" a master with at least {readers + 1} slots, e.g. local[{readers + 2}]")
+    return max(1, (slots - readers) // len(sources))
+
+
 def run_spark_side(spark: Any, pipeline: Any, members: Sequence[str], token: str, job_id: str, *,
                    sources: bool = True, sinks: bool = True,
                    ready_timeout_s: float = DEFAULT_READY_TIMEOUT_S) -> None:
     """Run the Spark side of every Spark stage of ``pipeline`` concurrently (one thread per
     stage: a sink must be read while the sources are still written) and raise the first error."""
     source_specs, sink_specs = spark_stages(pipeline)
-    work = ([(write_source, vertex, spec, spec.row_type) for vertex, spec in source_specs] if sources else [])
-    work += [(read_sink, vertex, spec, "tuple") for vertex, spec in sink_specs] if sinks else []
+    source_specs = source_specs if sources else []
+    sink_specs = sink_specs if sinks else []
+    write_tasks = _write_task_limit(spark, pipeline, source_specs, sink_specs, len(members))
+    work = [(write_source, vertex, spec, spec.row_type) for vertex, spec in source_specs]
+    work += [(read_sink, vertex, spec, "tuple") for vertex, spec in sink_specs]
     errors: list[BaseException] = []
 
     def run(action, vertex, spec, row_type) -> None:
         options = JetOptions(job_id, vertex, tuple(members), token, ready_timeout_s=ready_timeout_s,
                              row_type=row_type, driver_reports_failure=True)
         try:
-            action(spark, spec, options)
+            if action is write_source:
+                action(spark, spec, options, write_tasks)
+            else:
+                action(spark, spec, options)
         except BaseException as error:  # noqa: BLE001 - reported to the caller below
             errors.append(error)
 

@@ -1,0 +1,30 @@
+"""Sources and sinks in one SparkSession never take each other's task slots."""
+
+from types import SimpleNamespace
+
+import pytest
+
+from jet.connectors.spark.driver import _write_task_limit, sink_task_count
+from jet.core import DAG
+from jet.core.processors import noop_p
+
+
+def _session(slots):
+    return SimpleNamespace(sparkContext=SimpleNamespace(defaultParallelism=slots))
+
+
+def test_readers_keep_a_slot_each_and_the_writers_share_the_rest():
+    dag = DAG()
+    dag.new_vertex("sink-a", noop_p(), 1)
+    dag.new_vertex("sink-b", noop_p(), 2)
+    assert sink_task_count(dag, ["sink-a", "sink-b"], member_count=2) == 6
+    sources, sinks = [("src-1", None), ("src-2", None)], [("sink-a", None), ("sink-b", None)]
+    assert _write_task_limit(_session(10), dag, sources, sinks, 2) == 2
+    assert _write_task_limit(_session(10), dag, sources, [], 2) is None, "no readers: no limit"
+
+
+def test_a_session_without_a_slot_for_a_writer_is_refused_with_what_it_needs():
+    dag = DAG()
+    dag.new_vertex("sink", noop_p(), 1)
+    with pytest.raises(ValueError, match=r"has 2 task slots.*need 2 reader tasks.*local\[4\]"):
+        _write_task_limit(_session(2), dag, [("src", None)], [("sink", None)], 2)
