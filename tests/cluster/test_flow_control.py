@@ -3,6 +3,7 @@
 from hypothesis import given, strategies as st
 import pytest
 
+from jet.cluster.chunk_packets import chunk_footprint
 from jet.cluster.flow_control import (
     COMPRESSED_SEQ_UNIT_LOG2,
     INITIAL_RECEIVE_WINDOW_COMPRESSED,
@@ -10,7 +11,6 @@ from jet.cluster.flow_control import (
     ReceiveWindow,
     SendLimit,
     compress_seq,
-    item_footprint,
     to_int32,
 )
 
@@ -37,7 +37,7 @@ def _warm_up(window: ReceiveWindow, periods: int = 15) -> int:
 def test_constants_and_units():
     assert (COMPRESSED_SEQ_UNIT_LOG2, INITIAL_RECEIVE_WINDOW_COMPRESSED, ITEM_FOOTPRINT_OVERHEAD_BYTES) == (16, 800, 56)
     assert compress_seq(65_535) == 0 and compress_seq(65_536) == 1
-    assert item_footprint(100) == 156
+    assert chunk_footprint(100, 1) == 156 and chunk_footprint(1000, 10) == 1560
     assert to_int32(2**31) == -(2**31) and to_int32(-1) == -1 and to_int32(2**32 + 7) == 7
 
 
@@ -126,7 +126,7 @@ def test_non_advancing_clock_makes_no_adjustment():
 def test_sender_before_first_ack_may_send_under_64_kib_then_stops():
     limit = SendLimit()
     assert limit.limit_compressed == 0
-    footprint = item_footprint(1000)
+    footprint = chunk_footprint(1000, 1)
     sent = 0
     while limit.may_send(sent):
         sent += footprint

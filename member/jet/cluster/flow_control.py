@@ -8,7 +8,7 @@ steady state; a stalled receiver halves it each period, and an idle receiver (no
 buffer) never shrinks it.
 
 Sequences are counted in bytes of *footprint* (``serialized size + 56``); sender and receiver must
-use the same formula, :func:`item_footprint`. Time is always passed in (nanoseconds from
+use the same formula, :func:`jet.cluster.chunk_packets.chunk_footprint`. Time is always passed in (nanoseconds from
 ``time.monotonic_ns()`` in production, a fake clock in tests): nothing here reads a clock.
 """
 
@@ -41,11 +41,6 @@ def to_int32(value: int) -> int:
 def compress_seq(seq_bytes: int) -> int:
     """A byte sequence in compressed units (``seq_bytes >> 16``), wrapped to a signed int32."""
     return to_int32(seq_bytes >> COMPRESSED_SEQ_UNIT_LOG2)
-
-
-def item_footprint(serialized_size_bytes: int) -> int:
-    """The footprint of one item: its serialized size plus :data:`ITEM_FOOTPRINT_OVERHEAD_BYTES`."""
-    return serialized_size_bytes + ITEM_FOOTPRINT_OVERHEAD_BYTES
 
 
 class ReceiveWindow:
