@@ -7,7 +7,9 @@ Writes a Parquet dataset of ``rows`` rows (key long, value double) once, then in
 2. Spark -> Jet -> Spark: Spark reads the Parquet and writes it with format ``jet`` into a
    job on ``members`` in-process members (real gRPC between Spark and the members), Jet
    groups and aggregates, Spark reads the job's sink and writes Parquet.
-Both share one SparkSession (``local[*]``) and check they produced the same groups.
+Both share one SparkSession (``local[N]``, N = cores or readers + 2, whichever is more, so the
+job's sink readers and the source writers never wait for each other's task slots) and check
+they produced the same groups.
 """
 
 from __future__ import annotations
@@ -39,7 +41,8 @@ def main() -> None:
     parser.add_argument("--dir", default=None)
     args = parser.parse_args()
     work = Path(args.dir or tempfile.mkdtemp(prefix="jet-spark-bench-"))
-    spark = spark_session("local[*]", {"spark.sql.shuffle.partitions": "8", "spark.driver.memory": "4g"},
+    slots = max(os.cpu_count() or 1, args.members + 2)  # one sink reader per member, plus writers
+    spark = spark_session(f"local[{slots}]", {"spark.sql.shuffle.partitions": "8", "spark.driver.memory": "4g"},
                           "jet-spark-bench")
     source = str(work / f"input-{args.rows}.parquet")
     if not os.path.exists(source):

@@ -28,3 +28,18 @@ def test_a_session_without_a_slot_for_a_writer_is_refused_with_what_it_needs():
     dag.new_vertex("sink", noop_p(), 1)
     with pytest.raises(ValueError, match=r"has 2 task slots.*need 2 reader tasks.*local\[4\]"):
         _write_task_limit(_session(2), dag, [("src", None)], [("sink", None)], 2)
+
+
+def test_a_session_too_small_for_the_job_fails_it_instead_of_hanging(spark, tmp_path):
+    from jet.connectors import Sinks, Sources
+    from jet.pipeline import Pipeline
+
+    from tests.spark.harness import run_with_spark
+
+    source = str(tmp_path / "in.parquet")
+    spark.range(0, 100).write.parquet(source)
+    pipeline = Pipeline.create()
+    pipeline.read_from(Sources.spark("parquet", source)).write_to(Sinks.spark("parquet", str(tmp_path / "out")))
+    with pytest.raises(Exception, match="task slots") as failure:
+        run_with_spark(spark, pipeline, members=4, timeout=60)  # 4 readers fill the 4 slots
+    assert "local[6]" in str(failure.value)

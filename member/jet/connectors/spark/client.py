@@ -152,6 +152,8 @@ def wait_for_vertex(options: JetOptions, kind: str) -> dict[int, int]:
                 except JetSparkError as error:
                     last = str(error)
                     break
+                if reply.get("ended") and not reply.get("processors"):
+                    raise JetSparkError(reply["ended"])
                 if reply.get("kind") not in (None, kind):
                     raise JetSparkError(f"vertex {options.vertex!r} of job {options.job!r} is a Spark "
                                         f"{reply['kind']}, not a Spark {kind}")

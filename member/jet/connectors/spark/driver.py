@@ -136,13 +136,16 @@ def activate(spark: Any) -> None:
 
 
 def write_source(spark: Any, spec: SparkReadSpec, options: JetOptions,
-                 max_tasks: int | None = None) -> None:
+                 max_tasks: int | None = None, refusal: Exception | None = None) -> None:
     """Write the source's DataFrame into the job; on failure fail the job with Spark's message.
 
-    ``max_tasks`` coalesces the DataFrame so the write uses at most that many task slots."""
+    ``max_tasks`` coalesces the DataFrame so the write uses at most that many task slots;
+    ``refusal`` fails the job's source with that error instead of writing."""
     activate(spark)
     owners = wait_for_vertex(options, "source")
     try:
+        if refusal is not None:
+            raise refusal
         frame = spec.build(spark)
         if max_tasks is not None:
             frame = frame.coalesce(max_tasks)  # keeps each partition's row order: still exactly-once
@@ -188,7 +191,11 @@ def run_spark_side(spark: Any, pipeline: Any, members: Sequence[str], token: str
     source_specs, sink_specs = spark_stages(pipeline)
     source_specs = source_specs if sources else []
     sink_specs = sink_specs if sinks else []
-    write_tasks = _write_task_limit(spark, pipeline, source_specs, sink_specs, len(members))
+    write_tasks, refusal = None, None
+    try:
+        write_tasks = _write_task_limit(spark, pipeline, source_specs, sink_specs, len(members))
+    except ValueError as error:  # the sources fail the job with it, so nothing waits for rows
+        refusal = error
     work = [(write_source, vertex, spec, spec.row_type) for vertex, spec in source_specs]
     work += [(read_sink, vertex, spec, "tuple") for vertex, spec in sink_specs]
     errors: list[BaseException] = []
@@ -198,7 +205,7 @@ def run_spark_side(spark: Any, pipeline: Any, members: Sequence[str], token: str
                              row_type=row_type, driver_reports_failure=True)
         try:
             if action is write_source:
-                action(spark, spec, options, write_tasks)
+                action(spark, spec, options, write_tasks, refusal)
             else:
                 action(spark, spec, options)
         except BaseException as error:  # noqa: BLE001 - reported to the caller below

@@ -27,6 +27,10 @@ log = logging.getLogger("jet.connectors.spark")
 VertexKey = tuple[int, str, str]  # member index, job id, vertex name
 _REGISTRY: dict[VertexKey, "VertexEndpoints"] = {}
 _REGISTRY_LOCK = threading.Lock()
+_ENDED: dict[tuple[int, str], str] = {}
+"""(member, job) whose Spark vertices closed before finishing: the job failed or was cancelled.
+A probe for such a job is answered with this, so a Spark side does not wait for it to start."""
+_ENDED_KEPT = 256
 
 
 class AttemptWindow:
@@ -133,6 +137,22 @@ class SinkEndpoint:
                 if done:
                     self.done_sent = True
 
+    def abandon(self) -> None:
+        """The job ended before this sink's DONE went out (it failed or was cancelled): tell
+        the reader at once, instead of letting it wait for chunks until its timeout."""
+        if not self.done_sent:
+            _record_ended(self.vertex.key)
+        with self.lock:
+            if self.reader is None or self.network is None or self.done_sent:
+                return
+            message = (f"job {self.vertex.key[1]!r} ended before Spark sink {self.vertex.key[2]!r}"
+                       f" #{self.index} finished: the job failed or was cancelled (see its error)")
+            try:
+                self.network.send_frame(self.reader, p.encode(FrameType.SPARK_REPLY, {
+                    "op": p.ERROR, "message": message}))
+            except ConnectionError:
+                pass
+
     def sample(self, count: int) -> tuple[bool, list]:
         with self.lock:
             items: list = []
@@ -170,7 +190,17 @@ def register_endpoint(member: int, job: str, vertex: str, kind: str, index: int,
     return endpoint
 
 
+def _record_ended(key: VertexKey) -> None:
+    with _REGISTRY_LOCK:
+        _ENDED[(key[0], key[1])] = (f"job {key[1]!r} ended on member {key[0]} before its Spark"
+                                    f" vertex {key[2]!r} finished (it failed or was cancelled)")
+        while len(_ENDED) > _ENDED_KEPT:
+            del _ENDED[next(iter(_ENDED))]
+
+
 def unregister_endpoint(endpoint: Any) -> None:
+    if isinstance(endpoint, SinkEndpoint):
+        endpoint.abandon()
     key = endpoint.vertex.key
     with _REGISTRY_LOCK:
         entry = _REGISTRY.get(key)
@@ -253,7 +283,8 @@ class SparkHub:
     def _probe(self, peer: int, header: dict, entry: VertexEndpoints | None) -> None:
         with _REGISTRY_LOCK:
             vertices = sorted(v for m, j, v in _REGISTRY if m == self.member and j == header.get("job"))
-        self._reply(peer, {"op": p.PROBE, "rid": header.get("rid"), "member": self.member,
+            ended = _ENDED.get((self.member, str(header.get("job"))))
+        self._reply(peer, {"op": p.PROBE, "rid": header.get("rid"), "member": self.member, "ended": ended,
                            "kind": entry.kind if entry else None,
                            "processors": sorted(entry.processors) if entry else [],
                            "total": entry.total if entry else 0, "vertices": vertices})
