@@ -101,23 +101,12 @@ class SlowSink(Processor):
 
 def receiver_memory(count: int) -> None:
     """Members in this process (tests/cluster/inprocess.py), so the receiver can be watched."""
-    from tests.cluster.inprocess import InProcessCluster
+    from tests.cluster.inprocess import InProcessCluster, run_over_one_distributed_edge
     probe = {"buffered": [], "windows": []}
     cluster = InProcessCluster(2)
-
-    def make_dag():
-        dag = DAG()
-        source = dag.new_vertex("source", lambda: MemberZeroSource(count, small_item), 1)
-        sink = dag.new_vertex("sink", lambda: SlowSink(probe), 1)
-        dag.edge(Edge.between(source, sink).distributed())
-        return dag
-
-    def remember(plans):
-        (probe["receiver"],) = plans[1].receivers.values()
-        (probe["sender"],) = plans[0].senders.values()
-
     try:
-        cluster.run(make_dag, timeout=600, on_built=remember)
+        run_over_one_distributed_edge(cluster, lambda: MemberZeroSource(count, small_item),
+                                      lambda: SlowSink(probe), probe, 600)
     finally:
         cluster.close()
     sent = probe["sender"].sent_seq_bytes

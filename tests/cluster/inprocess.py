@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from jet.cluster.distributed_plan import DistributedExecutionPlan, partition_owners
 from jet.cluster.network import MemberNetwork
-from jet.core import DAG, EdgeConfig
+from jet.core import DAG, Edge, EdgeConfig
 from jet.execution.plan import MemberTopology
 from jet.execution.service import TaskletExecutionService
 
@@ -57,8 +57,35 @@ class InProcessCluster:
         for future in futures:
             future.result(timeout)
 
+    def results(self) -> dict[str, list]:
+        """The last job's named results, gathered from every member."""
+        results: dict[str, list] = {}
+        for plan in self.plans:
+            for name, items in plan.results.items():
+                results.setdefault(name, []).extend(items)
+        return results
+
     def close(self) -> None:
         for network in self.networks:
             network.stop()
         for service in self.services:
             service.shutdown()
+
+
+def run_over_one_distributed_edge(cluster: InProcessCluster, source_supplier, sink_supplier,
+                                  probe: dict, timeout: float) -> None:
+    """Run source -> sink over one distributed edge. Before anything runs, ``probe`` gets
+    "receiver" (member 1's receiver from member 0) and "sender" (member 0's sender to member 1),
+    so the processors can watch them."""
+    def make_dag() -> DAG:
+        dag = DAG()
+        source = dag.new_vertex("source", source_supplier, 1)
+        sink = dag.new_vertex("sink", sink_supplier, 1)
+        dag.edge(Edge.between(source, sink).distributed())
+        return dag
+
+    def remember(plans) -> None:
+        (probe["receiver"],) = plans[1].receivers.values()
+        (probe["sender"],) = plans[0].senders.values()
+
+    cluster.run(make_dag, timeout=timeout, on_built=remember)

@@ -2,10 +2,10 @@
 
 import time
 
-from jet.core import DAG, Edge, Processor
+from jet.core import Processor
 from jet.cluster.flow_control import COMPRESSED_SEQ_UNIT_LOG2, INITIAL_RECEIVE_WINDOW_COMPRESSED
 
-from tests.cluster.inprocess import InProcessCluster
+from tests.cluster.inprocess import InProcessCluster, run_over_one_distributed_edge
 
 ITEMS = 300_000
 UNIT = 1 << COMPRESSED_SEQ_UNIT_LOG2
@@ -49,20 +49,8 @@ class SlowSink(Processor):
 def test_receiver_memory_stays_within_the_window_under_a_slow_consumer():
     probe = {"samples": [], "received": []}
     cluster = InProcessCluster(2, flow_control_period_ms=PERIOD_MS)
-
-    def make_dag():
-        dag = DAG()
-        source = dag.new_vertex("source", MemberZeroSource, 1)
-        sink = dag.new_vertex("sink", lambda: SlowSink(probe), 1)
-        dag.edge(Edge.between(source, sink).distributed())
-        return dag
-
-    def remember_receiver(plans):
-        (probe["receiver"],) = plans[1].receivers.values()
-        (probe["sender"],) = plans[0].senders.values()
-
     try:
-        cluster.run(make_dag, timeout=120, on_built=remember_receiver)
+        run_over_one_distributed_edge(cluster, MemberZeroSource, lambda: SlowSink(probe), probe, 120)
     finally:
         cluster.close()
     assert sorted(probe["received"]) == list(range(ITEMS))

@@ -15,10 +15,6 @@ def run_pipeline(pipeline, members: int = 1, threads: int = 1) -> dict[str, list
     cluster = InProcessCluster(members)
     try:
         cluster.run(lambda: pipeline.to_dag(threads), timeout=60)
-        results: dict[str, list] = {}
-        for plan in cluster.plans:
-            for name, items in plan.results.items():
-                results.setdefault(name, []).extend(items)
-        return results
+        return cluster.results()
     finally:
         cluster.close()

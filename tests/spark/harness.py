@@ -74,10 +74,6 @@ def run_with_spark(spark, pipeline, members: int = 2, timeout: float = 120, spar
             raise job_error
         if errors:
             raise errors[0]
-        results: dict[str, list] = {}
-        for plan in cluster.plans:
-            for name, items in plan.results.items():
-                results.setdefault(name, []).extend(items)
-        return results
+        return cluster.results()
     finally:
         cluster.close()
