@@ -82,27 +82,10 @@ def word_count_seconds(members: int, corpus: str, rounds: int) -> float:
     return statistics.median(times)
 
 
-class SlowSink(Processor):
-    """A blocking consumer of about 100k items/s that samples the receiver's buffer."""
-
-    is_cooperative = False
-
-    def __init__(self, probe):
-        self._probe = probe
-
-    def process(self, ordinal, inbox):
-        if self.context.member_index == 1:
-            receiver = self._probe["receiver"]
-            self._probe["buffered"].append(receiver.buffered_bytes)
-            self._probe["windows"].append(receiver.window.window_compressed)
-        inbox.take_chunk(100)
-        time.sleep(0.001)
-
-
 def receiver_memory(count: int) -> None:
     """Members in this process (tests/cluster/inprocess.py), so the receiver can be watched."""
-    from tests.cluster.inprocess import InProcessCluster, run_over_one_distributed_edge
-    probe = {"buffered": [], "windows": []}
+    from tests.cluster.inprocess import InProcessCluster, SlowSink, run_over_one_distributed_edge
+    probe: dict = {"samples": [], "received": []}
     cluster = InProcessCluster(2)
     try:
         run_over_one_distributed_edge(cluster, lambda: MemberZeroSource(count, small_item),
@@ -110,9 +93,11 @@ def receiver_memory(count: int) -> None:
     finally:
         cluster.close()
     sent = probe["sender"].sent_seq_bytes
+    buffered = [sample[0] for sample in probe["samples"]]
+    windows = [sample[1] for sample in probe["samples"]]
     print(f"slow consumer (~100k items/s), {count:,} items: {sent / 2**20:.1f} MiB of footprint sent,"
-          f" receiver buffer peak {max(probe['buffered']) / 2**20:.2f} MiB, window"
-          f" {max(probe['windows'])} -> {min(probe['windows'])} units of 64 KiB")
+          f" receiver buffer peak {max(buffered) / 2**20:.2f} MiB, window"
+          f" {max(windows)} -> {min(windows)} units of 64 KiB")
 
 
 def main() -> None:

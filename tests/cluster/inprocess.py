@@ -5,7 +5,9 @@ from __future__ import annotations
 
 from jet.cluster.distributed_plan import DistributedExecutionPlan, partition_owners
 from jet.cluster.network import MemberNetwork
-from jet.core import DAG, Edge, EdgeConfig
+import time
+
+from jet.core import DAG, Edge, EdgeConfig, Processor
 from jet.execution.plan import MemberTopology
 from jet.execution.service import TaskletExecutionService
 
@@ -89,3 +91,24 @@ def run_over_one_distributed_edge(cluster: InProcessCluster, source_supplier, si
         (probe["sender"],) = plans[0].senders.values()
 
     cluster.run(make_dag, timeout=timeout, on_built=remember)
+
+
+class SlowSink(Processor):
+    """A blocking consumer of about 100k items/s. On member 1 it samples, on every call,
+    ``(receiver buffered bytes, window units, acked bytes, sender's limit units)`` into
+    ``probe["samples"]`` (``probe`` filled by :func:`run_over_one_distributed_edge`); every
+    item it takes goes to ``probe["received"]``."""
+
+    is_cooperative = False
+
+    def __init__(self, probe: dict) -> None:
+        self._probe = probe
+
+    def process(self, ordinal, inbox) -> None:
+        probe = self._probe
+        if self.context.member_index == 1:
+            receiver, sender = probe["receiver"], probe["sender"]
+            probe["samples"].append((receiver.buffered_bytes, receiver.window.window_compressed,
+                                     receiver.window.acked_seq_bytes, sender.send_limit.limit_compressed))
+        probe["received"].extend(inbox.take_chunk(100))
+        time.sleep(0.001)

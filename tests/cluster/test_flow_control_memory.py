@@ -1,11 +1,9 @@
 """A slow consumer on the receiving member keeps the receiver's buffer within its window."""
 
-import time
-
 from jet.core import Processor
 from jet.cluster.flow_control import COMPRESSED_SEQ_UNIT_LOG2, INITIAL_RECEIVE_WINDOW_COMPRESSED
 
-from tests.cluster.inprocess import InProcessCluster, run_over_one_distributed_edge
+from tests.cluster.inprocess import InProcessCluster, SlowSink, run_over_one_distributed_edge
 
 ITEMS = 300_000
 UNIT = 1 << COMPRESSED_SEQ_UNIT_LOG2
@@ -25,25 +23,6 @@ class MemberZeroSource(Processor):
             return True
         self.outbox.offer_chunk(chunk)
         return False
-
-
-class SlowSink(Processor):
-    """A blocking consumer of about 100k items/s that samples the receiver's buffer."""
-
-    is_cooperative = False
-
-    def __init__(self, probe):
-        self._probe = probe
-
-    def process(self, ordinal, inbox):
-        if self.context.member_index == 1:
-            receiver, sender = self._probe["receiver"], self._probe["sender"]
-            self._probe["samples"].append((receiver.buffered_bytes, receiver.window.window_compressed,
-                                           receiver.window.acked_seq_bytes,
-                                           sender.send_limit.limit_compressed))
-        chunk = inbox.take_chunk(100)
-        time.sleep(0.001)
-        self._probe["received"].extend(chunk)
 
 
 def test_receiver_memory_stays_within_the_window_under_a_slow_consumer():
