@@ -54,7 +54,7 @@ class DistributedPartitionedCollector(OutboundCollector):
                  remote_from: int) -> None:
         super().__init__(leaves)
         self._key_fn, self._table, self._remote_from = key_fn, table, remote_from
-        self._partition_of = key_to_partition_fn(partitioner)
+        self._partition_of = key_to_partition_fn(partitioner, distributed=True)
 
     def _distribute(self, chunk: list) -> None:
         pieces: list[list] = [[] for _ in self.leaves]

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any, Callable, Iterator
 
 from jet.core.edge import DEFAULT_QUEUE_SIZE, Edge, RoutingPolicy
+from jet.core.key_encoding import UnsupportedKeyError, canonical_bytes
 
 LOCAL_PARALLELISM_USE_DEFAULT = -1
 FIRST_STAGE_VERTEX_NAME_SUFFIX = "-prepare"
@@ -172,6 +173,13 @@ class DAG:
                 f"edge {edge.source.name!r} -> {edge.dest.name!r} is distributed but its"
                 f" partitioner {edge.partitioner!r} is not stable across processes; use the"
                 " default partitioner")
+        if edge.all_to_one_key is not None and edge.is_distributed():
+            try:
+                canonical_bytes(edge.all_to_one_key)
+            except UnsupportedKeyError as unsupported:
+                raise DagValidationError(
+                    f"edge {edge.source.name!r} -> {edge.dest.name!r} is distributed all-to-one:"
+                    f" {unsupported}") from None
 
     def _topological_order(self) -> list[Vertex]:
         indegree = {name: 0 for name in self._vertices}
