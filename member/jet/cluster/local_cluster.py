@@ -21,7 +21,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 import jet
 from jet.cluster.auth import TOKEN_ENV
@@ -59,9 +59,12 @@ class LocalCluster:
 
     def __init__(self, members: int = 2, threads: int | None = None, *, log_dir: str | os.PathLike | None = None,
                  log_level: str = "INFO", ready_timeout_s: float = READY_TIMEOUT_S,
-                 **settings: Any) -> None:
+                 member_env: Sequence[Mapping[str, str]] | None = None, **settings: Any) -> None:
+        """``member_env[i]``: environment variables for member i only (say, its ``PYTHONHASHSEED``)."""
         if members < 1:
             raise ValueError(f"local_cluster(members=...) must be >= 1, got {members}")
+        if member_env is not None and len(member_env) != members:
+            raise ValueError(f"member_env needs one mapping per member ({members}), got {len(member_env)}")
         # Validates the names and values; TLS settings also secure this side's client.
         self.tls = MemberSettings.load({**settings, "cooperative_threads": threads}, environ={}).tls_config()
         self.token = secrets.token_urlsafe(32)
@@ -77,7 +80,8 @@ class LocalCluster:
         env.update({TOKEN_ENV: self.token, "PYTHONPATH": _python_path(), "PYTHONUNBUFFERED": "1"})
         try:
             for index in range(members):
-                self.members.append(self._spawn(index, threads, env, log_dir, log_level))
+                own_env = {**env, **member_env[index]} if member_env else env
+                self.members.append(self._spawn(index, threads, own_env, log_dir, log_level))
             self._wait_ready(ready_timeout_s)
         except BaseException:
             self.close()
