@@ -1,6 +1,7 @@
 """Jobs on real member processes: results, failures, cancellation, lost members."""
 
 import os
+import re
 import signal
 import time
 from collections import Counter
@@ -170,17 +171,16 @@ def test_results_and_metrics_of_a_pipeline_come_from_every_member(cluster3):
 
     text = REPO_ROOT / "examples" / "data" / "two-cities.txt"
     dag = to_dag(load_job(str(REPO_ROOT / "examples" / "wordcount.py"), (str(text),)), 1)
-    expected = jet.execution.execute(dag)
     job = cluster3.new_job(dag)
     job.join(timeout=60)
-    ((ranking,),), ((expected_ranking,),) = job.results().values(), expected.values()
-    assert [n for _, n in ranking] == [n for _, n in expected_ranking]  # tied words in any order
+    ((ranking,),) = job.results().values()
+    assert_is_the_top_ten_words_of(ranking, text)
     metrics = job.metrics()
     source = next(name for name in metrics if "read" in name or "source" in name.lower() or "files" in name)
     assert metrics[source]["out"] == len(text.read_text().splitlines())
 
 
-def test_jet_run_members_3_prints_the_same_answer_as_one_member():
+def test_jet_run_members_3_prints_the_plain_python_answer():
     import subprocess
     import sys
 
@@ -195,6 +195,11 @@ def test_jet_run_members_3_prints_the_same_answer_as_one_member():
         (ranking,) = [eval(line) for line in result.stdout.splitlines() if line.startswith("  ")]  # noqa: S307
         return ranking
 
-    three, one = run(3), run(1)
-    assert [n for _, n in three] == [n for _, n in one]  # words tied on a count may come in any order
-    assert {w: n for w, n in three if w in dict(one)} == {w: n for w, n in one if w in dict(three)}
+    assert_is_the_top_ten_words_of(run(3), REPO_ROOT / "examples" / "data" / "two-cities.txt")
+
+
+def assert_is_the_top_ten_words_of(ranking: list, text_path) -> None:
+    """``ranking`` is examples/wordcount.py's answer for ``text_path``, computed in plain Python."""
+    counts = Counter(re.findall(r"[a-z']+", text_path.read_text().lower()))
+    assert [n for _, n in ranking] == [n for _, n in counts.most_common(10)]  # tied words in any order
+    assert dict(ranking).items() <= counts.items()

@@ -9,22 +9,10 @@ import pytest
 from jet import AggregateOperations, Pipeline, Sinks, Sources
 from jet.cluster.local_cluster import LocalCluster
 from jet.execution.errors import JobFailedError
+from tests.core.key_strategies import Badge
 
 SEEDS = ("11", "22", "33")
 WORDS = [f"word-{i}" for i in range(12)]
-
-
-class Badge:
-    """Equal by value, hashable, and without a canonical encoding."""
-
-    def __init__(self, name: str) -> None:
-        self.name = name
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, Badge) and other.name == self.name
-
-    def __hash__(self) -> int:
-        return hash(self.name)
 
 
 @pytest.fixture(scope="module")

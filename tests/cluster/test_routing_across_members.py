@@ -2,12 +2,10 @@
 
 import pytest
 
-from jet.cluster.distributed_plan import partition_owners
 from jet.core import DAG, Edge
 from jet.core.functions import whole_item
-from jet.core.partitioner import murmur_partition
 from jet.core.processors import items_source_p, map_p
-from jet.execution.plan import owned_partition_table
+from tests import partition_oracle as oracle
 from tests.cluster.cluster_support import deliveries, json_sink
 
 ITEMS = list(range(600))
@@ -48,13 +46,10 @@ def test_broadcast_gives_every_processor_in_the_cluster_every_item_once(cluster,
 def test_partitioned_lands_each_item_on_the_owner_of_its_partition(cluster, tmp_path):
     got = run_edge(cluster, tmp_path, lambda e: e.partitioned(whole_item))
     members = len(cluster.members)
-    owners = partition_owners(members)
-    tables = {m: owned_partition_table(owners, m, SINK_PARALLELISM) for m in range(members)}
     expected: dict = {processor: [] for processor in got}
     for item in ITEMS:
-        partition = murmur_partition(item)
-        member = owners[partition]
-        expected[(member, tables[member][partition])].append(item)
+        partition = oracle.partition_of(item)
+        expected[oracle.processor_on_distributed_edge(partition, members, SINK_PARALLELISM)].append(item)
     assert {p: sorted(items) for p, items in got.items()} == expected
     assert all(expected.values()), "every processor should own some of 600 keys"
 
@@ -64,11 +59,8 @@ def test_all_to_one_sends_everything_to_exactly_one_processor_in_the_cluster(clu
     receivers = [p for p, items in got.items() if items]
     assert len(receivers) == 1, f"processors that received items: {receivers}"
     assert sorted(got[receivers[0]]) == ITEMS
-    members = len(cluster.members)
-    owners = partition_owners(members)
-    partition = murmur_partition("the-key")
-    owner = owners[partition]
-    assert receivers[0] == (owner, owned_partition_table(owners, owner, SINK_PARALLELISM)[partition])
+    partition = oracle.partition_of("the-key")
+    assert receivers[0] == oracle.processor_on_distributed_edge(partition, len(cluster.members), SINK_PARALLELISM)
 
 
 def test_a_chain_of_distributed_stages_keeps_every_item(cluster, tmp_path):

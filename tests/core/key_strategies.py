@@ -1,5 +1,5 @@
-"""Hypothesis strategies of partitioning keys, and key types importable by name, so that a
-worker process can unpickle the generated keys."""
+"""Hypothesis strategies of partitioning keys, and key types importable by name, so that worker
+and member processes can unpickle them."""
 
 from __future__ import annotations
 
@@ -31,6 +31,19 @@ class Level(enum.IntEnum):
 
 
 Pair = namedtuple("Pair", "left right")
+
+
+class Badge:
+    """Equal by value and hashable, but without a canonical encoding."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Badge) and other.name == self.name
+
+    def __hash__(self) -> int:
+        return hash(self.name)
 
 
 def _scalars_the_oracle_encodes(floats: st.SearchStrategy) -> st.SearchStrategy:

@@ -1,10 +1,11 @@
 from collections import Counter
 
 from jet.core import DAG, HASH_PARTITIONER, Edge, EdgeConfig
-from jet.core.partitioner import murmur_partition
 from jet.core.processors import items_source_p
 from jet.execution import execute
 
+from tests import partition_oracle as oracle
+from tests.core.key_strategies import Badge
 from tests.execution.support import items_of, recording_sink
 
 N = 4000
@@ -60,9 +61,11 @@ def test_broadcast_delivers_every_item_to_every_processor_exactly_once():
 def test_partitioned_sends_each_key_to_its_partition_owner():
     words = [f"w{i % 97}" for i in range(N)]
     record = _run(lambda e: e.partitioned(lambda w: w), up=2, down=4, items=words)
-    for j in range(4):
-        assert items_of(record, j) and all(murmur_partition(w) % 4 == j for w in items_of(record, j))
-    assert Counter(x for j in range(4) for x in items_of(record, j)) == Counter(words)
+    expected = {j: Counter() for j in range(4)}
+    for word in words:
+        expected[oracle.processor_on_local_edge(oracle.partition_of(word), 4)][word] += 1
+    assert {j: Counter(items_of(record, j)) for j in range(4)} == expected
+    assert all(expected.values()), "97 keys should reach every processor"
 
 
 def test_partitioned_with_the_hash_partitioner_on_a_local_edge():
@@ -75,6 +78,14 @@ def test_partitioned_with_the_hash_partitioner_on_a_local_edge():
 
 def test_all_to_one_sends_everything_to_one_processor():
     record = _run(lambda e: e.all_to_one("the-key"), up=2, down=4)
-    target = murmur_partition("the-key") % 4
+    target = oracle.processor_on_local_edge(oracle.partition_of("the-key"), 4)
     assert sorted(items_of(record, target)) == list(range(N))
     assert all(not record[j] for j in range(4) if j != target)
+
+
+def test_a_local_partitioned_edge_places_keys_without_an_encoding_by_their_hash():
+    badges = [Badge(f"b{i % 31}") for i in range(N)]
+    record = _run(lambda e: e.partitioned(lambda b: b), up=2, down=3, items=badges)
+    for j in range(3):
+        assert all(hash(b) % 271 % 3 == j for b in items_of(record, j))
+    assert sum(len(record[j]) for j in range(3)) == N
