@@ -1,13 +1,16 @@
 """The default partitioner: the documented encoding, equal keys together, the same partition in
 every process whatever its hash seed, and a clear refusal of keys it cannot encode."""
 
+import dataclasses
 import datetime
+import gc
 import json
 import os
 import pickle
 import struct
 import subprocess
 import sys
+import weakref
 from decimal import Decimal
 from fractions import Fraction
 from pathlib import Path
@@ -134,3 +137,16 @@ def test_a_distributed_all_to_one_edge_with_a_key_without_an_encoding_is_refused
     sink = dag.new_vertex("sink", noop_p(), 1)
     with pytest.raises(DagValidationError, match=r"'source' -> 'sink' is distributed all-to-one: .*Opaque"):
         dag.edge(Edge.between(source, sink).all_to_one(Opaque()).distributed())
+
+
+def test_the_encoder_does_not_keep_a_jobs_key_class_alive():
+    def encode_keys_of_a_new_class():
+        @dataclasses.dataclass(frozen=True)
+        class JobKey:
+            n: int
+        canonical_bytes(JobKey(1))
+        return weakref.ref(JobKey)
+
+    key_class = encode_keys_of_a_new_class()
+    gc.collect()
+    assert key_class() is None

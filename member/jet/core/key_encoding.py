@@ -42,6 +42,7 @@ import datetime
 import enum
 import struct
 import uuid
+import weakref
 from decimal import Decimal
 from fractions import Fraction
 from typing import Any, Callable
@@ -273,12 +274,18 @@ _VALUE_BASES: dict[type, Callable[[Any], Any]] = {
 }
 
 
+# Weak: a job's own classes (unpickled by value) must not outlive the job on a member.
+_DERIVED_ENCODERS: "weakref.WeakKeyDictionary[type, Callable[[Any], bytes]]" = weakref.WeakKeyDictionary()
+
+
 def _encoder_for_type(kind: type) -> Callable[[Any], bytes]:
-    """The encoder of a type not in ``_ENCODERS`` (remembered there), or UnsupportedKeyError."""
-    encoder = _derived_encoder(kind)
+    """The encoder of a type not in ``_ENCODERS``, or UnsupportedKeyError."""
+    encoder = _DERIVED_ENCODERS.get(kind)
     if encoder is None:
-        raise UnsupportedKeyError(kind)
-    _ENCODERS[kind] = encoder
+        encoder = _derived_encoder(kind)
+        if encoder is None:
+            raise UnsupportedKeyError(kind)
+        _DERIVED_ENCODERS[kind] = encoder
     return encoder
 
 
