@@ -19,7 +19,8 @@ import cloudpickle
 from jet.cluster import messages
 from jet.cluster.auth import TlsConfig, load_cluster_token
 from jet.cluster.coordinator import JobStatus
-from jet.cluster.transport import PeerConnection
+from jet.cluster.job_history import UnknownJobError
+from jet.cluster.transport import ControlCallError, PeerConnection
 from jet.core.dag import DAG, DagValidationError
 from jet.execution.errors import JobCancelledError, JobFailedError, JobTimeoutError
 
@@ -148,8 +149,13 @@ class JetClient:
 
     def _call_raw(self, msg_type: str, header: dict[str, Any], blob: bytes = b"", *,
                   timeout_s: float = CALL_TIMEOUT_S, wait_for_ready: bool = True) -> tuple[dict[str, Any], bytes]:
-        reply = self._connection.control(msg_type, messages.encode_message(header, blob), timeout_s,
-                                         wait_for_ready=wait_for_ready)
+        try:
+            reply = self._connection.control(msg_type, messages.encode_message(header, blob), timeout_s,
+                                             wait_for_ready=wait_for_ready)
+        except ControlCallError as e:
+            if (e.details or "").startswith(f"{UnknownJobError.__name__}: "):
+                raise UnknownJobError(e.details.split(": ", 1)[1]) from e
+            raise
         return messages.decode_message(reply)
 
     def close(self) -> None:
