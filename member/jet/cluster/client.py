@@ -48,7 +48,12 @@ class Job:
     def join(self, timeout: float | None = None) -> None:
         """Wait for the job to end. Raises :class:`JobFailedError` (``JobCancelledError`` when it was
         cancelled) carrying the original traceback text and ``member_index``, or
-        :class:`JobTimeoutError` when ``timeout`` seconds pass first (the job keeps running)."""
+        :class:`JobTimeoutError` when ``timeout`` seconds pass first (the job keeps running).
+
+        Without ``timeout`` it waits as long as the job runs, in bounded slices: each ``job_wait``
+        call has a deadline (a coordinator that stops answering raises ``ControlCallError``), and
+        every wait of the coordinator is bounded, so a job whose members stop answering ends
+        FAILED naming them rather than leaving this call waiting."""
         deadline = None if timeout is None else time.monotonic() + timeout
         while True:
             remaining = WAIT_SLICE_S if deadline is None else min(WAIT_SLICE_S, deadline - time.monotonic())
