@@ -34,6 +34,8 @@ from jet.execution.service import TaskletExecutionService
 
 log = logging.getLogger("jet.cluster.job_execution")
 REPORT_THREAD_PREFIX = "jet.execution-report-"
+CLEANUP_WAIT_S = 5.0
+"""How long cleanup waits for a still-running execution to stop after cancelling it."""
 
 
 @dataclass(frozen=True)
@@ -181,7 +183,10 @@ class JobExecution:
         """Unregister from the network; a still-running execution is cancelled first."""
         if self._future is not None and not self._future.is_done():
             self.cancel("cleaned up")
-            self._future.wait(5.0)
+            if not self._future.wait(CLEANUP_WAIT_S):
+                log.warning("job %s: execution %d on member %d still runs %.0f s after its cancel (%s)",
+                            self.job_id, self.execution_id, self.member_index, CLEANUP_WAIT_S,
+                            ", ".join(self._future.running_tasklets()))
         self._network.unregister(self.execution_id)
 
     def _peer_lost(self, peer: int, error: BaseException) -> None:
