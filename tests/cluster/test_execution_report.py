@@ -9,10 +9,10 @@ import threading
 import time
 
 from jet.cluster.coordinator import JobStatus
-from jet.cluster.member import Member
-from jet.cluster.settings import MemberSettings
 from jet.connectors.sinks import ListResultSinkP
 from jet.core import DAG, Edge, Processor
+from tests.cluster.cluster_support import wait_until
+from tests.cluster.member_support import member_in_this_process, submit_one_vertex
 
 PROGRESS_NEEDED = 200
 """Calls job B must make while job A's result is being pickled."""
@@ -52,16 +52,9 @@ class EmitSlowP(Processor):
 
 
 def test_results_are_pickled_off_the_worker_threads_and_other_jobs_keep_running():
-    member = Member(MemberSettings(port=0, http_port=0, host="127.0.0.1", cooperative_threads=1,
-                                   token="report-test")).start()
-    try:
-        endless = DAG()
-        endless.new_vertex("count", CountingP, 1)
-        job_b = member.submit(endless)
-        deadline = time.monotonic() + 30
-        while CountingP.calls == 0 and time.monotonic() < deadline:
-            time.sleep(0.01)
-        assert CountingP.calls > 0, "job B runs"
+    with member_in_this_process() as member:
+        job_b = submit_one_vertex(member, "count", CountingP)
+        wait_until(lambda: CountingP.calls > 0, what="job B running")
         slow = DAG()
         source = slow.new_vertex("source", EmitSlowP, 1)
         sink = slow.new_vertex("sink", lambda: ListResultSinkP("default"), 1)
@@ -74,5 +67,3 @@ def test_results_are_pickled_off_the_worker_threads_and_other_jobs_keep_running(
         assert [type(item) for item in member.coordinator.results(job_a)["default"]] == [SlowToPickle]
         member.coordinator.cancel(job_b)
         assert member.coordinator.wait(job_b, 30).status is JobStatus.FAILED
-    finally:
-        member.stop()

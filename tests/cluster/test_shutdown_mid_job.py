@@ -8,9 +8,9 @@ as cancelled, not COMPLETED with partial output.
 import time
 
 from jet.cluster.coordinator import JobStatus
-from jet.cluster.member import Member
-from jet.cluster.settings import MemberSettings
-from jet.core import DAG, Processor
+from jet.core import Processor
+from tests.cluster.cluster_support import wait_until
+from tests.cluster.member_support import member_in_this_process, submit_one_vertex
 
 
 class BlockingWriterP(Processor):
@@ -26,19 +26,10 @@ class BlockingWriterP(Processor):
 
 
 def test_a_member_service_shut_down_mid_job_fails_the_job_as_cancelled():
-    member = Member(MemberSettings(port=0, http_port=0, host="127.0.0.1", cooperative_threads=1,
-                                   token="shutdown-test")).start()
-    try:
-        dag = DAG()
-        dag.new_vertex("writer", BlockingWriterP, 1)
-        job = member.submit(dag)
-        deadline = time.monotonic() + 30
-        while BlockingWriterP.batches < 10 and time.monotonic() < deadline:
-            time.sleep(0.01)
-        assert BlockingWriterP.batches >= 10, "the job runs"
+    with member_in_this_process() as member:
+        job = submit_one_vertex(member, "writer", BlockingWriterP)
+        wait_until(lambda: BlockingWriterP.batches >= 10, what="the job running")
         member.service.shutdown()
         record = member.coordinator.wait(job, 60)
         assert record.status is JobStatus.FAILED, record.to_header()
         assert record.failure.cancelled and "shut down" in record.failure.error
-    finally:
-        member.stop()
