@@ -5,13 +5,17 @@ The lost reports and the silent member are made with the members' fault-injectio
 reports to itself in place.
 """
 
+import os
+import time
+from pathlib import Path
+
 import pytest
 
 import jet
 from jet.cluster.coordinator import JobStatus
 from jet.connectors.sinks import ListResultSinkP
 from jet.core import DAG, Edge
-from jet.core.processors import items_source_p
+from jet.core.processors import items_source_p, noop_p
 from jet.execution.errors import JobFailedError
 
 ITEMS = list(range(1000))
@@ -61,3 +65,32 @@ def test_a_member_that_never_reports_fails_the_job_naming_it(tmp_path):
         message = str(failure.value)
         assert "MemberSilentError: member 1 sent no report" in message
         assert "did not answer when asked for the state of execution" in message
+
+
+class SupplierStuckOnOneMember:
+    """A processor supplier that, in the process ``pid`` only, waits for ``gate`` to exist."""
+
+    def __init__(self, pid: int, gate: Path) -> None:
+        self.pid, self.gate = pid, str(gate)
+
+    def __call__(self):
+        deadline = time.monotonic() + 120
+        while os.getpid() == self.pid and not os.path.exists(self.gate) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        return noop_p()()
+
+
+def test_a_member_that_does_not_answer_init_within_the_setting_fails_the_job_naming_it(tmp_path):
+    gate = tmp_path / "let-init-finish"
+    with jet.local_cluster(members=2, log_dir=tmp_path, init_timeout_ms=1000) as cluster:
+        dag = DAG()
+        dag.new_vertex("stuck", SupplierStuckOnOneMember(cluster.members[1].pid, gate), 1)
+        job = cluster.new_job(dag)
+        try:
+            with pytest.raises(JobFailedError) as failure:
+                job.join(timeout=20)  # the built-in bound before init_timeout_ms was 30 s
+        finally:
+            gate.touch()
+        assert failure.value.member_index == 1
+        assert "member 1 failed init" in str(failure.value)
+        assert "DEADLINE_EXCEEDED" in str(failure.value)
