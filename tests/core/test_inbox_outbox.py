@@ -45,3 +45,14 @@ def test_outbox_offer_chunk_accepts_whole_chunks_while_below_capacity():
     assert not outbox.offer_chunk([7])
     assert outbox.buckets == [[1, 2, 3, 4, 5, 6]]
     assert not outbox.has_room()
+
+
+def test_a_chunk_taken_from_an_empty_inbox_is_the_callers_alone():
+    taken = Inbox().take_chunk()
+    taken.append("leaked")
+    assert Inbox().is_empty() and Inbox().take_chunk() == []
+    drained = Inbox()
+    drained.add_chunk([1])
+    drained.take_chunk()
+    drained.take_chunk().append("leaked again")
+    assert drained.is_empty() and len(Inbox()) == 0 and Inbox().peek_chunk(3) == []

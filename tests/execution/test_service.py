@@ -179,3 +179,36 @@ def test_cancel_stops_a_job_that_would_never_end():
         with pytest.raises(JobCancelledError):
             future.result(timeout=5)
         assert future.running_tasklets() == []
+
+
+class CountingTasklet:
+    """A non-cooperative tasklet that makes progress on every call and never finishes by itself."""
+
+    is_cooperative = False
+
+    def __init__(self, name):
+        self.name = name
+        self.calls = 0
+
+    def init(self):
+        pass
+
+    def close(self):
+        pass
+
+    def call(self):
+        self.calls += 1
+        return MADE_PROGRESS
+
+
+def test_a_job_cut_short_by_shutdown_is_cancelled_never_completed():
+    tasklet = CountingTasklet("mid-job")
+    service = TaskletExecutionService(1)
+    future = service.submit([tasklet], "cut-short")
+    _wait_until(lambda: tasklet.calls > 0)
+    service.shutdown()
+    assert future.wait(10), "the job's future ends when the service shuts down"
+    assert isinstance(future.failure, JobCancelledError)
+    assert "shut down" in str(future.failure)
+    with pytest.raises(JobCancelledError):
+        future.result(timeout=0)

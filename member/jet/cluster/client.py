@@ -19,7 +19,8 @@ import cloudpickle
 from jet.cluster import messages
 from jet.cluster.auth import TlsConfig, load_cluster_token
 from jet.cluster.coordinator import JobStatus
-from jet.cluster.transport import PeerConnection
+from jet.cluster.job_history import UnknownJobError
+from jet.cluster.transport import ControlCallError, PeerConnection
 from jet.core.dag import DAG, DagValidationError
 from jet.execution.errors import JobCancelledError, JobFailedError, JobTimeoutError
 
@@ -47,7 +48,12 @@ class Job:
     def join(self, timeout: float | None = None) -> None:
         """Wait for the job to end. Raises :class:`JobFailedError` (``JobCancelledError`` when it was
         cancelled) carrying the original traceback text and ``member_index``, or
-        :class:`JobTimeoutError` when ``timeout`` seconds pass first (the job keeps running)."""
+        :class:`JobTimeoutError` when ``timeout`` seconds pass first (the job keeps running).
+
+        Without ``timeout`` it waits as long as the job runs, in bounded slices: each ``job_wait``
+        call has a deadline (a coordinator that stops answering raises ``ControlCallError``), and
+        every wait of the coordinator is bounded, so a job whose members stop answering ends
+        FAILED naming them rather than leaving this call waiting."""
         deadline = None if timeout is None else time.monotonic() + timeout
         while True:
             remaining = WAIT_SLICE_S if deadline is None else min(WAIT_SLICE_S, deadline - time.monotonic())
@@ -148,8 +154,13 @@ class JetClient:
 
     def _call_raw(self, msg_type: str, header: dict[str, Any], blob: bytes = b"", *,
                   timeout_s: float = CALL_TIMEOUT_S, wait_for_ready: bool = True) -> tuple[dict[str, Any], bytes]:
-        reply = self._connection.control(msg_type, messages.encode_message(header, blob), timeout_s,
-                                         wait_for_ready=wait_for_ready)
+        try:
+            reply = self._connection.control(msg_type, messages.encode_message(header, blob), timeout_s,
+                                             wait_for_ready=wait_for_ready)
+        except ControlCallError as e:
+            if (e.details or "").startswith(f"{UnknownJobError.__name__}: "):
+                raise UnknownJobError(e.details.split(": ", 1)[1]) from e
+            raise
         return messages.decode_message(reply)
 
     def close(self) -> None:

@@ -11,9 +11,13 @@ A job's life (Jet's ``JobStatus``; a cancelled job ends FAILED with ``JobCancell
     FAILED       the first failure of any member, a lost member, or a cancel
 
 The first failure cancels the execution on every other member, and the job result carries that
-failure's text, traceback and member. Nothing waits forever: control calls have deadlines, a lost
-member counts as that member's failure, and after a failure the members get
-``CANCEL_GRACE_S`` to report before the job is finalised anyway.
+failure's text, traceback and member. Every wait has a bound from :class:`ControlSettings` and a
+named outcome: a member that does not answer ``init`` (``init_timeout_ms``) or another call
+(``control_timeout_ms``) fails the job naming it; a running member silent for ``report_wait_ms``
+is asked for its execution's state: still running, the wait goes on; finished, its lost report
+is taken from the answer; no answer, the job fails naming it. A lost member counts as that
+member's failure, and after a failure the members get ``cancel_grace_ms`` to report before the
+job is finalised anyway. Finished jobs are kept as :class:`FinishedJobs` says.
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ import logging
 import secrets
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any, Callable, Mapping
@@ -32,15 +36,18 @@ import cloudpickle
 
 from jet.cluster import messages
 from jet.cluster.distributed_plan import partition_owners
-from jet.cluster.job_execution import ExecutionOutcome, PlanMessage
+from jet.cluster.job_execution import ExecutionOutcome, PlanMessage, decode_report
+from jet.cluster.job_history import FinishedJobs, UnknownJobError
+from jet.cluster.settings import ControlSettings
 from jet.core.dag import DAG, DagValidationError
 
 log = logging.getLogger("jet.cluster.coordinator")
 
-INIT_TIMEOUT_S = 30.0
-START_TIMEOUT_S = 10.0
-CANCEL_TIMEOUT_S = 5.0
-CANCEL_GRACE_S = 10.0
+CALL_SLACK_S = 2.0
+"""Beyond a call's own deadline, how long the coordinator waits for the thread making it (a call
+to member 0 itself runs in place, with no transport deadline)."""
+EXECUTION_DONE_STATE = "done"
+EXECUTION_RUNNING_STATE = "running"
 MemberCall = Callable[[int, str, bytes, float], bytes]
 """``call(member, message type, payload, timeout_s) -> reply``; raises when the member cannot answer."""
 
@@ -113,13 +120,17 @@ class JobCoordinator:
     """Coordinates every job of the cluster; lives on member 0."""
 
     def __init__(self, member_count: int, call_member: MemberCall, *, cooperative_threads: int = 1,
-                 on_status: Callable[[JobRecord], None] | None = None) -> None:
+                 on_status: Callable[[JobRecord], None] | None = None,
+                 control: ControlSettings | None = None, clock: Callable[[], float] = time.time) -> None:
         self.member_count = member_count
         self._call = call_member
         self._threads = cooperative_threads
         self._on_status = on_status
+        self.control = control or ControlSettings()
+        self._clock = clock
         self._changed = threading.Condition()
         self._jobs: dict[str, _JobRun] = {}
+        self._finished = FinishedJobs(self.control.max_finished_jobs, self.control.finished_job_ttl_s, clock)
         self._latest: str | None = None
         self._lost: dict[int, str] = {}
         self._pool = ThreadPoolExecutor(max_workers=max(4, 2 * member_count), thread_name_prefix="jet-coord")
@@ -133,7 +144,7 @@ class JobCoordinator:
         dag.validate()
         job_id = "-".join(f"{secrets.randbits(16):04x}" for _ in range(4))
         name = str((config or {}).get("name") or job_id)
-        run = _JobRun(JobRecord(job_id, name), dag, dag_bytes)
+        run = _JobRun(JobRecord(job_id, name, submission_time=self._clock()), dag, dag_bytes)
         with self._changed:
             self._jobs[job_id] = run
             self._latest = job_id
@@ -146,28 +157,28 @@ class JobCoordinator:
         FAILED with the user's traceback, so the client, /job and the operator report it."""
         job_id = "-".join(f"{secrets.randbits(16):04x}" for _ in range(4))
         outcome = ExecutionOutcome.of_failure(job_id, 0, 0, error)
-        record = JobRecord(job_id, name, status=JobStatus.FAILED, completion_time=time.time(),
+        now = self._clock()
+        record = JobRecord(job_id, name, status=JobStatus.FAILED, submission_time=now, completion_time=now,
                            failure=ExecutionOutcome(**{**outcome.to_header(), "tasklet": "building the job"}))
         with self._changed:
             self._jobs[job_id] = _JobRun(record, DAG(), b"")
             self._latest = job_id
+            self._forget(self._finished.add(job_id, now))
             self._changed.notify_all()
         log.error("job %s could not be built: %s", name, record.message)
         self._notify(record)
         return job_id
 
     def record(self, job_id: str) -> JobRecord:
-        """The job's record; ``KeyError`` naming the id when unknown."""
-        with self._changed:
-            run = self._jobs.get(job_id)
-        if run is None:
-            raise KeyError(f"no job with id {job_id!r} on this coordinator")
-        return run.record
+        """The job's record; :class:`UnknownJobError` naming the id when unknown or forgotten."""
+        return self._run_of(job_id).record
 
     def latest(self) -> JobRecord | None:
-        """The most recently submitted job."""
+        """The most recently submitted job, while it is kept."""
         with self._changed:
-            return None if self._latest is None else self._jobs[self._latest].record
+            self._forget(self._finished.expired())
+            run = None if self._latest is None else self._jobs.get(self._latest)
+        return None if run is None else run.record
 
     def wait(self, job_id: str, timeout_s: float) -> JobRecord:
         """Wait up to ``timeout_s`` for the job to end; returns its record either way."""
@@ -178,20 +189,31 @@ class JobCoordinator:
 
     def cancel(self, job_id: str) -> JobRecord:
         """Cancel the job everywhere; it ends FAILED with ``JobCancelledError``."""
-        run = self._jobs.get(job_id) or self._raise_unknown(job_id)
+        run = self._run_of(job_id)
         self._fail(run, ExecutionOutcome(job_id, run.execution_id, 0, ok=False, cancelled=True,
                                          error="JobCancelledError: the job was cancelled by the client",
                                          tasklet="client"))
         return run.record
 
-    @staticmethod
-    def _raise_unknown(job_id: str) -> _JobRun:
-        raise KeyError(f"no job with id {job_id!r} on this coordinator")
+    def _run_of(self, job_id: str) -> _JobRun:
+        with self._changed:
+            self._forget(self._finished.expired())
+            run = self._jobs.get(job_id)
+        if run is None:
+            raise UnknownJobError(f"unknown job {job_id!r}: it was never submitted to this coordinator or "
+                                  f"is no longer kept (the coordinator keeps {self._finished.describe()})")
+        return run
+
+    def _forget(self, job_ids: list[str]) -> None:
+        """Drop finished jobs and their results (the caller holds the condition)."""
+        for job_id in job_ids:
+            self._jobs.pop(job_id, None)
+            log.info("job %s is forgotten (the coordinator keeps %s)", job_id, self._finished.describe())
 
     # -- member side ------------------------------------------------------------------------
     def results(self, job_id: str) -> dict[str, list]:
         """The job's named results (``Context.results`` of every member, in member order)."""
-        run = self._jobs.get(job_id) or self._raise_unknown(job_id)
+        run = self._run_of(job_id)
         merged: dict[str, list] = {}
         with self._changed:
             for member in sorted(run.results):
@@ -202,14 +224,14 @@ class JobCoordinator:
     def metrics(self, job_id: str) -> dict[str, dict[str, int]]:
         """Items in and out per vertex over the cluster: final counts of finished members, live
         counts asked from the others (a member that cannot answer is left out)."""
-        run = self._jobs.get(job_id) or self._raise_unknown(job_id)
+        run = self._run_of(job_id)
         with self._changed:
             per_member = dict(run.final_metrics)
             live = [m for m in run.awaiting if m not in per_member] if run.record.status is JobStatus.RUNNING else []
         payload = messages.encode_message({"execution_id": run.execution_id})
         for member in live:
             try:
-                reply = self._call(member, messages.EXECUTION_METRICS, payload, START_TIMEOUT_S)
+                reply = self._call(member, messages.EXECUTION_METRICS, payload, self._call_timeout_s)
                 per_member[member] = messages.decode_message(reply)[0]["metrics"]
             except Exception as e:  # noqa: BLE001 - metrics are best effort
                 log.debug("no metrics from member %d: %s", member, e)
@@ -263,6 +285,10 @@ class JobCoordinator:
         finally:
             self._finish(run)
 
+    @property
+    def _call_timeout_s(self) -> float:
+        return self.control.control_timeout_ms / 1000
+
     def _execute(self, run: _JobRun) -> None:
         record = run.record
         members = range(self.member_count)
@@ -270,7 +296,7 @@ class JobCoordinator:
             if run.record.failure is not None:
                 return
             run.execution_id = secrets.randbits(63)
-            record.status, record.start_time = JobStatus.STARTING, time.time()
+            record.status, record.start_time = JobStatus.STARTING, self._clock()
             lost = dict(self._lost)
         self._notify(record)
         log.info("starting job %s (%s), execution %d on %d members, DAG:\n%s", record.job_id, record.name,
@@ -280,11 +306,12 @@ class JobCoordinator:
         if record.failure is not None:
             return
         owners = partition_owners(self.member_count)
+        init_s = self.control.init_timeout_ms / 1000
         inits = {m: self._pool.submit(self._call, m, messages.INIT, messages.encode_message(
             PlanMessage(record.job_id, run.execution_id, m, self.member_count, owners, record.name).to_header(),
-            run.dag_bytes), INIT_TIMEOUT_S) for m in members}
+            run.dag_bytes), init_s) for m in members}
         for member, future in inits.items():
-            if self._call_ok(run, member, messages.INIT, future):
+            if self._call_ok(run, member, messages.INIT, future, init_s):
                 run.initialised.add(member)
         with self._changed:
             if record.failure is not None:
@@ -292,20 +319,57 @@ class JobCoordinator:
             record.status = JobStatus.RUNNING
             run.awaiting = {m for m in members if m not in self._lost}
         self._notify(record)
-        header = messages.encode_message({"job_id": record.job_id, "execution_id": run.execution_id})
-        starts = {m: self._pool.submit(self._call, m, messages.START, header, START_TIMEOUT_S) for m in members}
+        starts = self._call_all(run, members, messages.START)
         for member, future in starts.items():
-            self._call_ok(run, member, messages.START, future)
-        with self._changed:
-            self._changed.wait_for(lambda: not run.awaiting or record.failure is not None)
+            self._call_ok(run, member, messages.START, future, self._call_timeout_s)
+        self._await_reports(run)
 
-    def _call_ok(self, run: _JobRun, member: int, msg_type: str, future) -> bool:
+    def _call_all(self, run: _JobRun, members, msg_type: str, extra: dict | None = None) -> dict[int, Future]:
+        """``msg_type`` about the current execution to each of ``members``, concurrently."""
+        payload = messages.encode_message({"job_id": run.record.job_id, "execution_id": run.execution_id,
+                                           **(extra or {})})
+        return {m: self._pool.submit(self._call, m, msg_type, payload, self._call_timeout_s) for m in members}
+
+    def _await_reports(self, run: _JobRun) -> None:
+        """Wait for every member's outcome; ask those silent for ``report_wait_ms`` for their state."""
+        wait_s = self.control.report_wait_ms / 1000
+        while True:
+            with self._changed:
+                if self._changed.wait_for(lambda: not run.awaiting or run.record.failure is not None, wait_s):
+                    return
+                silent = sorted(run.awaiting)
+            log.info("job %s: no report from members %s for %.1f s; asking for their execution's state",
+                     run.record.job_id, silent, wait_s)
+            for member, future in self._call_all(run, silent, messages.EXECUTION_STATE).items():
+                self._take_state(run, member, future)
+
+    def _take_state(self, run: _JobRun, member: int, future: Future) -> None:
+        """A still-running member is waited for; a finished one's report is taken from its answer;
+        a member that cannot answer fails the job, named."""
         try:
-            future.result()
+            header, blob = messages.decode_message(future.result(timeout=self._call_timeout_s + CALL_SLACK_S))
+        except Exception as e:  # noqa: BLE001 - a silent member: the job fails naming it
+            self._fail(run, ExecutionOutcome(
+                run.record.job_id, run.execution_id, member, ok=False,
+                error=(f"MemberSilentError: member {member} sent no report of job {run.record.job_id} for "
+                       f"{self.control.report_wait_ms} ms and did not answer when asked for the state of "
+                       f"execution {run.execution_id}: {type(e).__name__}: "
+                       f"{_describe(e, self._call_timeout_s)}"),
+                tasklet=f"execution state on member {member}"))
+            return
+        if header.get("state") == EXECUTION_DONE_STATE:
+            log.warning("job %s: member %d had finished but its report was lost; taking it from its answer",
+                        run.record.job_id, member)
+            self.on_execution_done(*decode_report(header, blob))
+
+    def _call_ok(self, run: _JobRun, member: int, msg_type: str, future: Future, timeout_s: float) -> bool:
+        try:
+            future.result(timeout=timeout_s + CALL_SLACK_S)
             return True
         except Exception as e:  # noqa: BLE001 - the member could not answer: its failure
             self._fail(run, ExecutionOutcome(run.record.job_id, run.execution_id, member, ok=False,
-                                             error=f"{type(e).__name__}: member {member} failed {msg_type}: {e}",
+                                             error=f"{type(e).__name__}: member {member} failed {msg_type}: "
+                                                   f"{_describe(e, timeout_s)}",
                                              tasklet=f"{msg_type} on member {member}"))
             return False
 
@@ -319,41 +383,34 @@ class JobCoordinator:
         log.error("job %s failed on member %d: %s\n%s", run.record.job_id, outcome.member, outcome.error,
                   outcome.traceback)
 
-    def _cancel_everywhere(self, run: _JobRun) -> None:
-        failure = run.record.failure
-        payload = messages.encode_message({"job_id": run.record.job_id, "execution_id": run.execution_id,
-                                           "reason": run.record.message, "member": failure.member})
-        calls = [self._pool.submit(self._call, m, messages.CANCEL, payload, CANCEL_TIMEOUT_S)
-                 for m in sorted(run.initialised) if m not in self._lost]
-        for call in calls:
+    def _cleanup_call(self, run: _JobRun, msg_type: str, extra: dict | None = None) -> None:
+        """``cancel`` or ``complete`` to every initialised member still there, each bounded."""
+        members = [m for m in sorted(run.initialised) if m not in self._lost]
+        for member, call in self._call_all(run, members, msg_type, extra).items():
             try:
-                call.result()
+                call.result(timeout=self._call_timeout_s + CALL_SLACK_S)
             except Exception as e:  # noqa: BLE001 - a member that cannot be reached is lost anyway
-                log.warning("cancel of job %s: %s", run.record.job_id, e)
+                log.warning("%s of job %s on member %d: %s", msg_type, run.record.job_id, member,
+                            _describe(e, self._call_timeout_s))
 
     def _finish(self, run: _JobRun) -> None:
         record = run.record
         if record.failure is not None and run.initialised:
-            self._cancel_everywhere(run)
+            self._cleanup_call(run, messages.CANCEL, {"reason": record.message, "member": record.failure.member})
+            grace_s = self.control.cancel_grace_ms / 1000
             with self._changed:
-                if not self._changed.wait_for(lambda: not (run.awaiting - set(self._lost)), CANCEL_GRACE_S):
-                    log.warning("job %s: members %s did not report within %.0f s of the cancel",
-                                record.job_id, sorted(run.awaiting), CANCEL_GRACE_S)
+                if not self._changed.wait_for(lambda: not (run.awaiting - set(self._lost)), grace_s):
+                    log.warning("job %s: members %s did not report within %.1f s of the cancel",
+                                record.job_id, sorted(run.awaiting), grace_s)
         with self._changed:
             record.status = JobStatus.COMPLETING
         self._notify(record)
-        payload = messages.encode_message({"job_id": record.job_id, "execution_id": run.execution_id})
-        calls = [self._pool.submit(self._call, m, messages.COMPLETE, payload, CANCEL_TIMEOUT_S)
-                 for m in sorted(run.initialised) if m not in self._lost]
-        for call in calls:
-            try:
-                call.result()
-            except Exception as e:  # noqa: BLE001
-                log.warning("cleanup of job %s: %s", record.job_id, e)
+        self._cleanup_call(run, messages.COMPLETE)
         with self._changed:
             record.status = JobStatus.FAILED if record.failure is not None else JobStatus.COMPLETED
-            record.completion_time = time.time()
+            record.completion_time = self._clock()
             run.dag = run.dag_bytes = None
+            self._forget(self._finished.add(record.job_id, record.completion_time))
             self._changed.notify_all()
         log.info("job %s %s in %.2f s", record.job_id, record.status.value,
                  record.completion_time - (record.start_time or record.submission_time))
@@ -370,3 +427,10 @@ class JobCoordinator:
                 self._on_status(record)
             except Exception:  # noqa: BLE001
                 log.exception("job status listener failed")
+
+
+def _describe(error: BaseException, timeout_s: float) -> str:
+    """A failed call's error text; a wait that ran out says so with its bound."""
+    if isinstance(error, TimeoutError) and not str(error):
+        return f"no answer within {timeout_s} s"
+    return str(error)

@@ -4,10 +4,12 @@ The coordinator sends ``init`` with the plan message (job id, execution id, clou
 member count, partition owners); this member builds its :class:`DistributedExecutionPlan` and
 registers the receivers and senders with the :class:`MemberNetwork`, so frames of the execution
 are routed before any member starts. ``start`` hands the tasklets to the member's shared
-:class:`TaskletExecutionService`; when the execution future completes, ``on_done`` gets the
-:class:`ExecutionOutcome` and this execution (the member sends both, with the plan's named results
-and vertex metrics, to the coordinator). A lost peer fails the execution
-with a :class:`JobFailedError` naming that member.
+:class:`TaskletExecutionService`. When the execution future completes, a thread of its own (never
+a cooperative worker: pickling large results there would stall every other job's tasklets)
+builds the end report (the :class:`ExecutionOutcome`, the plan's named results and vertex
+metrics), keeps it in ``report`` until cleanup (the coordinator may ask for it when the report
+was lost) and calls ``on_done`` with the outcome and this execution. A lost peer fails the
+execution with a :class:`JobFailedError` naming that member.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from typing import Any, Callable
 
 import cloudpickle
 
+from jet.cluster import messages
 from jet.cluster.distributed_plan import DistributedExecutionPlan
 from jet.cluster.network import MemberNetwork
 from jet.core.dag import DAG
@@ -30,6 +33,9 @@ from jet.execution.plan import MemberTopology
 from jet.execution.service import TaskletExecutionService
 
 log = logging.getLogger("jet.cluster.job_execution")
+REPORT_THREAD_PREFIX = "jet.execution-report-"
+CLEANUP_WAIT_S = 5.0
+"""How long cleanup waits for a still-running execution to stop after cancelling it."""
 
 
 @dataclass(frozen=True)
@@ -64,6 +70,25 @@ class ExecutionOutcome:
                    cancelled=isinstance(failure, JobCancelledError),
                    error=f"{type(cause).__name__}: {cause}", traceback=text,
                    tasklet=getattr(failure, "tasklet", ""))
+
+
+def encode_report(outcome: ExecutionOutcome, results: dict[str, list],
+                  metrics: dict[str, dict[str, int]]) -> tuple[dict[str, Any], bytes]:
+    """The header and blob of an execution's end report (``execution_done``); results that
+    cannot be pickled are left out with an error in the log (the job itself succeeded)."""
+    blob = b""
+    if outcome.ok and results:
+        try:
+            blob = cloudpickle.dumps(results)
+        except Exception as e:  # noqa: BLE001 - say why the results cannot travel
+            log.error("job %s: the results on member %d cannot be pickled: %s", outcome.job_id, outcome.member, e)
+    return {**outcome.to_header(), "metrics": metrics}, blob
+
+
+def decode_report(header: dict[str, Any], blob: bytes
+                  ) -> tuple[ExecutionOutcome, dict[str, list], dict[str, dict[str, int]]]:
+    """Inverse of :func:`encode_report` (the blob comes from an authenticated member)."""
+    return ExecutionOutcome.from_header(header), cloudpickle.loads(blob) if blob else {}, header.get("metrics") or {}
 
 
 @dataclass(frozen=True)
@@ -106,7 +131,8 @@ class JobExecution:
         self._lock = threading.Lock()
         self._future: ExecutionFuture | None = None
         self._pending_failure: JobFailedError | None = None
-        self._reported = False
+        self.report: tuple[dict[str, Any], bytes] | None = None
+        """The end report (header, blob) once the execution finished, until cleanup."""
         dag = cloudpickle.loads(dag_bytes)
         if not isinstance(dag, DAG):
             raise TypeError(f"init of job {self.job_id}: the payload is a {type(dag).__name__}, not a DAG")
@@ -157,7 +183,10 @@ class JobExecution:
         """Unregister from the network; a still-running execution is cancelled first."""
         if self._future is not None and not self._future.is_done():
             self.cancel("cleaned up")
-            self._future.wait(5.0)
+            if not self._future.wait(CLEANUP_WAIT_S):
+                log.warning("job %s: execution %d on member %d still runs %.0f s after its cancel (%s)",
+                            self.job_id, self.execution_id, self.member_index, CLEANUP_WAIT_S,
+                            ", ".join(self._future.running_tasklets()))
         self._network.unregister(self.execution_id)
 
     def _peer_lost(self, peer: int, error: BaseException) -> None:
@@ -166,7 +195,18 @@ class JobExecution:
         log.error("job %s, execution %d: %s", self.job_id, self.execution_id, failure)
         self.fail(failure)
 
+    def report_payload(self) -> bytes | None:
+        """The end report as an ``execution_done`` payload, or None while running."""
+        report = self.report
+        return None if report is None else messages.encode_message(*report)
+
     def _completed(self, future: ExecutionFuture) -> None:
+        """On the thread that finished the last tasklet (a cooperative worker, usually): hand
+        the report over to a thread of its own at once."""
+        threading.Thread(target=self._finish, args=(future,), daemon=True,
+                         name=f"{REPORT_THREAD_PREFIX}{self.execution_id}").start()
+
+    def _finish(self, future: ExecutionFuture) -> None:
         outcome = ExecutionOutcome.of_failure(self.job_id, self.execution_id, self.member_index, future.failure)
         if outcome.ok:
             log.info("job %s: execution %d completed on member %d", self.job_id, self.execution_id,
@@ -177,4 +217,5 @@ class JobExecution:
         else:
             log.error("job %s: execution %d failed on member %d in %s: %s\n%s", self.job_id,
                       self.execution_id, self.member_index, outcome.tasklet, outcome.error, outcome.traceback)
+        self.report = encode_report(outcome, self.plan.results if outcome.ok else {}, self.plan.vertex_metrics())
         self._on_done(outcome, self)

@@ -20,8 +20,9 @@ from typing import Any, Callable
 import cloudpickle
 
 from jet.cluster import messages
-from jet.cluster.coordinator import JobCoordinator, JobRecord, JobStatus
-from jet.cluster.job_execution import ExecutionOutcome, JobExecution, PlanMessage
+from jet.cluster.coordinator import (EXECUTION_DONE_STATE, EXECUTION_RUNNING_STATE, JobCoordinator, JobRecord,
+                                    JobStatus)
+from jet.cluster.job_execution import ExecutionOutcome, JobExecution, PlanMessage, decode_report
 from jet.cluster.member_http import MemberHttpServer, MemberMetrics
 from jet.cluster.network import MemberNetwork
 from jet.cluster.peers import PeerAddress, parse_peers, wait_for_peers
@@ -35,8 +36,9 @@ from jet.execution.service import TaskletExecutionService
 log = logging.getLogger("jet.cluster.member")
 
 PEER_TIMEOUT_S = 300.0
-REPORT_TIMEOUT_S = 10.0
 MAX_WAIT_S = 30.0
+REPORT_FIRST_BACKOFF_S = 0.1
+REPORT_MAX_BACKOFF_S = 5.0
 
 
 class JobInitError(RuntimeError):
@@ -69,7 +71,12 @@ class Member:
                                    on_frame=self.network.on_frame, on_control=self._on_control,
                                    on_connection_lost=self._connection_lost)
         self.coordinator = (JobCoordinator(self.member_count, self.call_member, cooperative_threads=self.threads,
-                                           on_status=self._count_job) if index == 0 else None)
+                                           on_status=self._count_job, control=settings.control)
+                            if index == 0 else None)
+        remote = index != 0  # member 0 reports to itself in place: no network can lose that
+        self._faults = {"drop_reports": settings.control.fault_drop_reports if remote else 0,
+                        "unanswered_state_queries": settings.control.fault_unanswered_state_queries if remote else 0}
+        """Fault injection for tests: how many more reports to drop and state queries to ignore."""
         self._serving = threading.Event()
         http_host = "0.0.0.0" if settings.host in ("[::]", "::", "0.0.0.0") else settings.host.strip("[]")
         self.http = MemberHttpServer(http_host, settings.http_port, healthy=self._serving.is_set,
@@ -252,27 +259,58 @@ class Member:
     def _execution_metrics(self, peer: int, header: dict, blob: bytes) -> dict:
         return {"metrics": self._execution(header).plan.vertex_metrics()}
 
+    def _execution_state(self, peer: int, header: dict, blob: bytes) -> dict | tuple[dict, bytes]:
+        """The coordinator asks after an execution it heard nothing from: still running, or
+        finished with this report (the one that may have been lost)."""
+        execution = self._execution(header)
+        if self._take_fault("unanswered_state_queries"):
+            self.stopped.wait(self.settings.control.control_timeout_ms / 1000 + 1.0)
+            raise TimeoutError(f"fault injection: member {self.index} left a state query unanswered")
+        report = execution.report
+        if report is None:
+            return {"state": EXECUTION_RUNNING_STATE}
+        return {**report[0], "state": EXECUTION_DONE_STATE}, report[1]
+
+    def _take_fault(self, fault: str) -> bool:
+        with self._lock:
+            if self._faults[fault] <= 0:
+                return False
+            self._faults[fault] -= 1
+            return True
+
     def _report(self, outcome: ExecutionOutcome, execution: JobExecution) -> None:
+        """On the execution's report thread: count it, then send its report to the coordinator."""
         self.metrics.running.dec()
         self.metrics.executions.labels("completed" if outcome.ok else "cancelled" if outcome.cancelled
                                        else "failed").inc()
-        results = execution.plan.results if outcome.ok else {}
         try:
-            blob = cloudpickle.dumps(results) if results else b""
-        except Exception as e:  # noqa: BLE001 - the job succeeded; say why its results cannot travel
-            log.error("job %s: the results on member %d cannot be pickled: %s", outcome.job_id, self.index, e)
-            blob = b""
-        payload = messages.encode_message({**outcome.to_header(),
-                                           "metrics": execution.plan.vertex_metrics()}, blob)
+            self._reports.submit(self._send_report, outcome, execution.report_payload())
+        except RuntimeError:  # the member is shutting down: the coordinator sees it lost
+            log.debug("member %d is stopping; the report of job %s is not sent", self.index, outcome.job_id)
 
-        def send() -> None:
+    def _send_report(self, outcome: ExecutionOutcome, payload: bytes) -> None:
+        """Send an end report, retrying with backoff for ``report_retry_ms``; after that the
+        coordinator asks for it (it stays in the execution until cleanup)."""
+        retry_s = self.settings.control.report_retry_ms / 1000
+        deadline = time.monotonic() + retry_s
+        backoff_s, attempt = REPORT_FIRST_BACKOFF_S, 0
+        while True:
+            attempt += 1
             try:
-                self.call_member(0, messages.EXECUTION_DONE, payload, REPORT_TIMEOUT_S)
-            except Exception as e:  # noqa: BLE001 - the coordinator is gone: its loss fails the job
-                log.error("member %d could not report the end of job %s to the coordinator: %s",
-                          self.index, outcome.job_id, e)
-
-        self._reports.submit(send)
+                if self._take_fault("drop_reports"):
+                    raise ConnectionError("fault injection: the report was dropped")
+                self.call_member(0, messages.EXECUTION_DONE, payload, self.settings.control.control_timeout_ms / 1000)
+                return
+            except Exception as e:  # noqa: BLE001 - retried; the coordinator asks after it anyway
+                remaining = deadline - time.monotonic()
+                if remaining <= 0 or self.stopped.is_set():
+                    log.error("member %d could not report the end of job %s to the coordinator in %d attempts "
+                              "over %.1f s: %s", self.index, outcome.job_id, attempt, retry_s, e)
+                    return
+                log.warning("member %d: report of job %s failed (attempt %d), retrying in %.2f s: %s",
+                            self.index, outcome.job_id, attempt, min(backoff_s, remaining), e)
+                self.stopped.wait(min(backoff_s, remaining))
+                backoff_s = min(backoff_s * 2, REPORT_MAX_BACKOFF_S)
 
     # -- handlers: the coordinator ---------------------------------------------------------------
     def _require_coordinator(self) -> JobCoordinator:
@@ -309,8 +347,7 @@ class Member:
         outcome = ExecutionOutcome.from_header(header)
         if peer not in (outcome.member, 0) or peer >= self.member_count:
             raise PermissionError(f"member {peer} reported the outcome of member {outcome.member}")
-        results = cloudpickle.loads(blob) if blob else {}
-        self._require_coordinator().on_execution_done(outcome, results, header.get("metrics") or {})
+        self._require_coordinator().on_execution_done(*decode_report(header, blob))
         return {}
 
     def _job_metrics(self, peer: int, header: dict, blob: bytes) -> dict:
@@ -338,6 +375,7 @@ class Member:
         messages.JOB_WAIT: _job_wait, messages.CANCEL_JOB: _cancel_job,
         messages.EXECUTION_DONE: _execution_done, messages.EXECUTION_METRICS: _execution_metrics,
         messages.JOB_METRICS: _job_metrics, messages.JOB_RESULTS: _job_results,
+        messages.EXECUTION_STATE: _execution_state,
     }
     _COORDINATOR_ONLY = frozenset({messages.INIT, messages.START, messages.CANCEL, messages.COMPLETE,
-                                   messages.EXECUTION_METRICS})
+                                   messages.EXECUTION_METRICS, messages.EXECUTION_STATE})

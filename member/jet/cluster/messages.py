@@ -29,6 +29,7 @@ START = "start"
 CANCEL = "cancel"
 COMPLETE = "complete"
 EXECUTION_METRICS = "execution_metrics"
+EXECUTION_STATE = "execution_state"
 # Member -> coordinator.
 EXECUTION_DONE = "execution_done"
 

@@ -44,6 +44,36 @@ class EdgeDefaults:
 
 
 @dataclass(frozen=True)
+class ControlSettings:
+    """Bounds of every control-plane wait, the coordinator's job history, and fault injection.
+
+    Given flat (``init_timeout_ms: 60000`` in the file, ``JET_INIT_TIMEOUT_MS`` in the
+    environment) like every other setting."""
+
+    init_timeout_ms: int = 30_000
+    """Coordinator: how long a member may take to build its execution (``init``)."""
+    control_timeout_ms: int = 10_000
+    """Coordinator: the deadline of every other call to a member (start, cancel, complete, state)."""
+    cancel_grace_ms: int = 10_000
+    """Coordinator: after a failure, how long the other members get to report their cancel."""
+    report_wait_ms: int = 30_000
+    """Coordinator: silence from a running member after which it is asked for its execution's
+    state (a finished one's lost report is taken from the answer; no answer fails the job)."""
+    report_retry_ms: int = 60_000
+    """Member: how long it retries sending an execution's end report, with backoff."""
+    max_finished_jobs: int = 1_000
+    """Coordinator: finished jobs (and their results) kept; the oldest are forgotten first."""
+    finished_job_ttl_s: int = 7 * 24 * 3600
+    """Coordinator: seconds a finished job (and its results) is kept after it ended."""
+    fault_drop_reports: int = 0
+    """Fault injection for tests: a member other than member 0 (whose report to itself crosses no
+    network) fails its first N attempts to send an execution report, as if the network lost them."""
+    fault_unanswered_state_queries: int = 0
+    """Fault injection for tests: a member other than member 0 leaves the coordinator's first N
+    questions about an execution's state unanswered (each runs into its deadline)."""
+
+
+@dataclass(frozen=True)
 class MemberSettings:
     """Everything one member process is configured with."""
 
@@ -65,6 +95,8 @@ class MemberSettings:
     tls_cert_file: str | None = None
     tls_key_file: str | None = None
     tls_ca_file: str | None = None
+    control: ControlSettings = field(default_factory=ControlSettings)
+    """The bounds of the control plane's waits and the coordinator's job history."""
 
     @classmethod
     def load(cls, flags: Mapping[str, Any] | None = None, environ: Mapping[str, str] | None = None,
@@ -84,7 +116,9 @@ class MemberSettings:
             if value is not None:
                 values[name] = _SPECS[name].parse(value, f"flag --{name.replace('_', '-')}")
         edge = {name: values.pop(name) for name in list(values) if name in _EDGE_FIELDS}
-        return replace(cls(**values), edge_defaults=replace(EdgeDefaults(), **edge))
+        control = {name: values.pop(name) for name in list(values) if name in _CONTROL_FIELDS}
+        return replace(cls(**values), edge_defaults=replace(EdgeDefaults(), **edge),
+                       control=replace(ControlSettings(), **control))
 
     def cluster_token(self, environ: Mapping[str, str] | None = None) -> str:
         """The cluster token: this ``token``, else ``$JET_CLUSTER_TOKEN_FILE``'s contents (see
@@ -141,6 +175,7 @@ def _text(raw: Any) -> str:
 _POSITIVE = (_int_at_least(1), "an integer >= 1")
 _PORT = (_int_at_least(1, 65535), "a port number 1..65535")
 _TEXT = (_text, "a non-empty string")
+_COUNT = (_int_at_least(0), "an integer >= 0")
 _SPECS: dict[str, _Spec] = {name: _Spec(name, *parser) for name, parser in {
     "cooperative_threads": _POSITIVE,
     "flow_control_period_ms": _POSITIVE,
@@ -158,8 +193,13 @@ _SPECS: dict[str, _Spec] = {name: _Spec(name, *parser) for name, parser in {
     "tls_cert_file": _TEXT,
     "tls_key_file": _TEXT,
     "tls_ca_file": _TEXT,
+    **{name: _POSITIVE for name in ("init_timeout_ms", "control_timeout_ms", "cancel_grace_ms",
+                                    "report_wait_ms", "report_retry_ms", "max_finished_jobs",
+                                    "finished_job_ttl_s")},
+    **{name: _COUNT for name in ("fault_drop_reports", "fault_unanswered_state_queries")},
 }.items()}
 _EDGE_FIELDS = {f.name for f in fields(EdgeDefaults)}
+_CONTROL_FIELDS = {f.name for f in fields(ControlSettings)}
 
 
 def _from_file(path: Path) -> dict[str, Any]:

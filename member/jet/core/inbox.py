@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any, Callable, Iterator
 
-_EMPTY: list = []
+_EMPTY: tuple = ()
+"""What an empty inbox holds: immutable, so no caller can fill every empty inbox through it."""
 
 
 class Inbox:
@@ -19,7 +20,7 @@ class Inbox:
     __slots__ = ("_items", "_head")
 
     def __init__(self) -> None:
-        self._items: list = _EMPTY
+        self._items: list | tuple = _EMPTY
         self._head = 0
 
     def is_empty(self) -> bool:
@@ -65,11 +66,13 @@ class Inbox:
     def take_chunk(self, max_items: int | None = None) -> list:
         """Remove and return up to ``max_items`` items (all by default) as a list.
 
-        The list is the caller's to keep and change.
+        The list is the caller's to keep and change (an empty inbox gives a new empty list).
         """
         head, items = self._head, self._items
         end = len(items) if max_items is None else min(len(items), head + max_items)
         if head == 0 and end == len(items):
+            if items is _EMPTY:
+                return []
             chunk = items
         else:
             chunk = items[head:end]
@@ -80,7 +83,8 @@ class Inbox:
 
     def peek_chunk(self, max_items: int) -> list:
         """The first ``max_items`` items as a new list, without removing them."""
-        return self._items[self._head:self._head + max_items]
+        items = self._items
+        return [] if items is _EMPTY else items[self._head:self._head + max_items]
 
     def clear(self) -> None:
         self._items, self._head = _EMPTY, 0
@@ -106,4 +110,4 @@ class Inbox:
             self._head = 0
 
     def __repr__(self) -> str:
-        return f"Inbox({self._items[self._head:]!r})"
+        return f"Inbox({list(self._items[self._head:])!r})"

@@ -62,6 +62,15 @@ def _drop(tracker: TaskletTracker) -> None:
     tracker.future.tasklet_done(tracker.tasklet_id)
 
 
+SHUTDOWN_REASON = "stopped because the member shut down"
+
+
+def _abandon(tracker: TaskletTracker) -> None:
+    """The service shuts down under a running tasklet: its job is cancelled, never completed."""
+    tracker.future.cancel(SHUTDOWN_REASON)
+    _drop(tracker)
+
+
 class CooperativeWorker:
     """One cooperative thread and the tasklets it owns (only this thread changes the list)."""
 
@@ -141,8 +150,7 @@ class CooperativeWorker:
         """On shutdown: end the jobs of every tasklet still here, so no future hangs."""
         self._adopt()
         for tracker in self.trackers:
-            tracker.future.cancel("stopped because the member shut down")
-            _drop(tracker)
+            _abandon(tracker)
         self.trackers = []
 
     def _remove(self, tracker: TaskletTracker) -> None:
@@ -208,7 +216,10 @@ class TaskletExecutionService:
     def _run_noncooperative(self, tracker: TaskletTracker) -> None:
         idle_count = 0
         while True:
-            if self.is_shut_down or tracker.future.failure is not None:
+            if self.is_shut_down:
+                _abandon(tracker)
+                return
+            if tracker.future.failure is not None:
                 _drop(tracker)
                 return
             state = _run_once(tracker)

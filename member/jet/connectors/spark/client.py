@@ -31,6 +31,7 @@ class MemberLink:
     def __init__(self, address: str, member: int, token: str) -> None:
         self.address = address
         self.member = member
+        self._token = token
         self.peer_index = p.new_peer_index()
         self.send_limit = SendLimit()
         self._limit_changed = threading.Condition()
@@ -71,6 +72,16 @@ class MemberLink:
         self.chunks.put(({"op": p.ERROR, "message": message}, None))
         for target in list(self._replies.values()):
             target.put(({"op": p.ERROR, "message": message}, b"", 0))
+
+    @property
+    def is_dead(self) -> bool:
+        """Whether the stream broke (the member went away or refused a request it could not
+        handle yet); a dead link stays dead: dial a new one."""
+        return self._lost is not None
+
+    def reopened(self) -> "MemberLink":
+        """A new link to the same member (close this one first)."""
+        return MemberLink(self.address, self.member, self._token)
 
     def check(self) -> None:
         """Raise :class:`JetSparkError` if the member reported an error or the stream broke."""
@@ -135,23 +146,36 @@ def close_all(links: list[MemberLink]) -> None:
         link.close()
 
 
+def _alive(links: list[MemberLink], position: int) -> MemberLink:
+    """The link at ``position``, replaced by a new one to the same member if its stream broke."""
+    link = links[position]
+    if link.is_dead:
+        link.close()
+        link = links[position] = link.reopened()
+    return link
+
+
 def wait_for_vertex(options: JetOptions, kind: str) -> dict[int, int]:
     """Wait (up to ``ready_timeout``) until every processor of the job's Spark ``kind`` vertex
-    runs; return {processor global index: member index}. A clear error names what is missing."""
+    runs; return {processor global index: member index}. A clear error names what is missing.
+
+    A member that is not ready for Spark yet (it has not loaded the job, or broke the stream of
+    a request it could not handle yet) is asked again, on a new link when the old one is dead."""
     deadline = time.monotonic() + options.ready_timeout_s
     links = connect_all(options)
     delay, last = 0.05, "no member answered"
     try:
         while True:
             owners: dict[int, int] = {}
-            total, seen = None, []
-            for link in links:
+            total, seen, answered = None, [], True
+            for position in range(len(links)):
+                link = _alive(links, position)
                 try:
                     reply, _ = link.request({"op": p.PROBE, "job": options.job, "vertex": options.vertex},
                                             timeout_s=max(1.0, min(10.0, deadline - time.monotonic())))
-                except JetSparkError as error:
-                    last = str(error)
-                    break
+                except JetSparkError as error:  # asked again next round (every member is asked each round)
+                    last, answered = str(error), False
+                    continue
                 if reply.get("ended") and not reply.get("processors"):
                     raise JetSparkError(reply["ended"])
                 if reply.get("kind") not in (None, kind):
@@ -161,7 +185,7 @@ def wait_for_vertex(options: JetOptions, kind: str) -> dict[int, int]:
                 for index in reply.get("processors", []):
                     owners[int(index)] = link.member
                 total = reply.get("total") or total
-            else:
+            if answered:
                 if total and len(owners) == total:
                     return owners
                 last = (f"{len(owners)} of {total or '?'} processors of {options.vertex!r} are running; "

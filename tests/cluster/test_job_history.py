@@ -1,0 +1,71 @@
+"""The coordinator keeps a bounded history of finished jobs: a count and an age."""
+
+import pytest
+
+import jet
+from jet.cluster.coordinator import JobCoordinator, JobStatus
+from jet.cluster.job_history import UnknownJobError
+from jet.cluster.settings import ControlSettings, MemberSettings
+from jet.connectors.sinks import ListResultSinkP
+from jet.core import DAG, Edge
+from jet.core.processors import items_source_p
+
+
+def listing_dag(items) -> DAG:
+    dag = DAG()
+    source = dag.new_vertex("source", items_source_p(items), 1)
+    sink = dag.new_vertex("sink", lambda: ListResultSinkP("default"), 1)
+    dag.edge(Edge.between(source, sink))
+    return dag
+
+
+def test_the_oldest_finished_jobs_beyond_the_count_are_forgotten(tmp_path):
+    with jet.local_cluster(members=1, log_dir=tmp_path, max_finished_jobs=2) as cluster:
+        jobs = []
+        for n in range(3):
+            job = cluster.new_job(listing_dag([n]))
+            job.join(timeout=60)
+            jobs.append(job)
+        with pytest.raises(UnknownJobError, match=f"unknown job '{jobs[0].id}'.*2 most recent finished jobs"):
+            jobs[0].info()
+        with pytest.raises(UnknownJobError, match="unknown job"):
+            jobs[0].results()
+        assert [job.result() for job in jobs[1:]] == [[1], [2]]
+        assert jobs[2].status is JobStatus.COMPLETED
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1_000_000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def never_called(*args):
+    raise AssertionError(f"no member call expected, got {args}")
+
+
+def test_finished_jobs_older_than_the_age_are_forgotten():
+    clock = Clock()
+    coordinator = JobCoordinator(1, never_called, clock=clock,
+                                 control=ControlSettings(finished_job_ttl_s=3600, max_finished_jobs=10))
+    old = coordinator.reject("old", ValueError("bad job file"))
+    clock.now += 1800
+    recent = coordinator.reject("recent", ValueError("bad job file"))
+    clock.now += 1801
+    with pytest.raises(UnknownJobError, match=f"unknown job '{old}'.*for 3600 s after they end"):
+        coordinator.record(old)
+    assert coordinator.record(recent).name == "recent"
+    assert coordinator.latest().name == "recent"
+    clock.now += 1800
+    with pytest.raises(UnknownJobError):
+        coordinator.results(recent)
+    assert coordinator.latest() is None
+
+
+def test_the_history_bounds_are_member_settings(tmp_path):
+    settings = MemberSettings.load(environ={"JET_MAX_FINISHED_JOBS": "5", "JET_FINISHED_JOB_TTL_S": "60"})
+    assert (settings.control.max_finished_jobs, settings.control.finished_job_ttl_s) == (5, 60)
+    defaults = MemberSettings().control
+    assert (defaults.max_finished_jobs, defaults.finished_job_ttl_s) == (1000, 7 * 24 * 3600)
