@@ -211,9 +211,9 @@ class Member:
             raise ValueError(f"unknown control message {msg_type!r}; known: {', '.join(self._HANDLERS)}")
         allowed = self._CALLERS.get(msg_type, frozenset())
         if caller.role not in allowed:
-            raise PermissionError(f"control message {msg_type!r} is accepted from "
-                                  f"{' or '.join(sorted(role.value for role in allowed)) or 'nobody'} only; "
-                                  f"the caller is {caller}, a {caller.role.value}")
+            senders = " or ".join(_ROLE_NAMES[role] for role in Role if role in allowed) or "nobody"
+            raise PermissionError(f"control message {msg_type!r} is accepted from {senders} only; "
+                                  f"refused to {caller}")
         header, blob = messages.decode_message(payload)
         reply = handler(self, caller.index, header, blob) or {}
         return messages.encode_message(*reply) if isinstance(reply, tuple) else messages.encode_message(reply)
@@ -376,3 +376,5 @@ class Member:
 
 
 _MEMBER_FRAME_TYPES = frozenset({FrameType.CHUNK, FrameType.ACK})
+_ROLE_NAMES = {Role.COORDINATOR: "the coordinator (member 0)", Role.MEMBER: "other members",
+               Role.CLIENT: "clients"}
