@@ -190,8 +190,9 @@ class FrameLink:
         except Exception as e:  # the frame handler failed (e.g. PacketFormatError): drop the peer
             logger.warning("closing the stream with member %d: frame handler raised %r", self.peer_index, e)
             if self._set_status is not None:  # tell the peer why, rather than cancelling
-                self._set_status(_STATUS_OF_REFUSAL.get(type(e), grpc.StatusCode.INVALID_ARGUMENT),
-                                 f"{type(e).__name__}: {e}")
+                code = grpc.StatusCode.PERMISSION_DENIED if isinstance(e, PermissionError) \
+                    else grpc.StatusCode.INVALID_ARGUMENT
+                self._set_status(code, f"{type(e).__name__}: {e}")
                 self._finish(e, cancel=False)
                 return
             error = e
@@ -211,9 +212,6 @@ class FrameLink:
                 self._on_connection_lost(self.peer_index, error)
             except Exception:
                 logger.exception("on_connection_lost(%d) raised", self.peer_index)
-
-
-_STATUS_OF_REFUSAL = {PermissionError: grpc.StatusCode.PERMISSION_DENIED}
 
 
 def _no_frame_handler(peer_index: int, frame: bytes) -> None:
