@@ -55,7 +55,9 @@ class RunningJob:
 
 @pytest.fixture
 def running(cluster2, tmp_path):
-    return RunningJob(cluster2, tmp_path)
+    job = RunningJob(cluster2, tmp_path)
+    yield job
+    open_gate(tmp_path)  # a failed test must not leave the job holding the shared cluster
 
 
 def stream_refusal(address: str, metadata, frame: bytes) -> str:
