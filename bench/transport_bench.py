@@ -24,13 +24,14 @@ from jet.cluster.auth import TlsConfig, write_self_signed_tls  # noqa: E402
 from jet.cluster.transport import MemberServer, PeerConnection  # noqa: E402
 
 TOKEN = "bench-token"
+MEMBER_KEY = "bench-member-key"
 END = b"END"
 
 
 def serve(tls: TlsConfig | None) -> None:
     """Child: count frames, answer END with ``<frames> <bytes>``."""
     totals = [0, 0]
-    server = MemberServer(0, TOKEN, tls, host="127.0.0.1")
+    server = MemberServer(0, TOKEN, tls, host="127.0.0.1", member_key=MEMBER_KEY)
 
     def count(peer: int, frame: bytes) -> None:
         if frame == END:
@@ -59,7 +60,8 @@ def run(frames: int, frame_bytes: int, rounds: int, tls: TlsConfig | None) -> No
                 replies.append(frame)
                 replied.notify_all()
 
-        connection = PeerConnection(f"127.0.0.1:{port}", 1, 0, TOKEN, tls, on_frame=on_frame)
+        connection = PeerConnection(f"127.0.0.1:{port}", 1, 0, TOKEN, tls, member_key=MEMBER_KEY,
+                                    on_frame=on_frame)
         payload = os.urandom(frame_bytes)
 
         def one_round(count: int) -> float:

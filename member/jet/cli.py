@@ -194,7 +194,8 @@ def manifest(file: str, name: str, replicas: int, image: str | None, entrypoint:
 @click.option("--port", type=click.IntRange(1, 65535), default=None, help="gRPC port [default: 5701].")
 @click.option("--http-port", type=click.IntRange(1, 65535), default=None,
               help="HTTP port of /healthz, /job and /metrics [default: 8080].")
-@click.option("--host", default=None, help="Interface to bind [default: all].")
+@click.option("--host", default=None,
+              help="Interface to bind [default: all in a Kubernetes pod, else 127.0.0.1].")
 @click.option("--peers", default=None,
               help="Every member's host:port in index order: a comma list, a hostfile, or dns:<template with {i}>.")
 @click.option("--replicas", type=click.IntRange(min=1), default=None, help="Member count for a dns: template.")
@@ -215,7 +216,8 @@ def member(port: int | None, http_port: int | None, host: str | None, peers: str
            pipeline: str | None, entrypoint: str | None, exit_with_parent: bool, args: tuple[str, ...]) -> None:
     """Run one cluster member until SIGTERM; ARGS go to the --pipeline job file.
 
-    The cluster token comes from $JET_CLUSTER_TOKEN or the file named by $JET_CLUSTER_TOKEN_FILE."""
+    The cluster token comes from $JET_CLUSTER_TOKEN or the file named by $JET_CLUSTER_TOKEN_FILE,
+    the member key (needed when there are peers) from $JET_MEMBER_KEY or $JET_MEMBER_KEY_FILE."""
     from jet.cluster.member_main import run_member
     if exit_with_parent:
         from jet.cluster.parent_watch import exit_with_parent as watch_parent

@@ -158,8 +158,8 @@ def test_members_talk_tls_when_configured(tls_config, tmp_path):
                            tls_key_file=tls_config.key_file) as cluster:
         job = cluster.new_job(word_count_dag(tmp_path))
         job.join(timeout=60)
-        assert sum(len(items) for items in deliveries(tmp_path, "sink").values()) == len(
-            Counter(word for line in LINES for word in line.split()))
+        got = [tuple(entry) for items in deliveries(tmp_path, "sink").values() for entry in items]
+        assert sorted(got) == sorted(Counter(word for line in LINES for word in line.split()).items())
         with jet.connect(cluster.addresses, cluster.token) as plaintext:
             with pytest.raises(Exception, match="UNAVAILABLE"):
                 plaintext.ping(timeout_s=3)

@@ -20,6 +20,7 @@ from tests.netns import (add_bridge, add_netns, exec_in, free_subnet, netns_supp
 
 DNS = "job-member-{i}.job-members.default.svc.cluster.local"
 PORT, HTTP_PORT = 5701, 8080
+TOKEN = "netns-token"
 
 
 @pytest.fixture
@@ -75,13 +76,14 @@ def test_two_members_in_their_own_network_namespaces_run_a_job(namespaces, tmp_p
             if i == 0:
                 command += ["--pipeline", str(job_file)]
             command = exec_in(name, command)
-            env = {**MEMBER_ENV, "POD_NAME": f"job-member-{i}", "JET_CLUSTER_TOKEN": "netns-token"}
+            env = {**MEMBER_ENV, "POD_NAME": f"job-member-{i}", "JET_CLUSTER_TOKEN": TOKEN,
+                   "JET_MEMBER_KEY": "netns-member-key"}
             members.append(subprocess.Popen(command, env=env, stdout=log, stderr=log, stdin=subprocess.DEVNULL))
         wait_until(lambda: http_get(HTTP_PORT, "/healthz", addresses[1])[0] == 200, 30,
                    "member 1's /healthz over the bridge")
-        wait_until(lambda: json.loads(http_get(HTTP_PORT, "/job", addresses[0])[1] or "{}").get("status")
+        wait_until(lambda: json.loads(http_get(HTTP_PORT, "/job", addresses[0], TOKEN)[1] or "{}").get("status")
                    in ("COMPLETED", "FAILED"), 60, "the job to end on member 0's /job")
-        info = json.loads(http_get(HTTP_PORT, "/job", addresses[0])[1])
+        info = json.loads(http_get(HTTP_PORT, "/job", addresses[0], TOKEN)[1])
         assert info["status"] == "COMPLETED", info["message"]
         got = deliveries(out_dir, "sink")
         assert set(got) == {(0, 0), (1, 0)} and all(got.values())

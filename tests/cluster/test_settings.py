@@ -2,7 +2,7 @@
 
 import pytest
 
-from jet.cluster.auth import ClusterTokenError, load_cluster_token
+from jet.cluster.auth import ClusterTokenError, MemberKeyError, load_cluster_token, load_member_key
 from jet.cluster.settings import EdgeDefaults, MemberSettings, SettingsError
 
 
@@ -99,3 +99,34 @@ def test_load_cluster_token_sources(tmp_path):
     secret.write_text("  \n")
     with pytest.raises(ClusterTokenError, match="is empty"):
         load_cluster_token(None, {"JET_CLUSTER_TOKEN_FILE": str(secret)})
+
+
+def test_member_key_sources_and_it_is_not_in_repr(tmp_path):
+    settings = MemberSettings.load({}, {"JET_MEMBER_KEY": "hidden-key"})
+    assert settings.member_key == "hidden-key" and "hidden-key" not in repr(settings)
+    assert settings.member_key_value({}) == "hidden-key"
+    key_file = tmp_path / "member-key"
+    key_file.write_text("from-file\n")
+    from_file = MemberSettings.load({}, {})
+    assert from_file.has_member_key({"JET_MEMBER_KEY_FILE": str(key_file)})
+    assert from_file.member_key_value({"JET_MEMBER_KEY_FILE": str(key_file)}) == "from-file"
+    assert not from_file.has_member_key({})
+    with pytest.raises(MemberKeyError, match="no member key: set \\$JET_MEMBER_KEY .* or \\$JET_MEMBER_KEY_FILE"):
+        from_file.member_key_value({})
+    with pytest.raises(MemberKeyError, match="cannot read the member key file '/no/such'"):
+        load_member_key(None, {"JET_MEMBER_KEY_FILE": "/no/such"})
+
+
+def test_bind_host_is_loopback_outside_a_pod_and_every_interface_inside_one():
+    assert MemberSettings().bind_host({}) == "127.0.0.1"
+    assert MemberSettings().bind_host({"KUBERNETES_SERVICE_HOST": "10.96.0.1"}) == "[::]"
+    assert MemberSettings().bind_host({"POD_NAME": "wc-member-0"}) == "[::]"
+    assert MemberSettings.load({"host": "10.1.2.3"}, {}).bind_host({"POD_NAME": "wc-member-0"}) == "10.1.2.3"
+
+
+def test_stream_and_client_call_limits_are_settings():
+    settings = MemberSettings.load({}, {"JET_MAX_CLIENT_STREAMS": "8", "JET_MAX_CLIENT_CALLS": "4"})
+    assert (settings.max_client_streams, settings.max_client_calls) == (8, 4)
+    with pytest.raises(SettingsError, match="max_client_streams from environment variable "
+                                            "JET_MAX_CLIENT_STREAMS: expected an integer >= 1, got '0'"):
+        MemberSettings.load({}, {"JET_MAX_CLIENT_STREAMS": "0"})

@@ -9,7 +9,7 @@ import cloudpickle
 import grpc
 import pytest
 
-from jet.cluster.auth import MEMBER_METADATA_KEY, TOKEN_METADATA_KEY
+from jet.cluster.auth import MEMBER_METADATA_KEY, MEMBER_PROOF_METADATA_KEY, TOKEN_METADATA_KEY, member_proof
 from jet.cluster.chunk_packets import decode_chunk
 from jet.cluster.packets import PacketFormatError
 from jet.cluster.transport import (
@@ -21,8 +21,10 @@ from jet.cluster.transport import (
     decode_control_request,
     encode_control_request,
 )
+from jet.cluster.server_limits import ServerLimits
 
 TOKEN = "s3cret-cluster-token"
+MEMBER_KEY = "s3cret-member-key"
 WAIT_S = 10
 
 
@@ -51,8 +53,8 @@ class Unpickling:
     def __init__(self):
         self.calls: list[tuple] = []
 
-    def __call__(self, peer, msg_type, payload):
-        self.calls.append((peer, msg_type))
+    def __call__(self, caller, msg_type, payload):
+        self.calls.append((caller.index, msg_type))
         return cloudpickle.dumps(("ok", pickle.loads(payload)))
 
 
@@ -72,6 +74,7 @@ def server():
 
     def make(**kwargs) -> MemberServer:
         kwargs.setdefault("token", TOKEN)
+        kwargs.setdefault("member_key", MEMBER_KEY)
         created = MemberServer(0, host="127.0.0.1", **kwargs).start()
         servers.append(created)
         return created
@@ -88,6 +91,7 @@ def connect():
     def make(port: int, **kwargs) -> PeerConnection:
         kwargs.setdefault("token", TOKEN)
         kwargs.setdefault("self_index", 1)
+        kwargs.setdefault("member_key", MEMBER_KEY if kwargs["self_index"] >= 0 else None)
         created = PeerConnection(f"127.0.0.1:{port}" if "address" not in kwargs else kwargs.pop("address"),
                                  peer_index=kwargs.pop("peer_index", 0), **kwargs)
         connections.append(created)
@@ -116,12 +120,14 @@ def test_many_frames_flow_both_ways_in_order(server, connect):
 def test_control_calls_round_trip_fail_and_time_out(server, connect):
     release = threading.Event()
 
-    def handle(peer, msg_type, payload):
+    def handle(caller, msg_type, payload):
         if msg_type == "fail":
             raise ValueError("vertex 'map' has no supplier")
+        if msg_type == "refuse":
+            raise PermissionError(f"{msg_type!r} is not for {caller}")
         if msg_type == "block":
             release.wait(WAIT_S)
-        return cloudpickle.dumps((peer, msg_type, cloudpickle.loads(payload)))
+        return cloudpickle.dumps((caller.index, msg_type, cloudpickle.loads(payload)))
 
     member0 = server(on_control=handle)
     connection = connect(member0.port, self_index=2)
@@ -131,6 +137,9 @@ def test_control_calls_round_trip_fail_and_time_out(server, connect):
     with pytest.raises(ControlCallError, match="INTERNAL.*ValueError: vertex 'map' has no supplier") as failed:
         connection.control("fail", cloudpickle.dumps(None))
     assert failed.value.code is grpc.StatusCode.INTERNAL and failed.value.msg_type == "fail"
+    with pytest.raises(ControlCallError, match="PERMISSION_DENIED.*'refuse' is not for member 2") as refused:
+        connection.control("refuse", cloudpickle.dumps(None))
+    assert refused.value.code is grpc.StatusCode.PERMISSION_DENIED
     with pytest.raises(ControlCallError, match="DEADLINE_EXCEEDED"):
         connection.control("block", cloudpickle.dumps(None), timeout_s=0.3)
     release.set()
@@ -146,11 +155,16 @@ def test_control_request_codec():
 
 
 @pytest.mark.parametrize("metadata", [
-    ((TOKEN_METADATA_KEY, "wrong-token"), (MEMBER_METADATA_KEY, "1")),
-    ((MEMBER_METADATA_KEY, "1"),),
-    ((TOKEN_METADATA_KEY, TOKEN[:-1]), (MEMBER_METADATA_KEY, "1")),
+    ((TOKEN_METADATA_KEY, "wrong-token"), (MEMBER_METADATA_KEY, "1"), (MEMBER_PROOF_METADATA_KEY, member_proof(MEMBER_KEY, 1))),
+    ((MEMBER_METADATA_KEY, "1"), (MEMBER_PROOF_METADATA_KEY, member_proof(MEMBER_KEY, 1))),
+    ((TOKEN_METADATA_KEY, TOKEN[:-1]), (MEMBER_METADATA_KEY, "1"), (MEMBER_PROOF_METADATA_KEY, member_proof(MEMBER_KEY, 1))),
     ((TOKEN_METADATA_KEY, TOKEN), (MEMBER_METADATA_KEY, "not-a-number")),
-], ids=["wrong", "missing", "prefix", "bad-member-index"])
+    ((TOKEN_METADATA_KEY, TOKEN), (MEMBER_METADATA_KEY, "--1")),
+    ((TOKEN_METADATA_KEY, TOKEN), (MEMBER_METADATA_KEY, "1")),
+    ((TOKEN_METADATA_KEY, TOKEN), (MEMBER_METADATA_KEY, "1"), (MEMBER_PROOF_METADATA_KEY, member_proof("guess", 1))),
+    ((TOKEN_METADATA_KEY, TOKEN), (MEMBER_METADATA_KEY, "1"), (MEMBER_PROOF_METADATA_KEY, member_proof(MEMBER_KEY, 2))),
+], ids=["wrong", "missing", "prefix", "bad-member-index", "double-minus", "member-without-proof",
+        "proof-of-another-key", "proof-of-another-member"])
 def test_unauthenticated_calls_never_reach_a_handler(server, tmp_path, metadata):
     marker = tmp_path / "unpickled"
     frames, control = Recorder(), Unpickling()
@@ -169,6 +183,24 @@ def test_unauthenticated_calls_never_reach_a_handler(server, tmp_path, metadata)
     assert control.calls == [] and frames.calls == []
     assert not marker.exists()
     assert member0.link(1) is None
+
+
+def test_a_member_claim_needs_the_proof_of_that_index(server, connect, caplog):
+    lost = Recorder()
+    member0 = server(on_frame=Recorder(), on_control=lambda caller, t, payload: b"ok")
+    impostor = connect(member0.port, self_index=0, member_key="not-the-member-key", on_connection_lost=lost)
+    with pytest.raises(ControlCallError, match="UNAUTHENTICATED.*claims member 0 with a wrong member proof"):
+        impostor.control("init")
+    assert "UNAUTHENTICATED" in str(lost.wait(1)[0][1])
+    assert "claims member 0 with a wrong member proof" in caplog.text
+    assert connect(member0.port, self_index=0).control("init") == b"ok"
+
+
+def test_a_server_with_a_member_count_refuses_indexes_outside_the_cluster(server, connect):
+    member0 = server(member_count=2, on_control=lambda caller, t, payload: b"ok")
+    assert connect(member0.port, self_index=1).control("ping") == b"ok"
+    with pytest.raises(ControlCallError, match="claims member 2, but the cluster has members 0..1"):
+        connect(member0.port, self_index=2).control("ping")
 
 
 def test_the_marker_payload_does_create_the_file_once_authenticated(server, connect, tmp_path):
@@ -230,7 +262,7 @@ def test_plaintext_client_cannot_talk_to_a_tls_server(server, connect, tls_confi
 
 
 def test_peer_process_echoes_frames_and_its_death_is_reported(peer_processes, connect):
-    process, line = peer_processes("serve", TOKEN)
+    process, line = peer_processes("serve", TOKEN, MEMBER_KEY)
     port = int(line.split()[1])
     echoed, lost = Recorder(), Recorder()
     connection = connect(port, on_frame=echoed, on_connection_lost=lost)
@@ -249,7 +281,7 @@ def test_peer_process_echoes_frames_and_its_death_is_reported(peer_processes, co
 def test_dialling_peer_process_death_is_reported_at_the_server(server, peer_processes):
     frames, lost = Recorder(), Recorder()
     member0 = server(on_frame=frames, on_connection_lost=lost)
-    process, line = peer_processes("dial", f"127.0.0.1:{member0.port}", TOKEN)
+    process, line = peer_processes("dial", f"127.0.0.1:{member0.port}", TOKEN, MEMBER_KEY)
     assert line == "READY"
     assert frames.wait(1) == [(5, b"hello")]
     member0.wait_for_peer(5, WAIT_S)
@@ -265,7 +297,8 @@ def test_dialling_peer_process_death_is_reported_at_the_server(server, peer_proc
 def test_authenticated_peer_with_a_broken_message_is_dropped(server):
     frames, lost = Recorder(), Recorder()
     member0 = server(on_frame=frames, on_connection_lost=lost)
-    metadata = ((TOKEN_METADATA_KEY, TOKEN), (MEMBER_METADATA_KEY, "4"))
+    metadata = ((TOKEN_METADATA_KEY, TOKEN), (MEMBER_METADATA_KEY, "4"),
+                (MEMBER_PROOF_METADATA_KEY, member_proof(MEMBER_KEY, 4)))
     good = b"\x00\x00\x00\x02ok"
     with grpc.insecure_channel(f"127.0.0.1:{member0.port}") as channel:
         stream = channel.stream_stream(STREAM_METHOD)(iter([good + b"\x00\x00\x00\x09short"]), metadata=metadata,
@@ -275,3 +308,82 @@ def test_authenticated_peer_with_a_broken_message_is_dropped(server):
     assert frames.wait(1) == [(4, b"ok")]
     [(peer, error)] = lost.wait(1)
     assert peer == 4 and isinstance(error, PacketFormatError) and "ends inside a frame" in str(error)
+
+
+def test_a_second_stream_claiming_a_live_index_is_refused_and_the_first_keeps_working(server, connect, caplog):
+    frames, back, second_lost = Recorder(), Recorder(), Recorder()
+    member0 = server(on_frame=frames)
+    first = connect(member0.port, self_index=3, on_frame=back)
+    first.send(b"from the first")
+    assert frames.wait(1) == [(3, b"from the first")]
+    second = connect(member0.port, self_index=3, on_connection_lost=second_lost)
+    second.send(b"from the second")
+    [(peer, error)] = second_lost.wait(1)
+    assert "ALREADY_EXISTS" in str(error) and "member 3 already has a live stream" in str(error)
+    assert "refused a second stream from member 3" in caplog.text
+    first.send(b"still the first")
+    assert frames.wait(2) == [(3, b"from the first"), (3, b"still the first")]
+    member0.send(3, b"back to the first")
+    assert back.wait(1) == [(0, b"back to the first")]
+
+
+def test_client_streams_go_to_their_own_handler_and_are_refused_without_one(server, connect):
+    member_frames, client_frames, lost = Recorder(), Recorder(), Recorder()
+    member0 = server(on_frame=member_frames, on_client_frame=client_frames)
+    connect(member0.port, self_index=-17).send(b"from a client")
+    assert client_frames.wait(1) == [(-17, b"from a client")]
+    assert member_frames.calls == []
+    members_only = server(on_frame=member_frames)
+    connect(members_only.port, self_index=-18, on_connection_lost=lost).send(b"refused")
+    [(peer, error)] = lost.wait(1)
+    assert "PERMISSION_DENIED" in str(error) and "from members only" in str(error)
+
+
+def test_a_stream_handler_refusal_reaches_the_peer_as_its_status(server, connect):
+    def refuse(peer, frame):
+        raise PermissionError(f"a client (index {peer}) sent a CHUNK frame")
+
+    lost = Recorder()
+    member0 = server(on_client_frame=refuse)
+    connect(member0.port, self_index=-5, on_connection_lost=lost).send(b"\x03chunk")
+    [(peer, error)] = lost.wait(1)
+    assert "PERMISSION_DENIED" in str(error) and "sent a CHUNK frame" in str(error)
+
+
+def test_streams_beyond_their_limit_are_refused_and_members_still_get_threads(server, connect):
+    release = threading.Event()
+
+    def handle(caller, msg_type, payload):
+        if msg_type == "block":
+            release.wait(WAIT_S)
+        return b"ok"
+
+    limits = ServerLimits(client_streams=2, client_calls=1, member_streams=1, member_call_threads=1)
+    member0 = server(on_frame=Recorder(), on_client_frame=Recorder(), on_control=handle, limits=limits)
+    assert limits.threads == 5
+    lost = Recorder()
+    for index in range(8):  # more streams than the server has threads
+        connect(member0.port, self_index=-1 - index, on_connection_lost=lost)
+    refused = lost.wait(6)
+    assert all("RESOURCE_EXHAUSTED" in str(error) for _, error in refused)
+    assert member0.open_streams(members=False) == 2
+    blocking = threading.Thread(target=connect(member0.port, self_index=-100).control, args=("block",))
+    blocking.start()
+    try:
+        wait_until_true(lambda: member0._client_calls.in_use == 1)
+        with pytest.raises(ControlCallError, match="RESOURCE_EXHAUSTED.*control calls of clients"):
+            connect(member0.port, self_index=-101).control("status")
+        member = connect(member0.port, self_index=1)
+        assert member.control("init") == b"ok"  # a member's control call always gets a thread
+        assert member0.open_streams(members=True) == 1
+    finally:
+        release.set()
+        blocking.join()
+    assert connect(member0.port, self_index=-102).control("status") == b"ok"
+
+
+def wait_until_true(condition, timeout_s: float = WAIT_S) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        assert time.monotonic() < deadline, f"still false after {timeout_s} s"
+        time.sleep(0.01)

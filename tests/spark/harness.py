@@ -20,7 +20,7 @@ class GrpcCluster(InProcessCluster):
     def __init__(self, member_count: int, flow_control_period_ms: int = 100) -> None:
         self.servers: list[MemberServer] = []
         super().__init__(member_count, flow_control_period_ms)
-        self.servers = [MemberServer(0, TOKEN, host="127.0.0.1", on_frame=network.on_frame).start()
+        self.servers = [MemberServer(0, TOKEN, host="127.0.0.1", on_client_frame=network.on_frame).start()
                         for network in self.networks]
         self.addresses = [f"127.0.0.1:{server.port}" for server in self.servers]
 

@@ -1,17 +1,25 @@
-"""Who may talk to a member: the cluster token, the auth interceptor and TLS credentials.
+"""Who may talk to a member: the cluster token, the member key, the auth interceptor and TLS.
 
-Every gRPC call between members carries the per-cluster token (metadata ``x-jet-token``) and the
-caller's member index (``x-jet-member``). :class:`TokenAuthInterceptor` rejects a call without the
-right token with ``UNAUTHENTICATED`` before any handler runs, so not one byte of an unauthenticated
-call is ever unpickled. Without TLS the token travels in clear text: configure TLS (:class:`TlsConfig`)
+Two secrets per cluster. Everyone presents the **cluster token** (metadata ``x-jet-token``); alone it
+makes the caller a *client* (a user's client, a Spark driver or executor), which presents a
+negative index of its own choosing (metadata ``x-jet-member``) to tell its streams apart. A member
+process also holds the **member key**: claiming member index ``i >= 0`` takes the proof
+``x-jet-member-proof = hex HMAC-SHA256(member key, "jet-member:<i>")`` (:func:`member_proof`).
+:class:`ClusterAuthInterceptor` refuses a call with a missing or wrong token, or a member claim
+without a valid proof, with ``UNAUTHENTICATED`` before any handler runs, so not one byte of an
+unauthenticated call is ever unpickled; what an authenticated caller may do is decided by its
+:class:`Caller` role. Without TLS both travel in clear text: configure TLS (:class:`TlsConfig`)
 wherever the network is not trusted.
 """
 
 from __future__ import annotations
 
+import enum
+import hashlib
 import hmac
 import logging
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Mapping
@@ -20,14 +28,26 @@ import grpc
 
 TOKEN_ENV = "JET_CLUSTER_TOKEN"
 TOKEN_FILE_ENV = "JET_CLUSTER_TOKEN_FILE"
+MEMBER_KEY_ENV = "JET_MEMBER_KEY"
+MEMBER_KEY_FILE_ENV = "JET_MEMBER_KEY_FILE"
 TOKEN_METADATA_KEY = "x-jet-token"
 MEMBER_METADATA_KEY = "x-jet-member"
+MEMBER_PROOF_METADATA_KEY = "x-jet-member-proof"
 
 logger = logging.getLogger(__name__)
+_INDEX = re.compile(r"-?[0-9]{1,18}")
 
 
-class ClusterTokenError(RuntimeError):
+class CredentialsError(RuntimeError):
+    """A secret (the cluster token or the member key) is not configured or cannot be read."""
+
+
+class ClusterTokenError(CredentialsError):
     """No usable cluster token was configured."""
+
+
+class MemberKeyError(CredentialsError):
+    """No usable member key was configured."""
 
 
 def load_cluster_token(explicit: str | None = None, environ: Mapping[str, str] | None = None) -> str:
@@ -35,33 +55,91 @@ def load_cluster_token(explicit: str | None = None, environ: Mapping[str, str] |
     file named by ``$JET_CLUSTER_TOKEN_FILE`` (e.g. a Kubernetes Secret mount), stripped of
     surrounding whitespace. Raises :class:`ClusterTokenError` saying what to set when there is none.
     """
+    return _load_secret(explicit, environ, TOKEN_ENV, TOKEN_FILE_ENV, "cluster token", ClusterTokenError)
+
+
+def load_member_key(explicit: str | None = None, environ: Mapping[str, str] | None = None) -> str:
+    """The member key, held by member processes only: ``explicit``, else ``$JET_MEMBER_KEY``, else
+    the contents of the file named by ``$JET_MEMBER_KEY_FILE``. Raises :class:`MemberKeyError`."""
+    return _load_secret(explicit, environ, MEMBER_KEY_ENV, MEMBER_KEY_FILE_ENV, "member key", MemberKeyError)
+
+
+def _load_secret(explicit: str | None, environ: Mapping[str, str] | None, value_env: str, file_env: str,
+                 what: str, error: type[CredentialsError]) -> str:
     env = os.environ if environ is None else environ
     if explicit is not None:
-        return _non_empty(explicit, "the explicit token")
-    if env.get(TOKEN_ENV):
-        return _non_empty(env[TOKEN_ENV], f"${TOKEN_ENV}")
-    path = env.get(TOKEN_FILE_ENV)
+        return _non_empty(explicit, f"the explicit {what}", what, error)
+    if env.get(value_env):
+        return _non_empty(env[value_env], f"${value_env}", what, error)
+    path = env.get(file_env)
     if path:
         try:
             text = Path(path).read_text(encoding="utf-8")
         except OSError as e:
-            raise ClusterTokenError(f"cannot read the cluster token file {path!r} named by "
-                                    f"${TOKEN_FILE_ENV}: {e.strerror or e}") from e
-        return _non_empty(text, f"the file {path!r} named by ${TOKEN_FILE_ENV}")
-    raise ClusterTokenError(f"no cluster token: set ${TOKEN_ENV} to the token, or ${TOKEN_FILE_ENV} "
-                            f"to the path of a file holding it (e.g. a mounted Kubernetes Secret)")
+            raise error(f"cannot read the {what} file {path!r} named by ${file_env}: {e.strerror or e}") from e
+        return _non_empty(text, f"the file {path!r} named by ${file_env}", what, error)
+    raise error(f"no {what}: set ${value_env} to the {what}, or ${file_env} to the path of a file "
+                f"holding it (e.g. a mounted Kubernetes Secret)")
 
 
-def _non_empty(token: str, source: str) -> str:
-    token = token.strip()
-    if not token:
-        raise ClusterTokenError(f"the cluster token from {source} is empty")
-    return token
+def _non_empty(secret: str, source: str, what: str, error: type[CredentialsError]) -> str:
+    secret = secret.strip()
+    if not secret:
+        raise error(f"the {what} from {source} is empty")
+    return secret
 
 
-def call_metadata(token: str, member_index: int) -> tuple[tuple[str, str], ...]:
-    """The metadata every call of member ``member_index`` carries."""
-    return ((TOKEN_METADATA_KEY, token), (MEMBER_METADATA_KEY, str(member_index)))
+def member_proof(member_key: str, member_index: int) -> str:
+    """What member ``member_index`` presents to prove it holds the member key."""
+    return hmac.new(member_key.encode("utf-8"), f"jet-member:{member_index}".encode("utf-8"),
+                    hashlib.sha256).hexdigest()
+
+
+def call_metadata(token: str, caller_index: int, member_key: str | None = None) -> tuple[tuple[str, str], ...]:
+    """The metadata every call of ``caller_index`` carries: a member (index >= 0) adds its proof
+    when it has the member key; a client (negative index) presents the token only."""
+    metadata = ((TOKEN_METADATA_KEY, token), (MEMBER_METADATA_KEY, str(caller_index)))
+    if member_key is not None and caller_index >= 0:
+        metadata += ((MEMBER_PROOF_METADATA_KEY, member_proof(member_key, caller_index)),)
+    return metadata
+
+
+class Role(enum.Enum):
+    """What an authenticated caller is."""
+
+    COORDINATOR = "coordinator"
+    """Member 0: it alone drives executions (init, start, cancel, complete)."""
+    MEMBER = "member"
+    """Any other member process (it proved it holds the member key)."""
+    CLIENT = "client"
+    """A holder of the cluster token only: user clients, Spark drivers and executors."""
+
+
+@dataclass(frozen=True)
+class Caller:
+    """An authenticated caller: a member's index, or a client's own negative index."""
+
+    index: int
+
+    @property
+    def role(self) -> Role:
+        if self.index < 0:
+            return Role.CLIENT
+        return Role.COORDINATOR if self.index == 0 else Role.MEMBER
+
+    @property
+    def is_member(self) -> bool:
+        return self.index >= 0
+
+    def __str__(self) -> str:
+        if self.index < 0:
+            return f"a client (index {self.index})"
+        return "member 0 (the coordinator)" if self.index == 0 else f"member {self.index}"
+
+
+ANYONE = frozenset(Role)
+MEMBERS = frozenset({Role.COORDINATOR, Role.MEMBER})
+COORDINATOR_ONLY = frozenset({Role.COORDINATOR})
 
 
 def _metadata_value(metadata, key: str) -> str | None:
@@ -71,10 +149,9 @@ def _metadata_value(metadata, key: str) -> str | None:
     return None
 
 
-def caller_member_index(context: grpc.ServicerContext) -> int:
-    """The member index of an (already authenticated) caller, from its metadata."""
-    value = _metadata_value(context.invocation_metadata(), MEMBER_METADATA_KEY)
-    return int(value)  # validated by the interceptor
+def caller_of(context: grpc.ServicerContext) -> Caller:
+    """The caller of an already authenticated call (the interceptor checked its claim)."""
+    return Caller(int(_metadata_value(context.invocation_metadata(), MEMBER_METADATA_KEY)))
 
 
 def _rejecting_handler(code: grpc.StatusCode, details: str, streaming: bool) -> grpc.RpcMethodHandler:
@@ -86,31 +163,50 @@ def _rejecting_handler(code: grpc.StatusCode, details: str, streaming: bool) -> 
     return grpc.unary_unary_rpc_method_handler(reject)
 
 
-class TokenAuthInterceptor(grpc.ServerInterceptor):
-    """Rejects every call without the cluster token or without a valid member index.
+class ClusterAuthInterceptor(grpc.ServerInterceptor):
+    """Refuses every call without the cluster token, without a caller index, or claiming a member
+    index without that member's proof (or outside ``0..member_count-1`` when the count is known).
 
-    Runs before the method handler is even looked up, so a rejected call's messages are never read
-    by our code. ``is_streaming(method)`` tells which kind of rejecting handler to return.
+    Runs before the method handler is even looked up, so a refused call's messages are never read
+    by our code. ``member_key=None`` refuses every member claim (a server for clients only).
+    ``is_streaming(method)`` tells which kind of rejecting handler to return.
     """
 
-    def __init__(self, token: str, is_streaming: Callable[[str], bool]) -> None:
+    def __init__(self, token: str, is_streaming: Callable[[str], bool], member_key: str | None = None,
+                 member_count: int | None = None) -> None:
         self._token = token.encode("utf-8")
         self._is_streaming = is_streaming
+        self._member_key = member_key
+        self._member_count = member_count
 
     def intercept_service(self, continuation, handler_call_details):
         metadata = handler_call_details.invocation_metadata
         method = handler_call_details.method
+        refusal = self._refusal(metadata)
+        if refusal is None:
+            return continuation(handler_call_details)
+        logger.warning("refused %s: %s", method, refusal)
+        return _rejecting_handler(grpc.StatusCode.UNAUTHENTICATED, refusal, self._is_streaming(method))
+
+    def _refusal(self, metadata) -> str | None:
+        """Why the call is refused, or None when it is authenticated."""
         presented = _metadata_value(metadata, TOKEN_METADATA_KEY)
         if presented is None or not hmac.compare_digest(presented.encode("utf-8"), self._token):
-            logger.warning("rejected %s: %s cluster token", method, "missing" if presented is None else "wrong")
-            return _rejecting_handler(grpc.StatusCode.UNAUTHENTICATED, "missing or wrong cluster token",
-                                      self._is_streaming(method))
+            return f"{'missing' if presented is None else 'wrong'} cluster token"
         member = _metadata_value(metadata, MEMBER_METADATA_KEY)
-        if member is None or not member.lstrip("-").isdigit():  # negative: a Spark task or client
-            return _rejecting_handler(grpc.StatusCode.UNAUTHENTICATED,
-                                      f"metadata {MEMBER_METADATA_KEY} must be a member index, got {member!r}",
-                                      self._is_streaming(method))
-        return continuation(handler_call_details)
+        if member is None or not _INDEX.fullmatch(member):
+            return f"metadata {MEMBER_METADATA_KEY} must be a member index (a client's is negative), got {member!r}"
+        index = int(member)
+        if index < 0:
+            return None
+        if self._member_count is not None and index >= self._member_count:
+            return f"claims member {index}, but the cluster has members 0..{self._member_count - 1}"
+        proof = _metadata_value(metadata, MEMBER_PROOF_METADATA_KEY)
+        if proof is None or self._member_key is None or not hmac.compare_digest(
+                proof.encode("utf-8"), member_proof(self._member_key, index).encode("utf-8")):
+            return (f"claims member {index} with {'no' if proof is None else 'a wrong'} member proof "
+                    f"(metadata {MEMBER_PROOF_METADATA_KEY})")
+        return None
 
 
 @dataclass(frozen=True)

@@ -3,8 +3,9 @@
     with jet.local_cluster(members=3) as cluster:
         cluster.new_job(dag).join()
 
-Members listen on loopback on free ports, share a random token (``$JET_CLUSTER_TOKEN``) and a
-static peer list. They die with this process, even when it is SIGKILLed: each member arms
+Members listen on loopback on free ports, share a random cluster token (``$JET_CLUSTER_TOKEN``),
+which this side's client and Spark side use too, a random member key (``$JET_MEMBER_KEY``), which
+only the member processes get, and a static peer list. They die with this process, even when it is SIGKILLed: each member arms
 ``PR_SET_PDEATHSIG`` and exits when its stdin, a pipe from here, closes. The death signal follows
 the *thread* that started the members, so start a cluster from a thread that outlives it.
 Settings overrides (``flow_control_period_ms=50``, ``queue_size=256``, ...) reach the members as
@@ -24,7 +25,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 import jet
-from jet.cluster.auth import TOKEN_ENV
+from jet.cluster.auth import MEMBER_KEY_ENV, TOKEN_ENV
 from jet.cluster.client import JetClient, Job
 from jet.cluster.settings import MemberSettings
 from jet.core.dag import DAG
@@ -68,6 +69,8 @@ class LocalCluster:
         # Validates the names and values; TLS settings also secure this side's client.
         self.tls = MemberSettings.load({**settings, "cooperative_threads": threads}, environ={}).tls_config()
         self.token = secrets.token_urlsafe(32)
+        self.member_key = secrets.token_urlsafe(32)
+        """Only the member processes get it (tests use it to play a member); never clients or Spark."""
         self.host = "127.0.0.1"
         ports = free_ports(2 * members, self.host)
         self.ports, self.http_ports = ports[:members], ports[members:]
@@ -77,7 +80,8 @@ class LocalCluster:
         self._client: JetClient | None = None
         env = {k: v for k, v in os.environ.items() if not k.startswith("JET_")}
         env.update({f"JET_{name.upper()}": str(value) for name, value in settings.items() if value is not None})
-        env.update({TOKEN_ENV: self.token, "PYTHONPATH": _python_path(), "PYTHONUNBUFFERED": "1"})
+        env.update({TOKEN_ENV: self.token, MEMBER_KEY_ENV: self.member_key, "PYTHONPATH": _python_path(),
+                    "PYTHONUNBUFFERED": "1"})
         try:
             for index in range(members):
                 own_env = {**env, **member_env[index]} if member_env else env

@@ -10,6 +10,7 @@ one :class:`TaskletExecutionService`.
 from __future__ import annotations
 
 import logging
+import secrets
 import threading
 import time
 import traceback
@@ -20,12 +21,15 @@ from typing import Any, Callable
 import cloudpickle
 
 from jet.cluster import messages
+from jet.cluster.auth import ANYONE, COORDINATOR_ONLY, MEMBERS, Caller, Role
 from jet.cluster.coordinator import (EXECUTION_DONE_STATE, EXECUTION_RUNNING_STATE, JobCoordinator, JobRecord,
                                     JobStatus)
 from jet.cluster.job_execution import ExecutionOutcome, JobExecution, PlanMessage, decode_report
 from jet.cluster.member_http import MemberHttpServer, MemberMetrics
 from jet.cluster.network import MemberNetwork
+from jet.cluster.packets import FrameType, frame_type
 from jet.cluster.peers import PeerAddress, parse_peers, wait_for_peers
+from jet.cluster.server_limits import ServerLimits
 from jet.cluster.settings import MemberSettings
 from jet.cluster.transport import MemberServer, PeerConnection
 from jet.core.dag import DAG, DagValidationError
@@ -48,7 +52,7 @@ class JobInitError(RuntimeError):
 class Member:
     """A cluster member; ``start()`` brings it up and connects it, ``stop()`` shuts it down."""
 
-    def __init__(self, settings: MemberSettings, *, token: str | None = None,
+    def __init__(self, settings: MemberSettings, *, token: str | None = None, member_key: str | None = None,
                  peer_timeout_s: float = PEER_TIMEOUT_S) -> None:
         self.settings = settings
         self.addresses: list[PeerAddress] = (parse_peers(settings.peers, settings.replicas) if settings.peers
@@ -60,6 +64,8 @@ class Member:
         self.index = index
         self.member_count = len(self.addresses)
         self._token = token if token is not None else settings.cluster_token()
+        self._member_key = member_key if member_key is not None else self._configured_member_key(settings)
+        self.host = settings.bind_host()
         self._tls = settings.tls_config()
         self._peer_timeout_s = peer_timeout_s
         self.threads = settings.cooperative_threads or default_cooperative_threads()
@@ -67,9 +73,13 @@ class Member:
         self.metrics = MemberMetrics(index)
         self.service = TaskletExecutionService(self.threads)
         self.network = MemberNetwork(index, self._send_frame, settings.flow_control_period_ms)
-        self.server = MemberServer(settings.port, self._token, self._tls, host=settings.host,
-                                   on_frame=self.network.on_frame, on_control=self._on_control,
-                                   on_connection_lost=self._connection_lost)
+        self.server = MemberServer(settings.port, self._token, self._tls, host=self.host,
+                                   member_key=self._member_key, member_count=self.member_count,
+                                   on_frame=self.network.on_frame, on_client_frame=self._on_client_frame,
+                                   on_control=self._on_control, on_connection_lost=self._connection_lost,
+                                   limits=ServerLimits(client_streams=settings.max_client_streams,
+                                                       client_calls=settings.max_client_calls,
+                                                       member_streams=self.member_count))
         self.coordinator = (JobCoordinator(self.member_count, self.call_member, cooperative_threads=self.threads,
                                            on_status=self._count_job, control=settings.control)
                             if index == 0 else None)
@@ -78,8 +88,7 @@ class Member:
                         "unanswered_state_queries": settings.control.fault_unanswered_state_queries if remote else 0}
         """Fault injection for tests: how many more reports to drop and state queries to ignore."""
         self._serving = threading.Event()
-        http_host = "0.0.0.0" if settings.host in ("[::]", "::", "0.0.0.0") else settings.host.strip("[]")
-        self.http = MemberHttpServer(http_host, settings.http_port, healthy=self._serving.is_set,
+        self.http = MemberHttpServer(self.host, settings.http_port, token=self._token, healthy=self._serving.is_set,
                                      latest_job=self._latest_job if index == 0 else None, metrics=self.metrics)
         self.connections: dict[int, PeerConnection] = {}
         self.executions: dict[int, JobExecution] = {}
@@ -89,6 +98,12 @@ class Member:
         """Set once the streams with every other member are up."""
         self.stopped = threading.Event()
 
+    def _configured_member_key(self, settings: MemberSettings) -> str:
+        """The member key; a cluster of one member, which nobody else can join, makes up its own."""
+        if self.member_count == 1 and not settings.has_member_key():
+            return secrets.token_urlsafe(32)
+        return settings.member_key_value()
+
     # -- life cycle ----------------------------------------------------------------------------
     def start(self) -> "Member":
         """Serve gRPC and HTTP, then connect to every peer (blocks until connected)."""
@@ -97,7 +112,7 @@ class Member:
         self._serving.set()
         self.http.start()
         log.info("member %d of %d serving gRPC on %s:%d and HTTP on port %d (%d cooperative threads)",
-                 self.index, self.member_count, self.settings.host, self.server.port, self.http.port, self.threads)
+                 self.index, self.member_count, self.host, self.server.port, self.http.port, self.threads)
         self._connect()
         return self
 
@@ -106,7 +121,8 @@ class Member:
         for peer, address in enumerate(self.addresses):
             if peer != self.index:
                 self.connections[peer] = PeerConnection(
-                    str(address), self.index, peer, self._token, self._tls, on_frame=self.network.on_frame,
+                    str(address), self.index, peer, self._token, self._tls, member_key=self._member_key,
+                    on_frame=self.network.on_frame,
                     on_connection_lost=self._connection_lost, open_stream=peer > self.index)
         for peer in range(self.index):
             self.server.wait_for_peer(peer, self._peer_timeout_s)
@@ -170,7 +186,7 @@ class Member:
     def call_member(self, member: int, msg_type: str, payload: bytes, timeout_s: float) -> bytes:
         """A control call to ``member``; a call to this member is handled in place."""
         if member == self.index:
-            return self._handle(self.index, msg_type, payload)
+            return self._handle(Caller(self.index), msg_type, payload)
         connection = self.connections.get(member)
         if connection is None:
             raise ConnectionError(f"member {self.index} is not connected to member {member} (yet)")
@@ -186,17 +202,27 @@ class Member:
         if self.coordinator is not None:
             self.coordinator.on_member_lost(peer, error)
 
-    def _on_control(self, peer: int, msg_type: str, payload: bytes) -> bytes:
-        return self._handle(peer, msg_type, payload)
+    def _on_control(self, caller: Caller, msg_type: str, payload: bytes) -> bytes:
+        return self._handle(caller, msg_type, payload)
 
-    def _handle(self, peer: int, msg_type: str, payload: bytes) -> bytes:
-        header, blob = messages.decode_message(payload)
+    def _on_client_frame(self, client: int, frame: bytes) -> None:
+        """A frame on a client's (a Spark task's) stream: never one of the members' data frames."""
+        kind = frame_type(frame)
+        if kind in _MEMBER_FRAME_TYPES:
+            raise PermissionError(f"a client (index {client}) sent a {kind.name} frame; only members send those")
+        self.network.on_frame(client, frame)
+
+    def _handle(self, caller: Caller, msg_type: str, payload: bytes) -> bytes:
         handler = self._HANDLERS.get(msg_type)
         if handler is None:
             raise ValueError(f"unknown control message {msg_type!r}; known: {', '.join(self._HANDLERS)}")
-        if msg_type in self._COORDINATOR_ONLY and peer != 0:
-            raise PermissionError(f"{msg_type!r} comes from the coordinator (member 0) only, not from {peer}")
-        reply = handler(self, peer, header, blob) or {}
+        allowed = self._CALLERS.get(msg_type, frozenset())
+        if caller.role not in allowed:
+            senders = " or ".join(_ROLE_NAMES[role] for role in Role if role in allowed) or "nobody"
+            raise PermissionError(f"control message {msg_type!r} is accepted from {senders} only; "
+                                  f"refused to {caller}")
+        header, blob = messages.decode_message(payload)
+        reply = handler(self, caller.index, header, blob) or {}
         return messages.encode_message(*reply) if isinstance(reply, tuple) else messages.encode_message(reply)
 
     # -- handlers: every member ------------------------------------------------------------------
@@ -377,5 +403,17 @@ class Member:
         messages.JOB_METRICS: _job_metrics, messages.JOB_RESULTS: _job_results,
         messages.EXECUTION_STATE: _execution_state,
     }
-    _COORDINATOR_ONLY = frozenset({messages.INIT, messages.START, messages.CANCEL, messages.COMPLETE,
-                                   messages.EXECUTION_METRICS, messages.EXECUTION_STATE})
+    _CALLERS: dict[str, frozenset[Role]] = {
+        messages.INIT: COORDINATOR_ONLY, messages.START: COORDINATOR_ONLY, messages.CANCEL: COORDINATOR_ONLY,
+        messages.COMPLETE: COORDINATOR_ONLY, messages.EXECUTION_METRICS: COORDINATOR_ONLY,
+        messages.EXECUTION_STATE: COORDINATOR_ONLY,
+        messages.EXECUTION_DONE: MEMBERS,
+        messages.PING: ANYONE, messages.SUBMIT: ANYONE, messages.JOB_STATUS: ANYONE, messages.JOB_WAIT: ANYONE,
+        messages.CANCEL_JOB: ANYONE, messages.JOB_METRICS: ANYONE, messages.JOB_RESULTS: ANYONE,
+    }
+    """Who may send each control message; a message without an entry is refused to everyone."""
+
+
+_MEMBER_FRAME_TYPES = frozenset({FrameType.CHUNK, FrameType.ACK})
+_ROLE_NAMES = {Role.COORDINATOR: "the coordinator (member 0)", Role.MEMBER: "other members",
+               Role.CLIENT: "clients"}

@@ -1,16 +1,22 @@
 """The member's HTTP endpoint (standard library ``http.server`` on a daemon thread).
 
 - ``GET /healthz``: 200 ``ok`` once the member's gRPC server is up (readiness and liveness probes),
-  503 before;
+  503 before; open to anyone who reaches the port;
 - ``GET /job`` (member 0, the coordinator): the most recent job as JSON ``{"jobId", "status",
-  "message", "startTime", "completionTime"}``; 404 on the other members;
-- ``GET /metrics``: Prometheus text (jobs submitted/completed/failed, executions per member).
+  "message", "startTime", "completionTime"}`` (a failed job's message holds the user's traceback);
+  only with ``Authorization: Bearer <cluster token>``, 401 without; 404 on the other members;
+- ``GET /metrics``: Prometheus text (jobs submitted/completed/failed, executions per member), open
+  for scraping (counts only).
+
+The server binds the member's own host (see ``MemberSettings.bind_host``).
 """
 
 from __future__ import annotations
 
+import hmac
 import json
 import logging
+import socket
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable
@@ -21,6 +27,8 @@ from prometheus_client.exposition import CONTENT_TYPE_LATEST
 log = logging.getLogger("jet.cluster.http")
 
 JOB_FIELDS = ("jobId", "status", "message", "startTime", "completionTime")
+BEARER_PREFIX = "Bearer "
+_ANY_ADDRESS = ("[::]", "::", "0.0.0.0", "")
 NO_JOB = {"jobId": None, "status": "NOT_RUNNING", "message": "", "startTime": None, "completionTime": None}
 
 
@@ -45,16 +53,29 @@ class MemberMetrics:
         return generate_latest(self.registry)
 
 
-class MemberHttpServer:
-    """Serves ``/healthz``, ``/job`` and ``/metrics`` for one member."""
+class _IPv6HttpServer(ThreadingHTTPServer):
+    address_family = socket.AF_INET6
 
-    def __init__(self, host: str, port: int, *, healthy: Callable[[], bool],
+
+def _http_server(host: str, port: int, handler: type[BaseHTTPRequestHandler]) -> ThreadingHTTPServer:
+    """An HTTP server on the gRPC server's ``host`` (every IPv4 interface for an any-address)."""
+    if host in _ANY_ADDRESS:
+        return ThreadingHTTPServer(("0.0.0.0", port), handler)
+    address = host.strip("[]")
+    return (_IPv6HttpServer if ":" in address else ThreadingHTTPServer)((address, port), handler)
+
+
+class MemberHttpServer:
+    """Serves ``/healthz``, ``/job`` (to holders of the cluster ``token``) and ``/metrics``."""
+
+    def __init__(self, host: str, port: int, *, token: str, healthy: Callable[[], bool],
                  latest_job: Callable[[], dict[str, Any] | None] | None, metrics: MemberMetrics) -> None:
         self._healthy = healthy
         self._latest_job = latest_job
         self._metrics = metrics
+        self._expected_authorization = (BEARER_PREFIX + token).encode("utf-8")
         handler = self._handler_class()
-        self._server = ThreadingHTTPServer((host, port), handler)
+        self._server = _http_server(host, port, handler)
         self._server.daemon_threads = True
         self.port = self._server.server_address[1]
         self._thread = threading.Thread(target=self._server.serve_forever, name="jet-http", daemon=True)
@@ -67,6 +88,11 @@ class MemberHttpServer:
         self._server.shutdown()
         self._server.server_close()
 
+    def authorized(self, authorization: str | None) -> bool:
+        """Whether an ``Authorization`` header value carries the cluster token."""
+        return authorization is not None and hmac.compare_digest(
+            authorization.strip().encode("utf-8"), self._expected_authorization)
+
     def _handler_class(self) -> type[BaseHTTPRequestHandler]:
         outer = self
 
@@ -77,7 +103,11 @@ class MemberHttpServer:
                     ok = outer._healthy()
                     self._reply(200 if ok else 503, b"ok\n" if ok else b"starting\n", "text/plain")
                 elif path == "/job":
-                    if outer._latest_job is None:
+                    if not outer.authorized(self.headers.get("Authorization")):
+                        log.warning("http: refused /job to %s: no or wrong bearer token", self.client_address[0])
+                        self._json(401, {"error": "/job needs the header 'Authorization: Bearer <cluster token>'"},
+                                   {"WWW-Authenticate": 'Bearer realm="jet"'})
+                    elif outer._latest_job is None:
                         self._json(404, {"error": "only member 0 (the coordinator) serves /job"})
                     else:
                         job = outer._latest_job()
@@ -87,11 +117,14 @@ class MemberHttpServer:
                 else:
                     self._json(404, {"error": f"no such path {path!r}; try /healthz, /job or /metrics"})
 
-            def _json(self, code: int, body: dict[str, Any]) -> None:
-                self._reply(code, json.dumps(body).encode("utf-8"), "application/json")
+            def _json(self, code: int, body: dict[str, Any], headers: dict[str, str] | None = None) -> None:
+                self._reply(code, json.dumps(body).encode("utf-8"), "application/json", headers)
 
-            def _reply(self, code: int, body: bytes, content_type: str) -> None:
+            def _reply(self, code: int, body: bytes, content_type: str,
+                       headers: dict[str, str] | None = None) -> None:
                 self.send_response(code)
+                for name, value in (headers or {}).items():
+                    self.send_header(name, value)
                 self.send_header("Content-Type", content_type)
                 self.send_header("Content-Length", str(len(body)))
                 self.end_headers()

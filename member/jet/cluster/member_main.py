@@ -9,7 +9,7 @@ import threading
 import traceback
 from typing import Any, Callable, Mapping
 
-from jet.cluster.auth import ClusterTokenError
+from jet.cluster.auth import CredentialsError
 from jet.cluster.member import Member
 from jet.cluster.peers import member_index_from_pod_name
 from jet.cluster.settings import MemberSettings, SettingsError
@@ -40,7 +40,7 @@ def run_member(flags: Mapping[str, Any], config_file: str | None = None,
     try:
         settings = resolve_settings(flags, config_file)
         member = Member(settings)
-    except (SettingsError, ClusterTokenError, ValueError, OSError) as e:
+    except (SettingsError, CredentialsError, ValueError, OSError) as e:
         log.error("cannot start the member: %s", e)
         return 2
     stop = threading.Event()

@@ -33,8 +33,9 @@ EXECUTION_STATE = "execution_state"
 # Member -> coordinator.
 EXECUTION_DONE = "execution_done"
 
-#: The member index a client presents in its call metadata (no member has it).
-CLIENT_INDEX = 1_000_000
+#: The index a client presents in its call metadata: negative, as every client's (a member's
+#: index is >= 0 and needs the member key's proof).
+CLIENT_INDEX = -1
 
 _LENGTH = struct.Struct(">I")
 

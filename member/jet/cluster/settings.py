@@ -24,9 +24,15 @@ from typing import Any, Callable, Mapping
 
 import yaml
 
-from jet.cluster.auth import TlsConfig, load_cluster_token
+from jet.cluster.auth import MEMBER_KEY_ENV, MEMBER_KEY_FILE_ENV, TlsConfig, load_cluster_token, load_member_key
+from jet.cluster.server_limits import DEFAULT_CLIENT_CALLS, DEFAULT_CLIENT_STREAMS
 
 EDGE_DEFAULTS_KEY = "edge_defaults"
+LOOPBACK_HOST = "127.0.0.1"
+EVERY_INTERFACE_HOST = "[::]"
+POD_ENVIRONMENT = ("KUBERNETES_SERVICE_HOST", "POD_NAME")
+"""Either tells that the member runs in a Kubernetes pod (the kubelet sets the first in every
+pod, the operator the second)."""
 
 
 class SettingsError(ValueError):
@@ -83,15 +89,20 @@ class MemberSettings:
     edge_defaults: EdgeDefaults = field(default_factory=EdgeDefaults)
     port: int = 5701
     http_port: int = 8080
-    host: str = "[::]"
-    """The address the gRPC server binds (``127.0.0.1`` for the local cluster); HTTP binds the same
-    interface (every IPv4 one for ``[::]``)."""
+    host: str | None = None
+    """The address the gRPC and the HTTP server bind; ``None``: see :meth:`bind_host`."""
     member_index: int | None = None
     peers: str | None = None
     """``host:port,...``, a hostfile path, or ``dns:<template with {i}>`` (see :mod:`jet.cluster.peers`)."""
     replicas: int | None = None
     """The member count for a ``dns:`` peers template."""
     token: str | None = field(default=None, repr=False)
+    member_key: str | None = field(default=None, repr=False)
+    """The secret only member processes hold (else ``$JET_MEMBER_KEY_FILE``'s contents)."""
+    max_client_streams: int = DEFAULT_CLIENT_STREAMS
+    """Frame streams of clients (Spark tasks and drivers) served at once; more are refused."""
+    max_client_calls: int = DEFAULT_CLIENT_CALLS
+    """Control calls of clients served at once; more are refused (members' calls never are)."""
     tls_cert_file: str | None = None
     tls_key_file: str | None = None
     tls_ca_file: str | None = None
@@ -124,6 +135,25 @@ class MemberSettings:
         """The cluster token: this ``token``, else ``$JET_CLUSTER_TOKEN_FILE``'s contents (see
         :func:`jet.cluster.auth.load_cluster_token`); raises ``ClusterTokenError`` when there is none."""
         return load_cluster_token(self.token, environ)
+
+    def has_member_key(self, environ: Mapping[str, str] | None = None) -> bool:
+        """Whether a member key is configured (here, in ``$JET_MEMBER_KEY`` or ``$JET_MEMBER_KEY_FILE``)."""
+        env = os.environ if environ is None else environ
+        return bool(self.member_key or env.get(MEMBER_KEY_FILE_ENV) or env.get(MEMBER_KEY_ENV))
+
+    def member_key_value(self, environ: Mapping[str, str] | None = None) -> str:
+        """The member key: this ``member_key``, else ``$JET_MEMBER_KEY_FILE``'s contents (see
+        :func:`jet.cluster.auth.load_member_key`); raises ``MemberKeyError`` when there is none."""
+        return load_member_key(self.member_key, environ)
+
+    def bind_host(self, environ: Mapping[str, str] | None = None) -> str:
+        """The address to bind: ``host`` when set; else every interface inside a Kubernetes pod
+        (where they are the pod's own: its IP, which probes, peers and scrapers use, and loopback,
+        which ``kubectl port-forward`` uses), and loopback anywhere else."""
+        if self.host is not None:
+            return self.host
+        env = os.environ if environ is None else environ
+        return EVERY_INTERFACE_HOST if any(env.get(name) for name in POD_ENVIRONMENT) else LOOPBACK_HOST
 
     def tls_config(self) -> TlsConfig | None:
         """TLS when a certificate and key are set; ``None`` without them."""
@@ -190,6 +220,9 @@ _SPECS: dict[str, _Spec] = {name: _Spec(name, *parser) for name, parser in {
     "peers": _TEXT,
     "replicas": _POSITIVE,
     "token": _TEXT,
+    "member_key": _TEXT,
+    "max_client_streams": _POSITIVE,
+    "max_client_calls": _POSITIVE,
     "tls_cert_file": _TEXT,
     "tls_key_file": _TEXT,
     "tls_ca_file": _TEXT,

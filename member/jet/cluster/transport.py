@@ -1,10 +1,14 @@
 """gRPC plumbing between members: one bidirectional frame stream per member pair, and control calls.
 
 No protobuf: both methods carry raw bytes (``/jet.Member/Stream``: a stream of messages each way, each
-message one or more ``u32 length | frame`` with frames framed by :mod:`jet.cluster.packets`; ``/jet.Member/Control``: one request ``(message type, payload)`` and
-one reply). Every call is authenticated by :class:`~jet.cluster.auth.TokenAuthInterceptor` before any
-handler runs; payloads may be cloudpickled by the caller and are decoded by the handler only, i.e.
-only after authentication.
+message one or more ``u32 length | frame`` with frames framed by :mod:`jet.cluster.packets`;
+``/jet.Member/Control``: one request ``(message type, payload)`` and one reply). Every call is
+authenticated by :class:`~jet.cluster.auth.ClusterAuthInterceptor` before any handler runs, which
+also tells a member from a client (:class:`~jet.cluster.auth.Caller`); payloads may be
+cloudpickled by the caller and are decoded by the handler only, i.e. only after authentication.
+A member's stream delivers its frames to ``on_frame``, a client's (a Spark task's) to
+``on_client_frame``; one index has at most one live stream. Streams and clients' control calls
+are bounded (:mod:`jet.cluster.server_limits`) so members' control calls always get a thread.
 
 Either end of a stream is a :class:`FrameLink`: ``send(frame)`` queues a frame, incoming frames go to
 ``on_frame(peer_index, frame)`` on the link's reader thread in order, and when the stream breaks
@@ -23,8 +27,9 @@ from typing import Callable, Iterable, Iterator
 
 import grpc
 
-from jet.cluster.auth import TlsConfig, TokenAuthInterceptor, call_metadata, caller_member_index
+from jet.cluster.auth import Caller, ClusterAuthInterceptor, TlsConfig, call_metadata, caller_of
 from jet.cluster.packets import PacketFormatError
+from jet.cluster.server_limits import ServerLimits, Slots
 
 STREAM_METHOD = "/jet.Member/Stream"
 CONTROL_METHOD = "/jet.Member/Control"
@@ -35,7 +40,7 @@ DEFAULT_CONTROL_TIMEOUT_S = 10.0
 
 FrameCallback = Callable[[int, bytes], None]
 ConnectionLostCallback = Callable[[int, BaseException], None]
-ControlHandler = Callable[[int, str, bytes], bytes]
+ControlHandler = Callable[[Caller, str, bytes], bytes]
 
 logger = logging.getLogger(__name__)
 _CLOSE = object()
@@ -124,6 +129,8 @@ class FrameLink:
         self._lock = threading.Lock()
         self._closed = False
         self._cancel: Callable[[], object] | None = None
+        self._set_status: Callable[[grpc.StatusCode, str], None] | None = None
+        """The serving side's way to end the call with a status (instead of cancelling it)."""
         self.closed_event = threading.Event()
         """Set once the link is closed, locally or by a failure."""
 
@@ -182,15 +189,21 @@ class FrameLink:
             error.__cause__ = e
         except Exception as e:  # the frame handler failed (e.g. PacketFormatError): drop the peer
             logger.warning("closing the stream with member %d: frame handler raised %r", self.peer_index, e)
+            if self._set_status is not None:  # tell the peer why, rather than cancelling
+                code = grpc.StatusCode.PERMISSION_DENIED if isinstance(e, PermissionError) \
+                    else grpc.StatusCode.INVALID_ARGUMENT
+                self._set_status(code, f"{type(e).__name__}: {e}")
+                self._finish(e, cancel=False)
+                return
             error = e
         self._finish(error)
 
-    def _finish(self, error: BaseException | None) -> None:
+    def _finish(self, error: BaseException | None, cancel: bool = True) -> None:
         with self._lock:
             if self._closed:
                 return
             self._closed = True
-        if self._cancel is not None:
+        if cancel and self._cancel is not None:
             self._cancel()  # before the stream can end normally: the peer sees a cancelled call
         self._outgoing.put(_CLOSE)
         self.closed_event.set()
@@ -218,30 +231,42 @@ def _start_reader(link: FrameLink, incoming: Iterable[bytes], name: str) -> thre
 
 
 class MemberServer:
-    """The gRPC server of one member: accepts the peers' frame streams and control calls.
+    """The gRPC server of one member: accepts frame streams and control calls.
 
-    ``on_frame``, ``on_control``, ``on_peer_connected`` and ``on_connection_lost`` may be given here or
-    assigned before :meth:`start`. ``on_control(peer_index, msg_type, payload) -> reply`` runs on a
-    server thread; an exception in it fails the call with ``INTERNAL`` naming the exception.
+    ``on_frame`` (members' streams), ``on_client_frame`` (clients' streams; without it they are
+    refused), ``on_control``, ``on_peer_connected`` and ``on_connection_lost`` may be given here or
+    assigned before :meth:`start`. ``on_control(caller, msg_type, payload) -> reply`` runs on a
+    server thread; ``PermissionError`` in it fails the call with ``PERMISSION_DENIED``, any other
+    exception with ``INTERNAL``, each naming the exception. ``member_key=None`` refuses every
+    caller claiming a member index; ``member_count`` (when known) refuses indexes outside the cluster.
     """
 
     def __init__(self, port: int, token: str, tls: TlsConfig | None = None, *, host: str = "[::]",
-                 on_frame: FrameCallback | None = None, on_control: ControlHandler | None = None,
+                 member_key: str | None = None, member_count: int | None = None,
+                 on_frame: FrameCallback | None = None, on_client_frame: FrameCallback | None = None,
+                 on_control: ControlHandler | None = None,
                  on_peer_connected: Callable[[FrameLink], None] | None = None,
-                 on_connection_lost: ConnectionLostCallback | None = None, max_workers: int = 64) -> None:
+                 on_connection_lost: ConnectionLostCallback | None = None,
+                 limits: ServerLimits = ServerLimits()) -> None:
         self.on_frame = on_frame
+        self.on_client_frame = on_client_frame
         self.on_control = on_control
         self.on_peer_connected = on_peer_connected
         self.on_connection_lost = on_connection_lost
+        self.limits = limits
         self._links: dict[int, FrameLink] = {}
         self._links_changed = threading.Condition()
+        self._member_streams = Slots(limits.member_streams)
+        self._client_streams = Slots(limits.client_streams)
+        self._client_calls = Slots(limits.client_calls)
         self._server = grpc.server(
-            futures.ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="jet-grpc"),
+            futures.ThreadPoolExecutor(max_workers=limits.threads, thread_name_prefix="jet-grpc"),
             handlers=[grpc.method_handlers_generic_handler("jet.Member", {
                 "Stream": grpc.stream_stream_rpc_method_handler(self._stream),
                 "Control": grpc.unary_unary_rpc_method_handler(self._control),
             })],
-            interceptors=[TokenAuthInterceptor(token, lambda method: method == STREAM_METHOD)],
+            interceptors=[ClusterAuthInterceptor(token, lambda method: method == STREAM_METHOD,
+                                                 member_key, member_count)],
             options=server_options(),
         )
         address = f"{host}:{port}"
@@ -268,6 +293,10 @@ class MemberServer:
             link = self._links.get(peer_index)
         return None if link is None or link.closed else link
 
+    def open_streams(self, members: bool) -> int:
+        """How many streams of members (or of clients) are being served now."""
+        return (self._member_streams if members else self._client_streams).in_use
+
     def wait_for_peer(self, peer_index: int, timeout_s: float) -> FrameLink:
         """Wait until ``peer_index`` has opened its stream; ``TimeoutError`` naming it otherwise."""
         with self._links_changed:
@@ -283,21 +312,44 @@ class MemberServer:
         link.send(frame)
 
     def _stream(self, request_iterator: Iterator[bytes], context: grpc.ServicerContext) -> Iterator[bytes]:
-        peer = caller_member_index(context)
-        link = FrameLink(peer, self.on_frame, lambda index, error: self._lost(link, error))
+        caller = caller_of(context)
+        on_frame = self.on_frame if caller.is_member else self.on_client_frame
+        if on_frame is None and not caller.is_member:
+            logger.warning("refused a stream from %s: this member serves no client streams", caller)
+            context.abort(grpc.StatusCode.PERMISSION_DENIED,
+                          f"this server accepts frame streams from members only, not from {caller}")
+        slots = self._member_streams if caller.is_member else self._client_streams
+        give_back = slots.take()
+        if give_back is None:
+            kind = "member" if caller.is_member else "client"
+            logger.warning("refused a stream from %s: already serving %d %s streams", caller, slots.limit, kind)
+            context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED,
+                          f"this member already serves its limit of {slots.limit} {kind} streams; try later")
+        link = FrameLink(caller.index, on_frame, lambda index, error: self._lost(link, error))
         link._cancel = context.cancel
+        link._set_status = lambda code, details: (context.set_code(code), context.set_details(details))
         with self._links_changed:
-            previous = self._links.get(peer)
-            self._links[peer] = link
-            self._links_changed.notify_all()
-        if previous is not None:
-            logger.warning("member %d opened a second stream; closing the first", peer)
-            previous.close()
-        context.add_callback(lambda: link._finish(ConnectionError(f"stream from member {peer} terminated")))
+            live = self._links.get(caller.index)
+            if live is None or live.closed:
+                self._links[caller.index] = link
+                self._links_changed.notify_all()
+        if live is not None and not live.closed:
+            give_back()
+            logger.warning("refused a second stream from %s: its first stream is live and stays", caller)
+            context.abort(grpc.StatusCode.ALREADY_EXISTS,
+                          f"{caller} already has a live stream to this member; a second one is refused")
+
+        def terminated() -> None:
+            link._finish(ConnectionError(f"stream from member {caller.index} terminated"))
+            give_back()
+
+        if not context.add_callback(terminated):
+            terminated()
+            return iter(())
         if self.on_peer_connected is not None:
             self.on_peer_connected(link)
-        _start_reader(link, request_iterator, f"jet-recv-{peer}")
-        return link._outgoing_messages()
+        _start_reader(link, request_iterator, f"jet-recv-{caller.index}")
+        return _giving_back(link._outgoing_messages(), give_back)
 
     def _lost(self, link: FrameLink, error: BaseException) -> None:
         with self._links_changed:
@@ -307,19 +359,45 @@ class MemberServer:
             self.on_connection_lost(link.peer_index, error)
 
     def _control(self, request: bytes, context: grpc.ServicerContext) -> bytes:
-        peer = caller_member_index(context)
+        caller = caller_of(context)
+        give_back = (lambda: None) if caller.is_member else self._client_calls.take()
+        if give_back is None:
+            logger.warning("refused a control call of %s: already serving %d client calls",
+                           caller, self._client_calls.limit)
+            context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, f"this member already serves its limit of "
+                          f"{self._client_calls.limit} control calls of clients; try later")
+        try:
+            code, details = self._serve_control(caller, request)
+        finally:
+            give_back()
+        if code is None:
+            return details
+        context.abort(code, details)
+
+    def _serve_control(self, caller: Caller, request: bytes) -> tuple[grpc.StatusCode | None, bytes | str]:
+        """``(None, reply)``, or the status code and details the call fails with."""
         try:
             msg_type, payload = decode_control_request(request)
         except PacketFormatError as e:
-            context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(e))
+            return grpc.StatusCode.INVALID_ARGUMENT, str(e)
         if self.on_control is None:
-            context.abort(grpc.StatusCode.UNIMPLEMENTED, "this member has no control handler")
+            return grpc.StatusCode.UNIMPLEMENTED, "this member has no control handler"
         try:
-            return self.on_control(peer, msg_type, payload)
+            return None, self.on_control(caller, msg_type, payload)
+        except PermissionError as e:
+            logger.warning("refused control call %r of %s: %s", msg_type, caller, e)
+            return grpc.StatusCode.PERMISSION_DENIED, f"{type(e).__name__}: {e}"
         except Exception as e:
-            logger.exception("control call %r from member %d failed", msg_type, peer)
-            failure = f"{type(e).__name__}: {e}"
-        context.abort(grpc.StatusCode.INTERNAL, failure)
+            logger.exception("control call %r from %s failed", msg_type, caller)
+            return grpc.StatusCode.INTERNAL, f"{type(e).__name__}: {e}"
+
+
+def _giving_back(messages: Iterator[bytes], give_back: Callable[[], None]) -> Iterator[bytes]:
+    """``messages``, then the stream's slot is given back (as soon as its thread is free)."""
+    try:
+        yield from messages
+    finally:
+        give_back()
 
 
 class PeerConnection:
@@ -329,15 +407,18 @@ class PeerConnection:
     stream (peer died, wrong token, keepalive timeout) calls ``on_connection_lost`` once. With
     ``open_stream=False`` only control calls are made (a client, or the higher-index member of a
     pair calling the lower one, whose stream the lower one dialled); ``link`` is ``None`` then.
+    A member (``self_index >= 0``) proves its index with ``member_key``; a client (negative
+    ``self_index``) has none.
     """
 
     def __init__(self, address: str, self_index: int, peer_index: int, token: str,
-                 tls: TlsConfig | None = None, *, on_frame: FrameCallback | None = None,
+                 tls: TlsConfig | None = None, *, member_key: str | None = None,
+                 on_frame: FrameCallback | None = None,
                  on_connection_lost: ConnectionLostCallback | None = None,
                  open_stream: bool = True) -> None:
         self.address = address
         self.peer_index = peer_index
-        self._metadata = call_metadata(token, self_index)
+        self._metadata = call_metadata(token, self_index, member_key)
         options = channel_options() + (tls.channel_options() if tls else [])
         self._channel = (grpc.secure_channel(address, tls.channel_credentials(), options=options) if tls
                          else grpc.insecure_channel(address, options=options))
