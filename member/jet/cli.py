@@ -99,32 +99,38 @@ def run(file: str, args: tuple[str, ...], members: int | None, threads: int | No
     # The member processes boot while this process loads and plans the job.
     boot = ClusterBoot(members, threads) if members > 1 and not dot else None
     try:
-        try:
-            dag = load_job_dag(file, args, entrypoint, threads)
-        except JobFileError as error:
-            _exit(EXIT_REJECTED, f"job rejected: {error}")
+        dag = load_job_dag(file, args, entrypoint, threads)
         if dot:
             click.echo(dag.to_dot(default_local_parallelism=threads))
             return
         if members == 1:  # with members, the coordinator logs the DAG it runs
             log.info("job DAG:\n%s", dag.to_dot(default_local_parallelism=threads))
         outcome = run_locally(dag, file, members, threads, timeout, boot)
-    except DagValidationError as refused:  # the coordinator's own check of the DAG
-        _exit(EXIT_REJECTED, f"job rejected: {refused}")
-    except JobFailedError as failure:
-        _exit(EXIT_JOB_FAILED, failure_report(failure, engine_frames=log.isEnabledFor(logging.DEBUG)))
-    except JobTimeoutError as timed_out:
-        _exit(EXIT_TIMED_OUT, f"job timed out and was cancelled: {timed_out}")
-    except KeyboardInterrupt:
-        _exit(EXIT_INTERRUPTED, "jet run: interrupted; the job was cancelled")
+    except (JobFileError, DagValidationError, JobFailedError, JobTimeoutError, KeyboardInterrupt) as error:
+        ended: BaseException | None = error
+    else:
+        ended = None
     finally:
         if boot is not None:
-            boot.close()
+            boot.close()  # before the last words, so that the members' logs end first
+    if ended is not None:
+        _exit(*_exit_for(ended))
     if output is not None:
         write_json_lines(outcome.results, output)
     print_results(outcome.results, sys.stdout, SHOWN_ITEMS, written_to=output)
     click.echo(f"job completed in {outcome.job_seconds:.2f} s (from its start on the members to its"
                " end; start-up and teardown not counted)", err=True)
+
+
+def _exit_for(error: BaseException) -> tuple[int, str]:
+    """The exit code and the one message of a run that did not complete."""
+    if isinstance(error, (JobFileError, DagValidationError)):
+        return EXIT_REJECTED, f"job rejected: {error}"
+    if isinstance(error, JobFailedError):
+        return EXIT_JOB_FAILED, failure_report(error, engine_frames=log.isEnabledFor(logging.DEBUG))
+    if isinstance(error, JobTimeoutError):
+        return EXIT_TIMED_OUT, f"job timed out and was cancelled: {error}"
+    return EXIT_INTERRUPTED, "jet run: interrupted; the job was cancelled"
 
 
 @main.command()

@@ -41,16 +41,17 @@ def load_job_dag(path: str, args: tuple[str, ...], entrypoint: str | None,
     except JobFileError:
         raise
     except Exception as error:  # noqa: BLE001 - the user's code or a refused pipeline: say which
-        raise JobFileError(_rejection(error)) from error
+        raise JobFileError(_rejection(path, error)) from error
 
 
-def _rejection(error: BaseException) -> str:
+def _rejection(path: str, error: BaseException) -> str:
     """The error, after the frames of the user's code that led to it (no engine frames)."""
     _, user = split_user_frames(error)
     text = "".join(traceback.format_exception_only(error)).rstrip("\n")
     if not user:
         return text
-    return "Traceback (most recent call last):\n" + "".join(user.format()) + text
+    return (f"{path} raised an error while defining its job:\nTraceback (most recent call last):\n"
+            + "".join(user.format()) + text)
 
 
 def load_job(path: str, args: tuple[str, ...] = (), entrypoint: str | None = None) -> Pipeline | DAG:
