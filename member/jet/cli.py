@@ -13,8 +13,8 @@ from jet.core import DAG
 from jet.core.dag import DagValidationError
 from jet.execution import JobFailedError, JobTimeoutError, default_cooperative_threads
 from jet.job_file import JobFileError, check_job_file, load_job, load_job_dag, to_dag
-from jet.local_run import ClusterBoot, run_locally
-from jet.run_logging import BRIEF_MEMBER_LOG_ENV, configure_logging
+from jet.local_run import ClusterBoot, RunOutcome, run_locally
+from jet.run_logging import brief_member_logs, configure_logging
 from jet.run_output import SHOWN_ITEMS, failure_report, print_results, write_json_lines
 
 log = logging.getLogger("jet.cli")
@@ -91,35 +91,45 @@ def run(file: str, args: tuple[str, ...], members: int | None, threads: int | No
     run time, from its start on the members to its end (start-up and teardown not counted)."""
     threads = threads or default_cooperative_threads()
     members = members or DEFAULT_LOCAL_MEMBERS
+    if output is not None and not os.access(os.path.dirname(os.path.abspath(output)), os.W_OK):
+        raise click.BadParameter(f"cannot write {output!r}: its directory is missing or not writable",
+                                 param_hint="--output")
     try:
         check_job_file(file)
     except JobFileError as error:
-        _exit(EXIT_REJECTED, f"job rejected: {error}")
-    os.environ[BRIEF_MEMBER_LOG_ENV] = "1"  # this command prints the job's error, once
+        _exit(*_exit_for(error))
+    with brief_member_logs():  # this command prints the job's error, once
+        ended, outcome = _load_and_run(file, args, entrypoint, members, threads, timeout, dot)
+    if ended is not None:
+        _exit(*_exit_for(ended))
+    if outcome is None:  # --dot
+        return
+    if output is not None:
+        write_json_lines(outcome.results, output)
+    print_results(outcome.results, sys.stdout, SHOWN_ITEMS, written_to=output)
+    click.echo(f"job completed in {outcome.job_seconds:.2f} s (from its start on the members to its"
+               " end; start-up and teardown not counted)", err=True)
+
+
+def _load_and_run(file: str, args: tuple[str, ...], entrypoint: str | None, members: int, threads: int,
+                  timeout: float | None, dot: bool) -> tuple[BaseException | None, RunOutcome | None]:
+    """Load the job (booting the members meanwhile) and run it, or print its DAG with ``dot``;
+    (the error that ended the run, or None; the outcome of a completed run)."""
     # The member processes boot while this process loads and plans the job.
     boot = ClusterBoot(members, threads) if members > 1 and not dot else None
     try:
         dag = load_job_dag(file, args, entrypoint, threads)
         if dot:
             click.echo(dag.to_dot(default_local_parallelism=threads))
-            return
+            return None, None
         if members == 1:  # with members, the coordinator logs the DAG it runs
             log.info("job DAG:\n%s", dag.to_dot(default_local_parallelism=threads))
-        outcome = run_locally(dag, file, members, threads, timeout, boot)
+        return None, run_locally(dag, file, members, threads, timeout, boot)
     except (JobFileError, DagValidationError, JobFailedError, JobTimeoutError, KeyboardInterrupt) as error:
-        ended: BaseException | None = error
-    else:
-        ended = None
+        return error, None
     finally:
         if boot is not None:
             boot.close()  # before the last words, so that the members' logs end first
-    if ended is not None:
-        _exit(*_exit_for(ended))
-    if output is not None:
-        write_json_lines(outcome.results, output)
-    print_results(outcome.results, sys.stdout, SHOWN_ITEMS, written_to=output)
-    click.echo(f"job completed in {outcome.job_seconds:.2f} s (from its start on the members to its"
-               " end; start-up and teardown not counted)", err=True)
 
 
 def _exit_for(error: BaseException) -> tuple[int, str]:

@@ -10,6 +10,8 @@ from __future__ import annotations
 import logging
 import os
 import sys
+from contextlib import contextmanager
+from typing import Iterator
 
 #: Set by ``jet run`` for the members it starts (``JET_*`` variables are member settings).
 BRIEF_MEMBER_LOG_ENV = "JETRUN_BRIEF_MEMBER_LOG"
@@ -39,3 +41,18 @@ def configure_logging(level: str) -> None:
     if os.environ.get(BRIEF_MEMBER_LOG_ENV):
         for handler in logging.getLogger().handlers:
             handler.addFilter(OneLineErrors())
+
+
+@contextmanager
+def brief_member_logs() -> Iterator[None]:
+    """Members started inside log their errors in one line (they read it from the environment
+    they inherit); the environment is restored after, for a ``jet run`` invoked in-process."""
+    previous = os.environ.get(BRIEF_MEMBER_LOG_ENV)
+    os.environ[BRIEF_MEMBER_LOG_ENV] = "1"
+    try:
+        yield
+    finally:
+        if previous is None:
+            os.environ.pop(BRIEF_MEMBER_LOG_ENV, None)
+        else:
+            os.environ[BRIEF_MEMBER_LOG_ENV] = previous
