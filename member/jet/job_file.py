@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import runpy
 import traceback
 from typing import Any
@@ -63,6 +64,8 @@ def load_job(path: str, args: tuple[str, ...] = (), entrypoint: str | None = Non
     try:
         namespace = runpy.run_path(path, run_name="__jet_job__")
     except FileNotFoundError:
+        if os.path.exists(path):
+            raise  # the file's own code opened a missing file
         raise JobFileError(f"job file {path!r} does not exist") from None
     names = [entrypoint] if entrypoint else ["pipeline", "dag"]
     for name in names:

@@ -84,3 +84,12 @@ def test_a_job_file_that_raises_exits_2_with_one_message_and_leaves_no_member(tm
         f'  File "{job}", line 7, in pipeline',
         "    read_settings()"], rejection
     assert _processes_with(marker) == [], "no member outlives jet run"
+
+
+def test_a_missing_file_the_job_file_opens_is_not_taken_for_a_missing_job_file(tmp_path):
+    job = write_job(tmp_path, "opens.py", "open('/no/such/settings.yaml')\n")
+    result = jet("run", "--members", "1", job)
+    assert result.returncode == 2, result.stderr
+    assert f"job rejected: {job} raised an error while defining its job:" in result.stderr
+    assert "No such file or directory: '/no/such/settings.yaml'" in result.stderr
+    assert "does not exist" not in result.stderr
