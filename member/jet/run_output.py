@@ -72,9 +72,10 @@ def failure_report(failure: JobFailedError, engine_frames: bool = False) -> str:
 
 
 def _where(tasklet: str, member: int | None) -> str:
+    """`` in stage 'map', processor #0, on member 1`` for a processor's tasklet ``map#0``."""
     stage, _, processor = tasklet.rpartition("#")
     if stage and processor.isdigit():
-        place = f" in stage {stage!r} (processor {tasklet})"
+        place = f" in stage {stage!r}, processor #{processor}"
     else:
         place = f" in {tasklet}" if tasklet else ""
-    return place + (f" on member {member}" if member is not None else "")
+    return place + (f", on member {member}" if member is not None else "")

@@ -18,7 +18,7 @@ def test_a_user_error_is_printed_once_with_the_users_frames_first_naming_stage_a
     assert err.count('raise ValueError(f"bad item {x}")') == 1, err
     assert err.count("Traceback (most recent call last)") == 1, err
     report = err[err.index("job failed"):]
-    assert re.match(r"job failed in stage 'map' \(processor map#0\) on member [01]:\n"
+    assert re.match(r"job failed in stage 'map', processor #0, on member [01]:\n"
                     r"Traceback \(most recent call last\):\n"
                     rf'  File "{re.escape(str(job))}", line 6, in explode\n', report), report
     assert "jet/execution" not in report, "engine frames do not lead (nor follow without DEBUG)"
@@ -36,7 +36,8 @@ def test_a_flat_map_returning_a_non_iterable_names_the_stage_the_function_and_th
     result = jet("run", "--members", "2", job)
     assert result.returncode == 1, result.stderr[-3000:]
     report = result.stderr[result.stderr.index("job failed"):]
-    assert report.startswith("job failed in stage 'fused(map, flat-map, filter)' (processor "), report
+    assert report.startswith("job failed in stage 'fused(map, flat-map, filter)', processor #0, on member "), \
+        report
     assert (f"stage 'flat-map' (flat_map): its function count_words ({job}, line 5) must take one"
             " argument, the item, and return an iterable of the items to emit") in report, report
     assert "for item 'A B' it returned int: 2, which is not iterable" in report, report
