@@ -122,8 +122,6 @@ def _load_and_run(file: str, args: tuple[str, ...], entrypoint: str | None, memb
         if dot:
             click.echo(dag.to_dot(default_local_parallelism=threads))
             return None, None
-        if members == 1:  # with members, the coordinator logs the DAG it runs
-            log.info("job DAG:\n%s", dag.to_dot(default_local_parallelism=threads))
         return None, run_locally(dag, file, members, threads, timeout, boot)
     except (JobFileError, DagValidationError, JobFailedError, JobTimeoutError, KeyboardInterrupt) as error:
         return error, None

@@ -6,6 +6,7 @@ while it loads and plans the job file; a file that fails to load closes them aga
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from dataclasses import dataclass
@@ -15,6 +16,8 @@ from typing import Any
 from jet.core import DAG
 from jet.execution.runner import start
 from jet.progress import ProgressDisplay
+
+log = logging.getLogger("jet.run")
 
 
 class ClusterBoot:
@@ -85,7 +88,8 @@ def run_locally(dag: DAG, name: str, members: int, threads: int, timeout: float 
 
     if members == 1 and spark_stages(dag) != ([], []):
         members = 2  # Spark tasks reach members over gRPC: run a local cluster
-    if members == 1:
+    if members == 1:  # (on members, the coordinator logs the DAG it runs)
+        log.info("job DAG:\n%s", dag.to_dot(default_local_parallelism=threads))
         job = start(dag, threads, job_name=name)
         started = time.perf_counter()
         try:

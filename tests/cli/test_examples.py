@@ -70,6 +70,7 @@ def test_spark_wordcount_runs_as_the_readme_runs_it(tmp_path):
     shutil.copytree(REPO_ROOT / "examples", tmp_path / "examples")  # a fresh clone's examples
     result = jet("run", "examples/spark_wordcount.py", cwd=tmp_path, timeout=600)
     assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stderr.count("digraph DAG") == 1
     rows = pq.read_table(tmp_path / "out" / "wordcount.parquet").to_pylist()
     expected = Counter(re.findall(r"\w+", (DATA / "two-cities.txt").read_text().lower()))
     assert {row["word"]: row["count"] for row in rows} == expected
