@@ -13,7 +13,7 @@ from jet.core import DAG
 from jet.core.dag import DagValidationError
 from jet.execution import JobFailedError, JobTimeoutError, default_cooperative_threads
 from jet.job_file import JobFileError, check_job_file, load_job, load_job_dag, to_dag
-from jet.local_run import ClusterBoot, RunOutcome, run_locally
+from jet.local_run import ClusterBoot, MembersDidNotStart, RunOutcome, run_locally
 from jet.run_logging import brief_member_logs, configure_logging
 from jet.run_output import SHOWN_ITEMS, failure_report, print_results, write_json_lines
 
@@ -34,7 +34,8 @@ EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report a command ended by Ctrl
 RUN_EPILOG = f"""\b
 Exit codes:
   {EXIT_COMPLETED}    the job completed
-  {EXIT_JOB_FAILED}    the job failed (its error is printed, the user's frames first)
+  {EXIT_JOB_FAILED}    the job failed (its error is printed, the user's frames first), or the
+       local members did not start
   {EXIT_REJECTED}    usage error, or the job file was rejected (missing, does not compile,
        raises, defines no job, a missing input or a bad stage); nothing ran
   {EXIT_TIMED_OUT}    the job ran longer than --timeout and was cancelled
@@ -123,7 +124,8 @@ def _load_and_run(file: str, args: tuple[str, ...], entrypoint: str | None, memb
             click.echo(dag.to_dot(default_local_parallelism=threads))
             return None, None
         return None, run_locally(dag, file, members, threads, timeout, boot)
-    except (JobFileError, DagValidationError, JobFailedError, JobTimeoutError, KeyboardInterrupt) as error:
+    except (JobFileError, DagValidationError, JobFailedError, JobTimeoutError, MembersDidNotStart,
+            KeyboardInterrupt) as error:
         return error, None
     finally:
         if boot is not None:
@@ -138,6 +140,8 @@ def _exit_for(error: BaseException) -> tuple[int, str]:
         return EXIT_JOB_FAILED, failure_report(error, engine_frames=log.isEnabledFor(logging.DEBUG))
     if isinstance(error, JobTimeoutError):
         return EXIT_TIMED_OUT, f"job timed out and was cancelled: {error}"
+    if isinstance(error, MembersDidNotStart):
+        return EXIT_JOB_FAILED, f"jet run: {error}"
     return EXIT_INTERRUPTED, "jet run: interrupted; the job was cancelled"
 
 

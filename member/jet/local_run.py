@@ -20,6 +20,10 @@ from jet.progress import ProgressDisplay
 log = logging.getLogger("jet.run")
 
 
+class MembersDidNotStart(RuntimeError):
+    """The local member processes could not be started; the message says why."""
+
+
 class ClusterBoot:
     """A local cluster started in a background thread; ``get()`` waits until it is up.
 
@@ -45,10 +49,11 @@ class ClusterBoot:
         self._closed.wait()
 
     def get(self) -> Any:
-        """The running cluster (waits for it); the error if it could not start."""
+        """The running cluster (waits for it); :class:`MembersDidNotStart` if it could not start."""
         self._up.wait()
         if self._error is not None:
-            raise self._error
+            raise MembersDidNotStart(f"the local members did not start: {type(self._error).__name__}: "
+                                     f"{self._error}") from self._error
         return self._cluster
 
     def close(self) -> None:
