@@ -24,7 +24,7 @@ def count_words(line):
 
 def pipeline():
     p = Pipeline.create()
-    (p.read_from(Sources.items(["a b", "c"])).map(str.upper).flat_map(count_words)
+    (p.read_from(Sources.items(["a b"])).map(str.upper).flat_map(count_words)
      .filter(bool).write_to(Sinks.list()))
     return p
 '''
