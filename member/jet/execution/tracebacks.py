@@ -17,6 +17,7 @@ from jet.core.chain_contract import StageContractError
 
 ENGINE_FRAMES_HEADER = "Called by the Jet engine (most recent call last):"
 
+
 def _library_dirs() -> tuple[str, ...]:
     paths = sysconfig.get_paths()
     dirs = {Path(__file__).resolve().parents[1],  # the jet package
