@@ -5,17 +5,17 @@ from __future__ import annotations
 import logging
 import os
 import sys
-import threading
-import time
 from typing import Any
 
 import click
 
 from jet.core import DAG
+from jet.core.dag import DagValidationError
 from jet.execution import JobFailedError, JobTimeoutError, default_cooperative_threads
-from jet.execution.runner import start
-from jet.job_file import JobFileError, load_job, to_dag
-from jet.progress import ProgressDisplay
+from jet.job_file import JobFileError, check_job_file, load_job, load_job_dag, to_dag
+from jet.local_run import ClusterBoot, MembersDidNotStart, RunOutcome, run_locally
+from jet.run_logging import brief_member_logs, configure_logging
+from jet.run_output import SHOWN_ITEMS, failure_report, print_results, write_json_lines
 
 log = logging.getLogger("jet.cli")
 
@@ -24,10 +24,23 @@ log = logging.getLogger("jet.cli")
 #: member in this process (bench/README.md); a member process costs about 0.7 s to start.
 DEFAULT_LOCAL_MEMBERS = os.cpu_count() or 1
 
+#: The exit codes of `jet run`.
+EXIT_COMPLETED = 0
+EXIT_JOB_FAILED = 1
+EXIT_REJECTED = 2  # a usage error, or a job file that does not load (click's usage errors exit 2)
+EXIT_TIMED_OUT = 3
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report a command ended by Ctrl-C
 
-def _configure_logging(level: str) -> None:
-    logging.basicConfig(level=getattr(logging, level.upper()), stream=sys.stderr,
-                        format="%(asctime)s %(levelname)-5s %(name)s: %(message)s")
+RUN_EPILOG = f"""\b
+Exit codes:
+  {EXIT_COMPLETED}    the job completed
+  {EXIT_JOB_FAILED}    the job failed (its error is printed, the user's frames first), or the
+       local members did not start
+  {EXIT_REJECTED}    usage error, or the job file was rejected (missing, does not compile,
+       raises, defines no job, a missing input or a bad stage); nothing ran
+  {EXIT_TIMED_OUT}    the job ran longer than --timeout and was cancelled
+  {EXIT_INTERRUPTED}  interrupted (Ctrl-C); the job was cancelled
+"""
 
 
 def load_job_file(path: str, args: tuple[str, ...] = (), entrypoint: str | None = None,
@@ -45,19 +58,15 @@ def load_job_file(path: str, args: tuple[str, ...] = (), entrypoint: str | None 
               type=click.Choice(["DEBUG", "INFO", "WARNING", "ERROR"], case_sensitive=False))
 def main(log_level: str) -> None:
     """Jet: low-latency DAG processing in Python."""
-    _configure_logging(log_level)
+    configure_logging(log_level)
 
 
-def _print_results(results: dict[str, list], shown: int = 20) -> None:
-    for name, items in results.items():
-        click.echo(f"result {name!r}: {len(items)} item(s)")
-        for item in items[:shown]:
-            click.echo(f"  {item!r}")
-        if len(items) > shown:
-            click.echo(f"  ... {len(items) - shown} more")
+def _exit(code: int, message: str) -> None:
+    click.echo(message, err=True)
+    sys.exit(code)
 
 
-@main.command()
+@main.command(epilog=RUN_EPILOG)
 @click.argument("file", type=click.Path(dir_okay=False))
 @click.argument("args", nargs=-1)
 @click.option("--members", type=click.IntRange(min=1), default=None,
@@ -66,109 +75,74 @@ def _print_results(results: dict[str, list], shown: int = 20) -> None:
 @click.option("--threads", type=click.IntRange(min=1), default=None,
               help="Cooperative worker threads per member (default 1).")
 @click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=None,
-              help="Fail the job if it runs longer than this many seconds.")
+              help="Cancel the job and exit 3 if it runs longer than this many seconds.")
 @click.option("--entrypoint", default=None,
               help="The name FILE defines the job under (default: pipeline, else dag).")
+@click.option("--output", type=click.Path(dir_okay=False, writable=True), default=None,
+              help="Write the items of the job's Sinks.list sinks to this file as JSON lines: one"
+                   " item per line, or {\"sink\": NAME, \"item\": ITEM} per line when the job has"
+                   " several list sinks. Tuples become arrays, sets sorted arrays, other values"
+                   " that JSON cannot hold their str().")
 @click.option("--dot", is_flag=True, help="Print the job's DAG in DOT format and exit.")
 def run(file: str, args: tuple[str, ...], members: int | None, threads: int | None,
-        timeout: float | None, entrypoint: str | None, dot: bool) -> None:
-    """Run the job defined in FILE (a pipeline or a DAG), passing it ARGS."""
+        timeout: float | None, entrypoint: str | None, output: str | None, dot: bool) -> None:
+    """Run the job defined in FILE (a pipeline or a DAG), passing it ARGS.
+
+    Prints the first items of each Sinks.list sink (all of them with --output) and the job's
+    run time, from its start on the members to its end (start-up and teardown not counted)."""
     threads = threads or default_cooperative_threads()
     members = members or DEFAULT_LOCAL_MEMBERS
-    started = time.perf_counter()
+    if output is not None and not os.access(os.path.dirname(os.path.abspath(output)), os.W_OK):
+        raise click.BadParameter(f"cannot write {output!r}: its directory is missing or not writable",
+                                 param_hint="--output")
+    try:
+        check_job_file(file)
+    except JobFileError as error:
+        _exit(*_exit_for(error))
+    with brief_member_logs():  # this command prints the job's error, once
+        ended, outcome = _load_and_run(file, args, entrypoint, members, threads, timeout, dot)
+    if ended is not None:
+        _exit(*_exit_for(ended))
+    if outcome is None:  # --dot
+        return
+    if output is not None:
+        write_json_lines(outcome.results, output)
+    print_results(outcome.results, sys.stdout, SHOWN_ITEMS, written_to=output)
+    click.echo(f"job completed in {outcome.job_seconds:.2f} s (from its start on the members to its"
+               " end; start-up and teardown not counted)", err=True)
+
+
+def _load_and_run(file: str, args: tuple[str, ...], entrypoint: str | None, members: int, threads: int,
+                  timeout: float | None, dot: bool) -> tuple[BaseException | None, RunOutcome | None]:
+    """Load the job (booting the members meanwhile) and run it, or print its DAG with ``dot``;
+    (the error that ended the run, or None; the outcome of a completed run)."""
     # The member processes boot while this process loads and plans the job.
     boot = ClusterBoot(members, threads) if members > 1 and not dot else None
     try:
-        try:
-            dag = load_job_file(file, args, entrypoint, threads)
-        except click.UsageError:
-            raise
-        except Exception as error:  # noqa: BLE001 - a bad pipeline, source or sink: say which
-            click.echo(f"job rejected: {type(error).__name__}: {error}", err=True)
-            sys.exit(1)
+        dag = load_job_dag(file, args, entrypoint, threads)
         if dot:
             click.echo(dag.to_dot(default_local_parallelism=threads))
-            return
-        log.info("job DAG:\n%s", dag.to_dot(default_local_parallelism=threads))
-        results, job_seconds = _run_locally(dag, file, members, threads, timeout, boot)
-    except JobFailedError as failure:
-        click.echo(f"job failed: {failure}", err=True)
-        sys.exit(1)
-    except JobTimeoutError as timed_out:
-        click.echo(f"job timed out: {timed_out}", err=True)
-        sys.exit(2)
+            return None, None
+        return None, run_locally(dag, file, members, threads, timeout, boot)
+    except (JobFileError, DagValidationError, JobFailedError, JobTimeoutError, MembersDidNotStart,
+            KeyboardInterrupt) as error:
+        return error, None
     finally:
         if boot is not None:
-            boot.close()
-    _print_results(results)
-    total = time.perf_counter() - started
-    click.echo(f"job ran in {job_seconds:.2f} s (start-up and teardown {total - job_seconds:.2f} s)",
-               err=True)
-    log.info("job completed in %.2f s", total)
+            boot.close()  # before the last words, so that the members' logs end first
 
 
-class ClusterBoot:
-    """A local cluster started in a background thread; ``get()`` waits until it is up.
-
-    The thread lives until ``close()``: the members die with the thread that started them
-    (PR_SET_PDEATHSIG follows the parent thread), so it must not end while they are used."""
-
-    def __init__(self, members: int, threads: int) -> None:
-        self._cluster = None
-        self._error: BaseException | None = None
-        self._up = threading.Event()
-        self._closed = threading.Event()
-        self._thread = threading.Thread(target=self._run, args=(members, threads),
-                                        name="jet-cluster-boot", daemon=True)
-        self._thread.start()
-
-    def _run(self, members: int, threads: int) -> None:
-        from jet.local import local_cluster
-        try:
-            self._cluster = local_cluster(members=members, threads=threads)
-        except BaseException as error:  # noqa: BLE001 - re-raised by get()
-            self._error = error
-        self._up.set()
-        self._closed.wait()
-
-    def get(self):
-        self._up.wait()
-        if self._error is not None:
-            raise self._error
-        return self._cluster
-
-    def close(self) -> None:
-        self._up.wait()
-        if self._cluster is not None:
-            self._cluster.close(wait=False)
-        self._closed.set()
-
-
-def _run_locally(dag: DAG, name: str, members: int, threads: int, timeout: float | None,
-                 boot: ClusterBoot | None) -> tuple[dict[str, list], float]:
-    """Run on ``members`` local members with a progress display; return the job's results
-    and how long the job itself ran."""
-    from jet.connectors.spark.driver import spark_stages
-
-    if members == 1 and spark_stages(dag) != ([], []):
-        members = 2  # Spark tasks reach members over gRPC: run a local cluster
-    if members == 1:
-        started = time.perf_counter()
-        job = start(dag, threads, job_name=name)
-        with ProgressDisplay(job.metrics, title=name):
-            results = job.join(timeout)
-        return results, time.perf_counter() - started
-    if boot is None:
-        boot = ClusterBoot(members, threads)
-    try:
-        cluster = boot.get()
-        started = time.perf_counter()
-        job = cluster.new_job(dag)  # with its Spark side, if it has Spark stages
-        with ProgressDisplay(job.metrics, title=name):
-            job.join(timeout)
-        return job.results(), time.perf_counter() - started
-    finally:
-        boot.close()
+def _exit_for(error: BaseException) -> tuple[int, str]:
+    """The exit code and the one message of a run that did not complete."""
+    if isinstance(error, (JobFileError, DagValidationError)):
+        return EXIT_REJECTED, f"job rejected: {error}"
+    if isinstance(error, JobFailedError):
+        return EXIT_JOB_FAILED, failure_report(error, engine_frames=log.isEnabledFor(logging.DEBUG))
+    if isinstance(error, JobTimeoutError):
+        return EXIT_TIMED_OUT, f"job timed out and was cancelled: {error}"
+    if isinstance(error, MembersDidNotStart):
+        return EXIT_JOB_FAILED, f"jet run: {error}"
+    return EXIT_INTERRUPTED, "jet run: interrupted; the job was cancelled"
 
 
 @main.command()

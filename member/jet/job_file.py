@@ -2,15 +2,57 @@
 
 from __future__ import annotations
 
+import os
 import runpy
+import traceback
 from typing import Any
 
 from jet.core.dag import DAG
+from jet.execution.tracebacks import split_user_frames
 from jet.pipeline.pipeline import Pipeline
 
 
 class JobFileError(ValueError):
     """The job file is missing or does not define a usable job; the message says which."""
+
+
+def check_job_file(path: str) -> None:
+    """The checks that cost nothing, made before anything starts: the file exists and compiles."""
+    try:
+        with open(path, "rb") as file:
+            source = file.read()
+    except FileNotFoundError:
+        raise JobFileError(f"job file {path!r} does not exist") from None
+    except OSError as error:
+        raise JobFileError(f"cannot read job file {path!r}: {error.strerror or error}") from None
+    try:
+        compile(source, path, "exec")
+    except (SyntaxError, ValueError) as error:
+        raise JobFileError(f"job file {path} does not compile:\n"
+                           + "".join(traceback.format_exception_only(error)).rstrip("\n")) from None
+
+
+def load_job_dag(path: str, args: tuple[str, ...], entrypoint: str | None,
+                 default_local_parallelism: int) -> DAG:
+    """The checked, planned DAG of the job the file defines; anything that stops it (the file
+    raises, defines no job, names a missing input, a bad stage) is a :class:`JobFileError` with
+    one message: the error, led by the user's frames when the user's code raised it."""
+    try:
+        return to_dag(load_job(path, args, entrypoint), default_local_parallelism)
+    except JobFileError:
+        raise
+    except Exception as error:  # noqa: BLE001 - the user's code or a refused pipeline: say which
+        raise JobFileError(_rejection(path, error)) from error
+
+
+def _rejection(path: str, error: BaseException) -> str:
+    """The error, after the frames of the user's code that led to it (no engine frames)."""
+    _, user = split_user_frames(error)
+    text = "".join(traceback.format_exception_only(error)).rstrip("\n")
+    if not user:
+        return text
+    return (f"{path} raised an error while defining its job:\nTraceback (most recent call last):\n"
+            + "".join(user.format()) + text)
 
 
 def load_job(path: str, args: tuple[str, ...] = (), entrypoint: str | None = None) -> Pipeline | DAG:
@@ -22,6 +64,8 @@ def load_job(path: str, args: tuple[str, ...] = (), entrypoint: str | None = Non
     try:
         namespace = runpy.run_path(path, run_name="__jet_job__")
     except FileNotFoundError:
+        if os.path.exists(path):
+            raise  # the file's own code opened a missing file
         raise JobFileError(f"job file {path!r} does not exist") from None
     names = [entrypoint] if entrypoint else ["pipeline", "dag"]
     for name in names:

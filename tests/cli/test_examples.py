@@ -3,12 +3,14 @@
 import csv
 import json
 import re
+import shutil
 import subprocess
 import sys
 from collections import Counter, defaultdict
 
 import pytest
 
+from tests.cli.support import jet
 from tests.conftest import REPO_ROOT
 
 DATA = REPO_ROOT / "examples" / "data"
@@ -59,3 +61,25 @@ def test_grouped_average_writes_json_lines(tmp_path):
         readings[row["station"]].append(float(row["celsius"]))
     written = dict(json.loads(line) for f in tmp_path.glob("*.jsonl") for line in f.read_text().splitlines())
     assert written == {s: round(sum(v) / len(v), 2) for s, v in readings.items()}
+
+
+@pytest.mark.slow
+def test_spark_wordcount_runs_as_the_readme_runs_it(tmp_path):
+    import pyarrow.parquet as pq
+
+    shutil.copytree(REPO_ROOT / "examples", tmp_path / "examples")  # a fresh clone's examples
+    result = jet("run", "examples/spark_wordcount.py", cwd=tmp_path, timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stderr.count("digraph DAG") == 1
+    rows = pq.read_table(tmp_path / "out" / "wordcount.parquet").to_pylist()
+    expected = Counter(re.findall(r"\w+", (DATA / "two-cities.txt").read_text().lower()))
+    assert {row["word"]: row["count"] for row in rows} == expected
+
+
+def test_a_missing_spark_input_is_refused_at_submission_like_a_missing_file(tmp_path):
+    result = jet("run", "--members", "2", REPO_ROOT / "examples" / "spark_wordcount.py",
+                 "no-such-input.parquet", tmp_path / "out.parquet", cwd=tmp_path)
+    assert result.returncode == 2, result.stderr[-3000:]
+    assert "job rejected: FileNotFoundError: Sources.spark: no file or directory matches" \
+           " 'no-such-input.parquet'" in result.stderr
+    assert "SparkWriteFailedError" not in result.stderr and "log4j" not in result.stderr, "Spark never starts"

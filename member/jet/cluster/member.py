@@ -196,7 +196,7 @@ class Member:
         if peer < 0:  # a Spark task or driver (negative index) hung up: no member was lost
             log.debug("Spark peer %d closed its stream: %s", peer, error)
             return
-        log.log(logging.DEBUG if self.stopped.is_set() else logging.ERROR,
+        log.log(logging.DEBUG if self.stopped.is_set() else logging.ERROR if self.executions else logging.WARNING,
                 "member %d lost its connection with member %d: %s", self.index, peer, error)
         self.network.on_connection_lost(peer, error)
         if self.coordinator is not None:

@@ -14,6 +14,7 @@ from itertools import chain, islice
 from typing import Any, Callable, Iterable, Iterator
 
 from jet.core.aggregate import AggregateOperation
+from jet.core.chain_contract import ChainContract
 from jet.core.inbox import Inbox
 from jet.core.outbox import Outbox
 from jet.core.processor import Context, Processor
@@ -94,8 +95,9 @@ class TransformP(Processor):
     capacity, even for flat-maps that multiply the item count.
     """
 
-    def __init__(self, chunk_fn: ChunkFn) -> None:
+    def __init__(self, chunk_fn: ChunkFn, contract: ChainContract | None = None) -> None:
         self._chunk_fn = chunk_fn
+        self._contract = contract
         self._pending: list | None = None
         self._batch = 1
         self._capacity = 1
@@ -111,7 +113,13 @@ class TransformP(Processor):
                 return
             self._pending = None
         chunk = inbox.take_chunk(self._batch)
-        out = self._chunk_fn(chunk)
+        try:
+            out = self._chunk_fn(chunk)
+        except Exception as error:
+            broken = self._contract.broken_by(chunk, error) if self._contract is not None else None
+            if broken is None:
+                raise
+            raise broken from None
         produced, capacity = len(out), self._capacity
         if produced > capacity:
             self._batch = max(1, self._batch * capacity // produced)
@@ -130,26 +138,28 @@ class TransformP(Processor):
 
 def map_p(fn: Callable[[Any], Any]) -> Supplier:
     """Emits ``fn(item)`` for each item."""
-    chunk_fn = compile_chain([("map", fn)])
-    return lambda: TransformP(chunk_fn)
+    return fused_p([("map", fn)])
 
 
 def filter_p(fn: Callable[[Any], Any]) -> Supplier:
     """Emits the items for which ``fn(item)`` is truthy."""
-    chunk_fn = compile_chain([("filter", fn)])
-    return lambda: TransformP(chunk_fn)
+    return fused_p([("filter", fn)])
 
 
 def flat_map_p(fn: Callable[[Any], Iterable[Any]]) -> Supplier:
     """Emits every item of the iterable ``fn(item)``."""
-    chunk_fn = compile_chain([("flat_map", fn)])
-    return lambda: TransformP(chunk_fn)
+    return fused_p([("flat_map", fn)])
 
 
-def fused_p(steps: Sequence[tuple[str, Callable[[Any], Any]]]) -> Supplier:
-    """A chain of ("map" | "filter" | "flat_map", fn) steps run as one processor."""
+def fused_p(steps: Sequence[tuple[str, Callable[[Any], Any]]],
+            stage_names: Sequence[str] | None = None) -> Supplier:
+    """A chain of ("map" | "filter" | "flat_map", fn) steps run as one processor.
+
+    ``stage_names`` (one per step) name the steps in the error of a function that breaks its
+    stage's contract."""
     chunk_fn = compile_chain(steps)
-    return lambda: TransformP(chunk_fn)
+    contract = ChainContract(steps, stage_names)
+    return lambda: TransformP(chunk_fn, contract)
 
 
 class AccumulateByKeyP(ChunkEmittingProcessor):

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import threading
-import traceback
 from typing import Any, Callable
 
 from jet.execution.errors import JobCancelledError, JobFailedError, JobTimeoutError
+from jet.execution.tracebacks import format_user_first
 
 
 class ExecutionFuture:
@@ -37,7 +37,7 @@ class ExecutionFuture:
 
     def tasklet_failed(self, tasklet_id: int, error: BaseException) -> None:
         name = self._running.get(tasklet_id, "?")
-        text = "".join(traceback.format_exception(error))
+        text = format_user_first(error)
         failure = JobFailedError(
             f"job {self.job_name!r} failed in {name}: {type(error).__name__}: {error}\n{text}",
             tasklet=name, traceback_text=text)

@@ -163,7 +163,7 @@ class Planner:
                 steps.append((stage.kind, stage.fn))
         names = [self.names[stage] for stage in chain]
         name = names[0] if len(chain) == 1 else "fused(" + ", ".join(names) + ")"
-        vertex = self._vertex(name, fused_p(steps), self._effective_lp(transform))
+        vertex = self._vertex(name, fused_p(steps, names), self._effective_lp(transform))
         self._connect_input(transform.inputs[0], vertex)
         for stage in chain:
             self.output_vertex[stage] = vertex

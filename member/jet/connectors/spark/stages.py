@@ -9,13 +9,18 @@ without it can run the job's vertices.
 
 from __future__ import annotations
 
+import glob
+import os
 from dataclasses import dataclass, field
 from typing import Any, Callable
+from urllib.parse import urlparse
 
 from jet.connectors.base import Sink, Source
 from jet.connectors.spark.processors import DEFAULT_SINK_BUFFER_ITEMS, SparkSinkP, SparkSourceP
 
 SAVE_MODES = ("errorifexists", "error", "append", "overwrite", "ignore")
+#: Spark formats whose path names files; other formats' paths may name tables or topics.
+FILE_FORMATS = ("text", "csv", "json", "parquet", "orc", "avro", "binaryfile", "xml")
 
 
 @dataclass(frozen=True)
@@ -117,13 +122,39 @@ def _row_type(as_dicts: bool) -> str:
     return "dict" if as_dicts else "tuple"
 
 
+def local_input_path(format: str, path: str | None) -> str | None:
+    """The local path a file-format source reads (``file:`` URLs too); None for a remote URL
+    (``s3a://``, ``hdfs://``), a non-file format, or a Hadoop glob with braces Python cannot
+    expand: Spark alone can check those."""
+    if path is None or format.lower() not in FILE_FORMATS or "{" in path:
+        return None
+    url = urlparse(path)
+    if url.scheme == "file":
+        return url.path
+    return None if len(url.scheme) > 1 else path  # one letter: a Windows drive
+
+
+def check_local_input(format: str, path: str | None) -> None:
+    """Refuse a source whose local input does not exist, as ``Sources.files`` does, before the
+    job and its Spark side start."""
+    local = local_input_path(format, path)
+    if local is None:
+        return
+    found = glob.glob(local) if glob.has_magic(local) else os.path.exists(local)
+    if not found:
+        raise FileNotFoundError(f"Sources.spark: no file or directory matches {path!r}"
+                                f" (the {format} input; relative to {os.getcwd()})")
+
+
 def spark_source(format: str, path: str | None = None, options: dict[str, str] | None = None,
                  schema: Any = None, *, as_dicts: bool = False) -> SparkSource:
-    """Rows Spark reads with ``spark.read.format(format).options(options).load(path)``."""
+    """Rows Spark reads with ``spark.read.format(format).options(options).load(path)``; a local
+    input of a file format that does not exist is refused when the job is submitted."""
     _check_format(format, "Sources.spark")
     spec = SparkReadSpec(format, path, _options(options, "Sources.spark"), schema, None, _row_type(as_dicts))
     name = f"spark-{format}({path})" if path else f"spark-{format}"
-    return SparkSource(name, SparkSourceSupplier(spec), 1, spec=spec)
+    return SparkSource(name, SparkSourceSupplier(spec), 1, spec=spec,
+                       preflight=lambda: check_local_input(format, path))
 
 
 def spark_query(fn: Callable[[Any], Any], *, as_dicts: bool = False, name: str | None = None) -> SparkSource:

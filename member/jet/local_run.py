@@ -1,0 +1,114 @@
+"""How ``jet run`` runs a job here: in this process, or on member processes it starts.
+
+Starting member processes costs about 0.7 s, so ``jet run`` boots them (:class:`ClusterBoot`)
+while it loads and plans the job file; a file that fails to load closes them again.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from jet.core import DAG
+from jet.execution.runner import start
+from jet.progress import ProgressDisplay
+
+log = logging.getLogger("jet.run")
+
+
+class MembersDidNotStart(RuntimeError):
+    """The local member processes could not be started; the message says why."""
+
+
+class ClusterBoot:
+    """A local cluster started in a background thread; ``get()`` waits until it is up.
+
+    The thread lives until ``close()``: the members die with the thread that started them
+    (PR_SET_PDEATHSIG follows the parent thread), so it must not end while they are used."""
+
+    def __init__(self, members: int, threads: int) -> None:
+        self._cluster: Any = None
+        self._error: BaseException | None = None
+        self._up = threading.Event()
+        self._closed = threading.Event()
+        self._thread = threading.Thread(target=self._run, args=(members, threads),
+                                        name="jet-cluster-boot", daemon=True)
+        self._thread.start()
+
+    def _run(self, members: int, threads: int) -> None:
+        from jet.local import local_cluster
+        try:
+            self._cluster = local_cluster(members=members, threads=threads)
+        except BaseException as error:  # noqa: BLE001 - re-raised by get()
+            self._error = error
+        self._up.set()
+        self._closed.wait()
+
+    def get(self) -> Any:
+        """The running cluster (waits for it); :class:`MembersDidNotStart` if it could not start."""
+        self._up.wait()
+        if self._error is not None:
+            raise MembersDidNotStart(f"the local members did not start: {type(self._error).__name__}: "
+                                     f"{self._error}") from self._error
+        return self._cluster
+
+    def close(self) -> None:
+        """Stop the members and wait until they are gone, so that they end their logs in order
+        and none outlives ``jet run``."""
+        self._up.wait()
+        if self._cluster is not None:
+            self._cluster.close()
+            self._cluster = None
+        self._closed.set()
+
+
+@dataclass(frozen=True)
+class RunOutcome:
+    """A finished job: its ``Sinks.list`` results and how long it ran, from its start on the
+    members to its end (what the coordinator logs as ``COMPLETED in``)."""
+
+    results: dict[str, list]
+    job_seconds: float
+
+
+def _cluster_job_seconds(info: dict[str, Any]) -> float:
+    """The coordinator's own measure of a job: completion time - (start or submission time)."""
+    begin = info.get("startTime") or info.get("submissionTime")
+    end = info.get("completionTime")
+    if not begin or not end:
+        return 0.0
+    return (datetime.fromisoformat(end) - datetime.fromisoformat(begin)).total_seconds()
+
+
+def run_locally(dag: DAG, name: str, members: int, threads: int, timeout: float | None,
+                boot: ClusterBoot | None) -> RunOutcome:
+    """Run ``dag`` with a progress display: in this process when ``members`` is 1 (and the job
+    has no Spark stages), else on the members ``boot`` starts. On KeyboardInterrupt the job is
+    cancelled (in this process) or ends with its members (``boot.close()``)."""
+    from jet.connectors.spark.driver import spark_stages
+
+    if members == 1 and spark_stages(dag) != ([], []):
+        members = 2  # Spark tasks reach members over gRPC: run a local cluster
+    if members == 1:  # (on members, the coordinator logs the DAG it runs)
+        log.info("job DAG:\n%s", dag.to_dot(default_local_parallelism=threads))
+        job = start(dag, threads, job_name=name)
+        started = time.perf_counter()
+        try:
+            with ProgressDisplay(job.metrics, title=name):
+                results = job.join(timeout)
+        except KeyboardInterrupt:
+            job.cancel()
+            raise
+        return RunOutcome(results, time.perf_counter() - started)
+    boot = boot or ClusterBoot(members, threads)
+    try:
+        job = boot.get().new_job(dag, {"name": name})  # with its Spark side, if it has Spark stages
+        with ProgressDisplay(job.metrics, title=name):
+            job.join(timeout)
+        return RunOutcome(job.results(), _cluster_job_seconds(job.info()))
+    finally:
+        boot.close()
