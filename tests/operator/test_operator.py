@@ -27,6 +27,8 @@ from tests.operator.fakes import (
 )
 
 COLLECTION = "/apis/jet.dev/v1alpha1/namespaces/default/jetjobs"
+SECRETS = "v1/secrets"
+MERGE_PATCH = {"Content-Type": "application/merge-patch+json"}
 WORDCOUNT = {
     "apiVersion": "jet.dev/v1alpha1",
     "kind": "JetJob",
@@ -137,6 +139,52 @@ async def test_job_runs_to_completion_and_is_cleaned_up(k8s: Emulator, job_endpo
         assert get(k8s, "v1/configmaps", "wc-pipeline") is None
 
 
+def secret_state(k8s: Emulator, name: str) -> tuple[str, dict[str, str]]:
+    """A Secret's uid and data: what replacing it would change."""
+    secret = get(k8s, SECRETS, name)
+    assert secret is not None, f"Secret {name} missing"
+    return secret["metadata"]["uid"], copy.deepcopy(secret["data"])
+
+
+async def test_secrets_are_created_once_and_deleted_with_the_job(k8s: Emulator) -> None:
+    with operator():
+        await k8s.post(COLLECTION, json=jetjob())
+        await k8s.post(COLLECTION, json=jetjob("plain", tls={"enabled": False}))
+        await wait_phase(k8s, "Pending")
+        await wait_phase(k8s, "Pending", "plain")
+        owner = get(k8s, JETJOBS, "wc")
+        first = {}
+        for name in ("wc-token", "wc-member-key", "wc-tls", "wc-ca"):
+            first[name] = secret_state(k8s, name)
+            (reference,) = get(k8s, SECRETS, name)["metadata"]["ownerReferences"]
+            assert reference["uid"] == owner["metadata"]["uid"] and reference["controller"] is True
+        assert first["wc-ca"][1] == {"ca.crt": first["wc-tls"][1]["ca.crt"]}
+        assert first["wc-token"][1]["token"] != first["wc-member-key"][1]["member-key"]
+        # TLS off: the token and the member key, no TLS Secrets.
+        assert names(k8s, SECRETS) >= {"plain-token", "plain-member-key"}
+        assert not names(k8s, SECRETS) & {"plain-tls", "plain-ca"}
+
+        # A spec change reconciles again: new StatefulSet, the same Secrets.
+        await k8s.patch(f"{COLLECTION}/wc", json={"spec": {"members": {"replicas": 3}}}, headers=MERGE_PATCH)
+        await eventually(lambda: status(k8s).get("observedGeneration") == 2, what="generation 2")
+        assert get(k8s, STATEFULSETS, "wc-member")["spec"]["replicas"] == 3
+        for name, state in first.items():
+            assert secret_state(k8s, name) == state, f"Secret {name} was replaced"
+
+        # A TLS Secret deleted by hand is issued anew at the next reconcile; the CA follows it.
+        k8s.objects[SECRETS, "default", "wc-tls"].delete()
+        await k8s.patch(f"{COLLECTION}/wc", json={"spec": {"members": {"replicas": 2}}}, headers=MERGE_PATCH)
+        await eventually(lambda: status(k8s).get("observedGeneration") == 3, what="generation 3")
+        uid, tls = secret_state(k8s, "wc-tls")
+        assert uid != first["wc-tls"][0] and tls["ca.crt"] != first["wc-tls"][1]["ca.crt"]
+        assert secret_state(k8s, "wc-ca")[1] == {"ca.crt": tls["ca.crt"]}
+        assert secret_state(k8s, "wc-member-key") == first["wc-member-key"]
+
+        await k8s.delete(f"{COLLECTION}/wc")
+        await eventually(lambda: get(k8s, JETJOBS, "wc") is None, what="the JetJob gone")
+        assert not names(k8s, SECRETS) & set(first), names(k8s, SECRETS)
+
+
 async def start_members(k8s: Emulator, name: str = "wc", ready: bool = True) -> list[str]:
     """Play the StatefulSet controller and kubelet for the job's members."""
     await eventually(lambda: get(k8s, STATEFULSETS, f"{name}-member"), what="the StatefulSet")
@@ -203,7 +251,7 @@ async def test_image_pull_failure_is_retried_then_fails(k8s: Emulator) -> None:
 
 async def test_suspend_resume_and_spec_change(k8s: Emulator, job_endpoint: FakeJobEndpoint) -> None:
     path = f"{COLLECTION}/wc"
-    merge = {"Content-Type": "application/merge-patch+json"}
+    merge = MERGE_PATCH
     with operator():
         await k8s.post(COLLECTION, json=jetjob())
         await start_members(k8s)
