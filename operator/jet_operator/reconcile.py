@@ -178,6 +178,7 @@ def restart(api: KubeApi, config: OperatorConfig, job: JobRef, spec: JetJobSpec,
             status: Mapping[str, Any], now: datetime.datetime) -> StatusUpdate:
     """Start the job again on the same spec: a new attempt, every pod replaced."""
     attempt = int(status.get("restartCount") or 0) + 1
+    ensure_credentials(api, job, spec)  # e.g. a job started by an operator that made fewer Secrets
     for child in build_children(job, spec, member_replicas=spec.replicas, attempt=attempt,
                                 default_account=config.job_service_account):
         if child["kind"] != "Pod":  # drivers come back once the old ones are gone

@@ -249,6 +249,19 @@ async def test_image_pull_failure_is_retried_then_fails(k8s: Emulator) -> None:
         assert "restartAt" not in failed
 
 
+async def test_a_restart_recreates_missing_secrets(k8s: Emulator) -> None:
+    document = jetjob("old", restartPolicy={"type": "OnFailure", "maxRetries": 1, "backoffSeconds": 0})
+    with operator():
+        await k8s.post(COLLECTION, json=document)
+        pods = await start_members(k8s, "old", ready=False)
+        # As if an operator from before the member key and TLS had started the job.
+        for name in ("old-member-key", "old-tls", "old-ca"):
+            k8s.objects[SECRETS, "default", name].delete()
+        set_pod_status(k8s, pods[0], waiting="ImagePullBackOff")
+        await eventually(lambda: status(k8s, "old").get("restartCount") == 1, what="restart 1")
+        assert names(k8s, SECRETS) >= {"old-token", "old-member-key", "old-tls", "old-ca"}
+
+
 async def test_suspend_resume_and_spec_change(k8s: Emulator, job_endpoint: FakeJobEndpoint) -> None:
     path = f"{COLLECTION}/wc"
     merge = MERGE_PATCH
