@@ -57,6 +57,6 @@ def create_once(api: KubeApi, obj: Mapping[str, Any]) -> Mapping[str, Any]:
             raise
     existing = api.get(obj["kind"], meta["namespace"], meta["name"])
     if existing is None:
-        raise KubeError(409, "Conflict", f"{obj['kind']} {meta['name']!r} exists but cannot be read")
+        raise KubeError(409, "Conflict", f"{obj['kind']} {meta['name']!r} was deleted while being created")
     return existing
 
