@@ -2,72 +2,25 @@
 
 Each ``build_*`` function takes the job's identity (:class:`JobRef`) and its parsed spec and
 returns a plain dict ready to send to the API server, owner reference included. Spark drivers
-and their RBAC are built in :mod:`jet_operator.spark`.
+and their RBAC are built in :mod:`jet_operator.spark`, the Secrets and who mounts which in
+:mod:`jet_operator.credentials`.
 """
 
 from __future__ import annotations
 
-import secrets
-from dataclasses import dataclass
 from typing import Any
 
 import yaml
 
 from jet_operator import constants, naming
+from jet_operator.credentials import PodCredentials, member_credentials
+from jet_operator.ownership import JobRef, object_meta
 from jet_operator.podmerge import merge_pod_template
 from jet_operator.spec import JetJobSpec
 
-_TOKEN_VOLUME = "token"
 _CONFIG_VOLUME = "config"
 _PIPELINE_VOLUME = "pipeline"
 _TMP_VOLUME = "tmp"
-
-
-@dataclass(frozen=True)
-class JobRef:
-    """The identity of one JetJob: what children are named after and owned by."""
-
-    name: str
-    namespace: str
-    uid: str
-    generation: int = 1
-
-    def owner_reference(self) -> dict[str, Any]:
-        """The ownerReference that makes the JetJob its child's controller (GC deletes the child)."""
-        return {
-            "apiVersion": f"{constants.API_GROUP}/{constants.API_VERSION}",
-            "kind": constants.KIND,
-            "name": self.name,
-            "uid": self.uid,
-            "controller": True,
-            "blockOwnerDeletion": True,
-        }
-
-
-def object_meta(job: JobRef, name: str, component: str) -> dict[str, Any]:
-    """``metadata`` of a child: name, namespace, labels and the owner reference."""
-    return {
-        "name": name,
-        "namespace": job.namespace,
-        "labels": naming.labels(job.name, component),
-        "ownerReferences": [job.owner_reference()],
-    }
-
-
-def new_cluster_token() -> str:
-    """A fresh random cluster token (the only non-deterministic input of the builders)."""
-    return secrets.token_urlsafe(32)
-
-
-def build_token_secret(job: JobRef, token: str) -> dict[str, Any]:
-    """The Secret with the cluster token; members and drivers mount it read-only."""
-    return {
-        "apiVersion": "v1",
-        "kind": "Secret",
-        "metadata": object_meta(job, naming.token_secret_name(job.name), constants.COMPONENT_MEMBER),
-        "type": "Opaque",
-        "stringData": {constants.TOKEN_KEY: token},
-    }
 
 
 def render_member_yaml(spec: JetJobSpec) -> str:
@@ -145,31 +98,25 @@ def member_args(job: JobRef, spec: JetJobSpec) -> list[str]:
 
 
 def jet_env() -> list[dict[str, Any]]:
-    """Environment every Jet process (member or driver) gets: identity, token file, hash seed."""
+    """Environment every Jet process (member or driver) gets: identity, hash seed (credentials
+    come from :mod:`jet_operator.credentials`)."""
     return [
         {"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
         {"name": "POD_NAMESPACE", "valueFrom": {"fieldRef": {"fieldPath": "metadata.namespace"}}},
         {"name": "POD_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}},
-        {"name": "JET_CLUSTER_TOKEN_FILE", "value": constants.TOKEN_FILE},
         # Every process must hash str keys alike wherever Python's hash() is used.
         {"name": "PYTHONHASHSEED", "value": constants.PYTHON_HASH_SEED},
         {"name": "PYTHONUNBUFFERED", "value": "1"},
     ]
 
 
-def jet_volumes(job: JobRef, spec: JetJobSpec) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """Volumes and mounts every Jet container has: the cluster token, /tmp and the pipeline file
-    (unless the file is inside the image)."""
-    volumes: list[dict[str, Any]] = [
-        # Readable by the pod's fsGroup, nobody else.
-        {"name": _TOKEN_VOLUME,
-         "secret": {"secretName": naming.token_secret_name(job.name), "defaultMode": 0o440}},
-        {"name": _TMP_VOLUME, "emptyDir": {}},
-    ]
-    mounts: list[dict[str, Any]] = [
-        {"name": _TOKEN_VOLUME, "mountPath": constants.TOKEN_DIR, "readOnly": True},
-        {"name": _TMP_VOLUME, "mountPath": constants.TMP_DIR},
-    ]
+def jet_volumes(
+    job: JobRef, spec: JetJobSpec, credentials: PodCredentials
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Volumes and mounts every Jet container has: its ``credentials``, /tmp and the pipeline
+    file (unless the file is inside the image)."""
+    volumes = [*credentials.volumes, {"name": _TMP_VOLUME, "emptyDir": {}}]
+    mounts = [*credentials.mounts, {"name": _TMP_VOLUME, "mountPath": constants.TMP_DIR}]
     source = spec.pipeline
     if source.path:
         return volumes, mounts
@@ -219,7 +166,8 @@ def build_member_pod_template(
     job: JobRef, spec: JetJobSpec, attempt: int, service_account: str | None
 ) -> dict[str, Any]:
     """The members' pod template: defaults first, then the user's ``podTemplate`` over them."""
-    volumes, mounts = jet_volumes(job, spec)
+    credentials = member_credentials(job, spec)
+    volumes, mounts = jet_volumes(job, spec, credentials)
     volumes.append({"name": _CONFIG_VOLUME, "configMap": {"name": naming.member_config_name(job.name)}})
     mounts.append({
         "name": _CONFIG_VOLUME,
@@ -233,7 +181,7 @@ def build_member_pod_template(
         "imagePullPolicy": spec.image_pull_policy,
         "command": [constants.JET_COMMAND],
         "args": member_args(job, spec),
-        "env": jet_env(),
+        "env": jet_env() + credentials.env,
         "ports": [
             {"name": "jet", "containerPort": constants.MEMBER_PORT, "protocol": "TCP"},
             {"name": "http", "containerPort": constants.MEMBER_HTTP_PORT, "protocol": "TCP"},

@@ -39,7 +39,8 @@ def build_children(
     default_account: str = "",
     with_spark_drivers: bool = True,
 ) -> list[dict[str, Any]]:
-    """Every child except the token Secret (created once, never rebuilt), dependencies first.
+    """Every child except the Secrets (created once by :mod:`jet_operator.credential_sync`),
+    dependencies first.
 
     ``member_replicas`` is 0 while the job is suspended or finished; Spark driver pods are left
     out when ``with_spark_drivers`` is false (suspended or finished jobs).

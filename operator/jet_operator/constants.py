@@ -40,9 +40,28 @@ JOB_PATH: Final = "/job"
 JET_COMMAND: Final = "jet"
 PYTHON_HASH_SEED: Final = "0"
 
+CLUSTER_DOMAIN: Final = "cluster.local"
+
+# The Secrets' keys and where pods mount them (the paths travel in the JET_* variables below).
 TOKEN_KEY: Final = "token"
 TOKEN_DIR: Final = "/var/run/jet/token"
 TOKEN_FILE: Final = f"{TOKEN_DIR}/{TOKEN_KEY}"
+MEMBER_KEY_KEY: Final = "member-key"
+MEMBER_KEY_DIR: Final = "/var/run/jet/member-key"
+MEMBER_KEY_FILE: Final = f"{MEMBER_KEY_DIR}/{MEMBER_KEY_KEY}"
+TLS_CERT_KEY: Final = "tls.crt"
+TLS_PRIVATE_KEY_KEY: Final = "tls.key"
+CA_CERT_KEY: Final = "ca.crt"
+MEMBER_TLS_DIR: Final = "/var/run/jet/tls"
+CA_DIR: Final = "/var/run/jet/ca"
+
+# The environment the member and client processes read their credentials from.
+ENV_CLUSTER_TOKEN_FILE: Final = "JET_CLUSTER_TOKEN_FILE"
+ENV_MEMBER_KEY_FILE: Final = "JET_MEMBER_KEY_FILE"
+ENV_TLS_CERT_FILE: Final = "JET_TLS_CERT_FILE"
+ENV_TLS_KEY_FILE: Final = "JET_TLS_KEY_FILE"
+ENV_TLS_CA_FILE: Final = "JET_TLS_CA_FILE"
+
 MEMBER_CONFIG_KEY: Final = "member.yaml"
 MEMBER_CONFIG_FILE: Final = f"/etc/jet/{MEMBER_CONFIG_KEY}"
 PIPELINE_DIR: Final = "/etc/jet/pipeline"

@@ -20,6 +20,27 @@ def token_secret_name(job: str) -> str:
     return f"{job}-token"
 
 
+def member_key_secret_name(job: str) -> str:
+    """The Secret holding the key members prove their index with (mounted by members only)."""
+    return f"{job}-member-key"
+
+
+def member_tls_secret_name(job: str) -> str:
+    """The Secret holding the members' certificate, its private key and the CA (members only)."""
+    return f"{job}-tls"
+
+
+def ca_secret_name(job: str) -> str:
+    """The Secret holding only the CA certificate, for clients such as Spark drivers and executors."""
+    return f"{job}-ca"
+
+
+def secret_names(job: str) -> list[str]:
+    """Every Secret the operator may create for ``job``."""
+    return [token_secret_name(job), member_key_secret_name(job), member_tls_secret_name(job),
+            ca_secret_name(job)]
+
+
 def member_config_name(job: str) -> str:
     """The ConfigMap holding ``member.yaml``."""
     return f"{job}-config"
@@ -42,9 +63,8 @@ def spark_account_name(job: str) -> str:
 
 def member_host(job: str, namespace: str, index: int) -> str:
     """The DNS name of member ``index`` behind the headless Service."""
-    return (
-        f"{statefulset_name(job)}-{index}.{service_name(job)}.{namespace}.svc.cluster.local"
-    )
+    pod = f"{statefulset_name(job)}-{index}"
+    return f"{pod}.{service_name(job)}.{namespace}.svc.{constants.CLUSTER_DOMAIN}"
 
 
 def peers_pattern(job: str, namespace: str) -> str:

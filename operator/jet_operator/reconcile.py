@@ -11,9 +11,10 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 from jet_operator import constants, naming
-from jet_operator.builders import JobRef, build_token_secret, new_cluster_token
+from jet_operator.builders import JobRef
 from jet_operator.children import build_children, spark_service_account
 from jet_operator.config import OperatorConfig
+from jet_operator.credential_sync import ensure_credentials
 from jet_operator.jobclient import fetch_job_report
 from jet_operator.kube import KubeApi, KubeError
 from jet_operator.lifecycle import (
@@ -62,15 +63,6 @@ def check_references(api: KubeApi, job: JobRef, spec: JetJobSpec) -> list[str]:
             f"has no key {source.config_map_key!r}"
         ]
     return []
-
-
-def ensure_token(api: KubeApi, job: JobRef) -> None:
-    """Create the cluster-token Secret once; an existing token is never replaced."""
-    try:
-        api.create(build_token_secret(job, new_cluster_token()))
-    except KubeError as error:
-        if error.status != 409:
-            raise
 
 
 def phase_update(
@@ -122,7 +114,7 @@ def start_generation(
         stop_members(api, job)
         return phase_update(Phase.FAILED, "; ".join(problems), status, job.generation, now,
                             **_members_fields(job, spec.replicas, 0))
-    ensure_token(api, job)
+    ensure_credentials(api, job, spec)
     running = not spec.suspended
     for child in build_children(
         job, spec,
@@ -186,6 +178,7 @@ def restart(api: KubeApi, config: OperatorConfig, job: JobRef, spec: JetJobSpec,
             status: Mapping[str, Any], now: datetime.datetime) -> StatusUpdate:
     """Start the job again on the same spec: a new attempt, every pod replaced."""
     attempt = int(status.get("restartCount") or 0) + 1
+    ensure_credentials(api, job, spec)  # e.g. a job started by an operator that made fewer Secrets
     for child in build_children(job, spec, member_replicas=spec.replicas, attempt=attempt,
                                 default_account=config.job_service_account):
         if child["kind"] != "Pod":  # drivers come back once the old ones are gone
@@ -285,7 +278,7 @@ def cleanup(api: KubeApi, config: OperatorConfig, job: JobRef) -> list[str]:
         ("Service", naming.service_name(job.name)),
         ("ConfigMap", naming.pipeline_config_map_name(job.name)),
         ("ConfigMap", naming.member_config_name(job.name)),
-        ("Secret", naming.token_secret_name(job.name)),
+        *(("Secret", name) for name in naming.secret_names(job.name)),
         ("RoleBinding", naming.spark_account_name(job.name)),
         ("Role", naming.spark_account_name(job.name)),
         ("ServiceAccount", naming.spark_account_name(job.name)),

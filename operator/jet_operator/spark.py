@@ -19,6 +19,7 @@ from jet_operator.builders import (
     object_meta,
     pod_security_context,
 )
+from jet_operator.credentials import spark_credentials, spark_executor_credentials_conf
 from jet_operator.spec import JetJobSpec, SparkSpec
 
 # What Spark's driver does in its namespace: executor pods, their services, config maps, PVCs.
@@ -57,9 +58,8 @@ def spark_conf(job: JobRef, spec: JetJobSpec, component: str, service_account: s
         "spark.executor.instances": str(spark.executor_instances),
         "spark.executor.cores": str(spark.executor_cores),
         "spark.executor.memory": spark.executor_memory,
-        # Executors talk to the members too: same token, same hash seed.
-        f"spark.kubernetes.executor.secrets.{naming.token_secret_name(job.name)}": constants.TOKEN_DIR,
-        "spark.executorEnv.JET_CLUSTER_TOKEN_FILE": constants.TOKEN_FILE,
+        # Executors talk to the members too: same credentials as their driver, same hash seed.
+        **spark_executor_credentials_conf(job, spec),
         "spark.executorEnv.PYTHONHASHSEED": constants.PYTHON_HASH_SEED,
     }
     for key, value in naming.labels(job.name, component).items():
@@ -92,14 +92,15 @@ def build_spark_driver_pod(
 ) -> dict[str, Any]:
     """One Spark driver pod (``component`` is ``spark-source`` or ``spark-sink``)."""
     assert spec.spark is not None, "Spark drivers exist only for jobs with spec.spark"
-    volumes, mounts = jet_volumes(job, spec)
+    credentials = spark_credentials(job, spec)
+    volumes, mounts = jet_volumes(job, spec, credentials)
     container: dict[str, Any] = {
         "name": constants.SPARK_DRIVER_CONTAINER,
         "image": spark_image(spec),
         "imagePullPolicy": spec.image_pull_policy,
         "command": [constants.JET_COMMAND],
         "args": spark_driver_args(job, spec, component, service_account),
-        "env": jet_env(),
+        "env": jet_env() + credentials.env,
         "ports": [
             {"name": "driver", "containerPort": constants.SPARK_DRIVER_PORT},
             {"name": "blockmanager", "containerPort": constants.SPARK_BLOCK_MANAGER_PORT},

@@ -86,6 +86,8 @@ class JetJobSpec:
     spark: SparkSpec | None = None
     restart_policy: RestartPolicy = RestartPolicy()
     state: str = STATE_RUNNING
+    tls_enabled: bool = True
+    """Members speak TLS with certificates the operator issues; clients verify them with its CA."""
 
     @property
     def suspended(self) -> bool:
@@ -131,7 +133,19 @@ def parse_spec(spec: Mapping[str, Any]) -> JetJobSpec:
             backoff_seconds=int(restart.get("backoffSeconds", RestartPolicy.backoff_seconds)),
         ),
         state=spec.get("state", STATE_RUNNING),
+        tls_enabled=_tls_enabled(spec.get("tls")),
     )
+
+
+def _tls_enabled(tls: Any) -> bool:
+    if tls is None:
+        return True
+    if not isinstance(tls, Mapping):
+        raise ValueError(f"spec.tls must be an object, got {tls!r}")
+    enabled = tls.get("enabled", True)
+    if not isinstance(enabled, bool):
+        raise ValueError(f"spec.tls.enabled must be true or false, got {enabled!r}")
+    return enabled
 
 
 def _parse_spark(spark: Mapping[str, Any] | None) -> SparkSpec | None:

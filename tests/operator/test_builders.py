@@ -2,9 +2,20 @@
 
 from __future__ import annotations
 
+import base64
+import datetime
+import json
+import ssl
+from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
+from cryptography import x509
+from cryptography.exceptions import InvalidSignature
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import ExtendedKeyUsageOID
 
 from jet_operator import constants, naming
 from jet_operator.builders import (
@@ -13,9 +24,17 @@ from jet_operator.builders import (
     build_member_config,
     build_pipeline_config_map,
     build_statefulset,
-    build_token_secret,
     member_args,
+)
+from jet_operator.certificates import issue_member_tls
+from jet_operator.credentials import (
+    build_ca_secret,
+    build_member_key_secret,
+    build_member_tls_secret,
+    build_token_secret,
     new_cluster_token,
+    new_member_key,
+    secret_text,
 )
 from jet_operator.children import build_children
 from jet_operator.config import OperatorConfig
@@ -62,14 +81,155 @@ def test_labels_are_the_recommended_set_plus_ours() -> None:
     }
 
 
+def _secret_data(secret: dict[str, Any]) -> dict[str, str]:
+    return {key: base64.b64decode(value).decode() for key, value in secret["data"].items()}
+
+
 def test_token_secret() -> None:
     token = new_cluster_token()
     assert len(token) >= 32 and token != new_cluster_token()
     secret = build_token_secret(JOB, token)
     _owner_ok(secret)
     assert secret["metadata"]["name"] == "wc-token"
-    assert secret["stringData"] == {"token": token}
+    assert _secret_data(secret) == {"token": token}
+    assert secret_text(secret, "token") == token
     assert secret["metadata"]["labels"]["jet.dev/jetjob-name"] == "wc"
+
+
+def test_member_key_secret_is_separate_from_the_token() -> None:
+    key = new_member_key()
+    assert len(key) >= 32 and key != new_member_key() and key.strip() == key
+    secret = build_member_key_secret(JOB, key)
+    _owner_ok(secret)
+    assert secret["metadata"]["name"] == "wc-member-key" != naming.token_secret_name("wc")
+    assert _secret_data(secret) == {"member-key": key}
+    with pytest.raises(KeyError, match="'wc-member-key' has no key 'token'"):
+        secret_text(secret, "token")
+
+
+TLS = issue_member_tls("wc", "jobs", replicas=3)
+OTHER_TLS = issue_member_tls("wc", "jobs", replicas=3)
+
+
+def _load_tls_secret(secret: dict[str, Any]) -> tuple[x509.Certificate, x509.Certificate, Any]:
+    """The CA certificate, the member certificate and the member key of a TLS Secret."""
+    data = _secret_data(secret)
+    return (x509.load_pem_x509_certificate(data["ca.crt"].encode()),
+            x509.load_pem_x509_certificate(data["tls.crt"].encode()),
+            serialization.load_pem_private_key(data["tls.key"].encode(), password=None))
+
+
+def _extension(cert: x509.Certificate, kind: type) -> x509.Extension:
+    return cert.extensions.get_extension_for_class(kind)
+
+
+def test_member_tls_secret_holds_a_member_certificate_the_ca_signed() -> None:
+    secret = build_member_tls_secret(JOB, TLS)
+    _owner_ok(secret)
+    assert secret["metadata"]["name"] == "wc-tls"
+    assert secret["type"] == "kubernetes.io/tls"
+    assert set(secret["data"]) == {"ca.crt", "tls.crt", "tls.key"}
+    ca, cert, key = _load_tls_secret(secret)
+    ca.verify_directly_issued_by(ca)  # self-signed
+    cert.verify_directly_issued_by(ca)
+    _, other_cert, _ = _load_tls_secret(build_member_tls_secret(JOB, OTHER_TLS))
+    with pytest.raises(InvalidSignature):
+        other_cert.verify_directly_issued_by(ca)  # every job gets its own CA
+
+    constraints = _extension(ca, x509.BasicConstraints)
+    assert constraints.critical and constraints.value.ca and constraints.value.path_length == 0
+    assert _extension(ca, x509.KeyUsage).value.key_cert_sign
+    assert _extension(cert, x509.BasicConstraints).value.ca is False
+    assert not _extension(cert, x509.KeyUsage).value.key_cert_sign
+    usages = set(_extension(cert, x509.ExtendedKeyUsage).value)
+    assert {ExtendedKeyUsageOID.SERVER_AUTH, ExtendedKeyUsageOID.CLIENT_AUTH} <= usages
+
+    public = serialization.PublicFormat.SubjectPublicKeyInfo
+    assert (key.public_key().public_bytes(serialization.Encoding.PEM, public)
+            == cert.public_key().public_bytes(serialization.Encoding.PEM, public))
+    for private_or_public in (key, ca.public_key()):
+        assert isinstance(private_or_public, (ec.EllipticCurvePrivateKey, ec.EllipticCurvePublicKey))
+        assert private_or_public.curve.name == "secp256r1" and private_or_public.key_size == 256
+    now = datetime.datetime.now(datetime.timezone.utc)
+    for certificate in (ca, cert):
+        assert certificate.signature_hash_algorithm.name == "sha256"
+        assert certificate.not_valid_before_utc <= now < certificate.not_valid_after_utc
+        assert certificate.not_valid_after_utc - now > datetime.timedelta(days=365)
+    assert cert.not_valid_after_utc <= ca.not_valid_after_utc
+
+
+def test_member_certificate_names_every_member_behind_the_headless_service() -> None:
+    _, cert, _ = _load_tls_secret(build_member_tls_secret(JOB, TLS))
+    names = set(_extension(cert, x509.SubjectAlternativeName).value.get_values_for_type(x509.DNSName))
+    for index in range(3):
+        assert f"wc-member-{index}.wc-member.jobs.svc" in names
+        assert f"wc-member-{index}.wc-member.jobs.svc.cluster.local" in names
+    assert {"*.wc-member.jobs.svc", "*.wc-member.jobs.svc.cluster.local", "localhost"} <= names
+    assert naming.member_host("wc", "jobs", 2) in names  # what --peers and --members dial
+
+
+def _handshake(tls_files: dict[str, Path], ca_file: Path, hostname: str) -> None:
+    """A real TLS handshake in memory: the client verifies the member's certificate and name."""
+    server_context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    server_context.load_cert_chain(tls_files["tls.crt"], tls_files["tls.key"])
+    client_context = ssl.create_default_context(cafile=str(ca_file))
+    client_in, client_out, server_in, server_out = (ssl.MemoryBIO() for _ in range(4))
+    client = client_context.wrap_bio(client_in, client_out, server_hostname=hostname)
+    server = server_context.wrap_bio(server_in, server_out, server_side=True)
+    for _ in range(10):
+        finished = True
+        for side, outgoing, peer_incoming in ((client, client_out, server_in), (server, server_out, client_in)):
+            try:
+                side.do_handshake()
+            except ssl.SSLWantReadError:
+                finished = False
+            peer_incoming.write(outgoing.read())
+        if finished:
+            return
+    raise AssertionError("the TLS handshake did not finish")
+
+
+@pytest.fixture(scope="module")
+def tls_files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    directory = tmp_path_factory.mktemp("tls")
+    files = {}
+    for key, text in _secret_data(build_member_tls_secret(JOB, TLS)).items():
+        files[key] = directory / key
+        files[key].write_text(text)
+    files["other-ca.crt"] = directory / "other-ca.crt"
+    files["other-ca.crt"].write_text(OTHER_TLS.ca_cert_pem)
+    return files
+
+
+@pytest.mark.parametrize("hostname", [
+    "wc-member-0.wc-member.jobs.svc.cluster.local", "wc-member-2.wc-member.jobs.svc",
+    "wc-member-11.wc-member.jobs.svc.cluster.local",  # a member added by scaling later
+    "wc-member.jobs.svc", "localhost", "127.0.0.1",
+])
+def test_clients_with_the_ca_accept_every_member_name(tls_files: dict[str, Path], hostname: str) -> None:
+    _handshake(tls_files, tls_files["ca.crt"], hostname)
+
+
+@pytest.mark.parametrize("hostname", [
+    "wc-member-0.other.jobs.svc.cluster.local", "wc-member-0.wc-member.prod.svc.cluster.local",
+    "x.wc-member-0.wc-member.jobs.svc.cluster.local", "example.com",
+])
+def test_clients_refuse_names_outside_the_job(tls_files: dict[str, Path], hostname: str) -> None:
+    with pytest.raises(ssl.SSLCertVerificationError):
+        _handshake(tls_files, tls_files["ca.crt"], hostname)
+
+
+def test_clients_with_another_jobs_ca_refuse_the_member(tls_files: dict[str, Path]) -> None:
+    with pytest.raises(ssl.SSLCertVerificationError):
+        _handshake(tls_files, tls_files["other-ca.crt"], "wc-member-0.wc-member.jobs.svc.cluster.local")
+
+
+def test_ca_secret_holds_the_ca_certificate_only() -> None:
+    secret = build_ca_secret(JOB, TLS.ca_cert_pem)
+    _owner_ok(secret)
+    assert secret["metadata"]["name"] == "wc-ca"
+    assert _secret_data(secret) == {"ca.crt": TLS.ca_cert_pem}
+    assert "PRIVATE KEY" not in TLS.ca_cert_pem and "PRIVATE KEY" in TLS.key_pem
 
 
 def test_member_config_renders_engine_settings() -> None:
@@ -259,6 +419,82 @@ def test_spark_driver_pod() -> None:
     assert driver["resources"] == {"requests": {"cpu": "1"}}
     assert _env(driver)["JET_CLUSTER_TOKEN_FILE"] == "/var/run/jet/token/token"
     assert {v["name"] for v in pod["spec"]["volumes"]} >= {"token", "pipeline"}
+
+
+def _secret_mounts(pod_spec: dict[str, Any], container: dict[str, Any]) -> dict[str, str]:
+    """mount path -> name of the Secret mounted there."""
+    volumes = {v["name"]: v for v in pod_spec["volumes"]}
+    return {m["mountPath"]: volumes[m["name"]]["secret"]["secretName"]
+            for m in container["volumeMounts"] if "secret" in volumes[m["name"]]}
+
+
+def _executor_secrets(args: list[str]) -> dict[str, str]:
+    conf = dict(args[i + 1].split("=", 1) for i, a in enumerate(args) if a == "--conf")
+    prefix = "spark.kubernetes.executor.secrets."
+    return {key[len(prefix):]: value for key, value in conf.items() if key.startswith(prefix)}
+
+
+def test_member_pods_get_the_token_the_member_key_and_tls() -> None:
+    pod_spec = build_statefulset(JOB, INLINE, replicas=3)["spec"]["template"]["spec"]
+    member = _container(pod_spec, "member")
+    assert _secret_mounts(pod_spec, member) == {
+        "/var/run/jet/token": "wc-token", "/var/run/jet/member-key": "wc-member-key",
+        "/var/run/jet/tls": "wc-tls",
+    }
+    env = _env(member)
+    assert env["JET_CLUSTER_TOKEN_FILE"] == "/var/run/jet/token/token"
+    assert env["JET_MEMBER_KEY_FILE"] == "/var/run/jet/member-key/member-key"
+    assert (env["JET_TLS_CERT_FILE"], env["JET_TLS_KEY_FILE"], env["JET_TLS_CA_FILE"]) == (
+        "/var/run/jet/tls/tls.crt", "/var/run/jet/tls/tls.key", "/var/run/jet/tls/ca.crt")
+    volumes = {v["name"]: v for v in pod_spec["volumes"]}
+    for mount in member["volumeMounts"]:
+        if "secret" in volumes[mount["name"]]:
+            assert mount["readOnly"] is True
+            assert volumes[mount["name"]]["secret"]["defaultMode"] == 0o440
+
+
+def test_spark_pods_get_the_token_and_the_ca_only() -> None:
+    for component in ("spark-source", "spark-sink"):
+        pod = build_spark_driver_pod(JOB, SPARK, component, "wc-spark")
+        text = json.dumps(pod)
+        for secret_of_members in ("member-key", "wc-tls", "tls.key", "tls.crt", "JET_TLS_KEY_FILE",
+                                  "JET_TLS_CERT_FILE", "JET_MEMBER_KEY"):
+            assert secret_of_members not in text, secret_of_members
+        driver = _container(pod["spec"], "driver")
+        assert _secret_mounts(pod["spec"], driver) == {"/var/run/jet/token": "wc-token",
+                                                       "/var/run/jet/ca": "wc-ca"}
+        env = _env(driver)
+        assert env["JET_CLUSTER_TOKEN_FILE"] == "/var/run/jet/token/token"
+        assert env["JET_TLS_CA_FILE"] == "/var/run/jet/ca/ca.crt"
+        # Executors: the same two Secrets at the same paths, the same variables.
+        assert _executor_secrets(driver["args"]) == {"wc-token": "/var/run/jet/token", "wc-ca": "/var/run/jet/ca"}
+        assert "spark.executorEnv.JET_TLS_CA_FILE=/var/run/jet/ca/ca.crt" in driver["args"]
+        assert "spark.executorEnv.JET_CLUSTER_TOKEN_FILE=/var/run/jet/token/token" in driver["args"]
+
+
+def test_tls_off_leaves_out_the_tls_secrets_env_and_mounts() -> None:
+    plain = parse_spec({"pipeline": {"code": "x"}, "spark": {}, "tls": {"enabled": False}})
+    pod_spec = build_statefulset(JOB, plain, replicas=2)["spec"]["template"]["spec"]
+    member = _container(pod_spec, "member")
+    assert _secret_mounts(pod_spec, member) == {"/var/run/jet/token": "wc-token",
+                                                "/var/run/jet/member-key": "wc-member-key"}
+    assert not [name for name in _env(member) if name.startswith("JET_TLS_")]
+    assert "wc-tls" not in json.dumps(pod_spec)
+    pod = build_spark_driver_pod(JOB, plain, "spark-sink", "wc-spark")
+    driver = _container(pod["spec"], "driver")
+    assert _secret_mounts(pod["spec"], driver) == {"/var/run/jet/token": "wc-token"}
+    assert _executor_secrets(driver["args"]) == {"wc-token": "/var/run/jet/token"}
+    assert "JET_TLS_CA_FILE" not in json.dumps(pod) and "wc-ca" not in json.dumps(pod)
+
+
+def test_tls_is_on_unless_the_spec_turns_it_off() -> None:
+    assert parse_spec({"pipeline": {"path": "/p.py"}}).tls_enabled is True
+    assert parse_spec({"pipeline": {"path": "/p.py"}, "tls": {}}).tls_enabled is True
+    assert parse_spec({"pipeline": {"path": "/p.py"}, "tls": {"enabled": False}}).tls_enabled is False
+    with pytest.raises(ValueError, match=r"spec\.tls\.enabled must be true or false, got 'no'"):
+        parse_spec({"pipeline": {"path": "/p.py"}, "tls": {"enabled": "no"}})
+    with pytest.raises(ValueError, match=r"spec\.tls must be an object, got True"):
+        parse_spec({"pipeline": {"path": "/p.py"}, "tls": True})
 
 
 def test_spark_rbac_grants_only_what_spark_needs() -> None:

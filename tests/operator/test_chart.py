@@ -100,6 +100,8 @@ def test_cluster_wide_rbac() -> None:
     assert "patch" in rules[("jet.dev", "jetjobs/status")]
     assert "create" in rules[("", "events")]
     assert {"create", "delete", "list"} <= rules[("apps", "statefulsets")]
+    # The job's Secrets: created once, the CA mirror applied, read back, deleted with the job.
+    assert {"get", "create", "patch", "delete"} <= rules[("", "secrets")]
     assert all("*" not in verbs for verbs in rules.values())
     (kopf_role,) = find(documents, "ClusterRole", "jet-jet-operator-kopf")
     kopf_rules = {(r["apiGroups"][0], r["resources"][0]): r["verbs"] for r in kopf_role["rules"]}
@@ -108,6 +110,15 @@ def test_cluster_wide_rbac() -> None:
     (binding,) = find(documents, "ClusterRoleBinding", "jet-jet-operator")
     assert binding["subjects"] == [{"kind": "ServiceAccount", "name": "jet-jet-operator",
                                     "namespace": "jet-system"}]
+
+
+def test_spark_drivers_cannot_read_secrets() -> None:
+    """Spark drivers run user code: their Role gives no access to the member key or TLS key."""
+    roles = [role for role in find(render(), "Role") if role["metadata"]["name"].endswith("-spark")]
+    assert roles
+    for role in roles:
+        for rule in role["rules"]:
+            assert "secrets" not in rule["resources"] and "*" not in rule["resources"], rule
 
 
 def test_namespaced_mode_uses_roles_in_each_watched_namespace() -> None:

@@ -35,6 +35,7 @@ GOOD: dict[str, Any] = {
                   "conf": {"spark.sql.shuffle.partitions": "8"}},
         "restartPolicy": {"type": "OnFailure", "maxRetries": 0, "backoffSeconds": 0},
         "state": "suspended",
+        "tls": {"enabled": False},
     },
 }
 
@@ -99,11 +100,19 @@ def test_examples_are_accepted(example) -> None:
         ("spec.spark.executor.instances", 0, "less than the minimum of 1"),
         ("spec.pipeline.args", ["ok", 3], "3 is not of type 'string'"),
         ("spec.imagePullPolicy", "Sometimes", "'Sometimes' is not one of"),
+        ("spec.tls.enabled", "no", "'no' is not of type 'boolean'"),
+        ("spec.tls.enable", False, "Additional properties are not allowed ('enable' was unexpected)"),
+        ("spec.tls", True, "True is not of type 'object'"),
     ],
 )
 def test_bad_manifest_is_refused(path: str, value: Any, expected: str) -> None:
     errors = _errors(_with(path, value))
     assert any(expected in error for error in errors), errors
+
+
+def test_tls_is_on_by_default() -> None:
+    tls = openapi_schema()["properties"]["spec"]["properties"]["tls"]
+    assert tls["default"] == {} and tls["properties"]["enabled"]["default"] is True
 
 
 def test_crd_names_and_subresources() -> None:

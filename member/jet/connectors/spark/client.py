@@ -12,6 +12,7 @@ import threading
 import time
 from typing import Any
 
+from jet.cluster.auth import TlsConfig
 from jet.cluster.flow_control import SendLimit
 from jet.cluster.packets import FrameType
 from jet.cluster.transport import PeerConnection
@@ -28,7 +29,7 @@ class JetSparkError(RuntimeError):
 class MemberLink:
     """One Spark task's or driver's stream to one member."""
 
-    def __init__(self, address: str, member: int, token: str) -> None:
+    def __init__(self, address: str, member: int, token: str, tls: TlsConfig | None = None) -> None:
         self.address = address
         self.member = member
         self._token = token
@@ -40,7 +41,7 @@ class MemberLink:
         self.error: str | None = None
         self._rids = itertools.count(1)
         self._lost: BaseException | None = None
-        self._connection = PeerConnection(address, self.peer_index, member, token,
+        self._connection = PeerConnection(address, self.peer_index, member, token, tls,
                                           on_frame=self._on_frame, on_connection_lost=self._on_lost)
 
     # -- incoming (the connection's reader thread) ---------------------------------------------------
@@ -138,7 +139,7 @@ class MemberLink:
 
 def connect_all(options: JetOptions) -> list[MemberLink]:
     """A link to every member named by the options (index = position in ``members``)."""
-    return [MemberLink(address, index, options.token) for index, address in enumerate(options.members)]
+    return [MemberLink(address, index, options.token, options.tls()) for index, address in enumerate(options.members)]
 
 
 def close_all(links: list[MemberLink]) -> None:

@@ -44,7 +44,7 @@ class JetDataSource(DataSource):
         options = self._options()
         owners = wait_for_vertex(options, "sink")
         deadline = time.monotonic() + options.send_timeout_s
-        links = [MemberLink(options.members[m], m, options.token) for m in sorted(set(owners.values()))]
+        links = [MemberLink(options.members[m], m, options.token, options.tls()) for m in sorted(set(owners.values()))]
         try:
             while True:
                 ready = True
@@ -106,7 +106,8 @@ class JetWriter(DataSourceArrowWriter):
         processor = partition % len(self.addresses)
         options = self.options
         what = f"Spark partition {partition} (attempt {attempt}) -> {options.vertex!r}#{processor}"
-        link = MemberLink(self.addresses[processor], self.members[processor], options.token)
+        link = MemberLink(self.addresses[processor], self.members[processor], options.token,
+                          options.tls())
         base = {"op": p.ROWS, "job": options.job, "vertex": options.vertex, "proc": processor,
                 "part": partition}
         position, sent_seq = 0, 0
@@ -162,7 +163,8 @@ class JetReader(DataSourceReader):
     def read(self, partition: JetPartition) -> Iterator[tuple]:
         options = self.options
         to_row = item_to_row_fn(self.names)
-        link = MemberLink(options.members[partition.member], partition.member, options.token)
+        link = MemberLink(options.members[partition.member], partition.member, options.token,
+                          options.tls())
         pull = {"op": p.PULL, "job": options.job, "vertex": options.vertex, "proc": partition.processor}
         try:
             link.send({**pull, "credit": READER_CREDIT_CHUNKS})

@@ -21,7 +21,7 @@ from typing import Any, Sequence
 import jet
 from jet.connectors.spark import protocol as p
 from jet.connectors.spark.client import tell_members, wait_for_vertex
-from jet.connectors.spark.options import DEFAULT_READY_TIMEOUT_S, JetOptions
+from jet.connectors.spark.options import DEFAULT_READY_TIMEOUT_S, JetOptions, default_tls_ca_file
 from jet.connectors.spark.stages import (SparkReadSpec, SparkSink, SparkSinkSupplier, SparkSource,
                                         SparkSourceSupplier, SparkWriteSpec)
 
@@ -185,9 +185,12 @@ def _write_task_limit(spark: Any, job: Any, sources: list, sinks: list, member_c
 
 def run_spark_side(spark: Any, pipeline: Any, members: Sequence[str], token: str, job_id: str, *,
                    sources: bool = True, sinks: bool = True,
-                   ready_timeout_s: float = DEFAULT_READY_TIMEOUT_S) -> None:
+                   ready_timeout_s: float = DEFAULT_READY_TIMEOUT_S, tls_ca_file: str | None = None) -> None:
     """Run the Spark side of every Spark stage of ``pipeline`` concurrently (one thread per
-    stage: a sink must be read while the sources are still written) and raise the first error."""
+    stage: a sink must be read while the sources are still written) and raise the first error.
+
+    ``tls_ca_file`` (default ``$JET_TLS_CA_FILE``): the CA to verify TLS members with."""
+    tls_ca_file = tls_ca_file or default_tls_ca_file()
     source_specs, sink_specs = spark_stages(pipeline)
     source_specs = source_specs if sources else []
     sink_specs = sink_specs if sinks else []
@@ -202,7 +205,7 @@ def run_spark_side(spark: Any, pipeline: Any, members: Sequence[str], token: str
 
     def run(action, vertex, spec, row_type) -> None:
         options = JetOptions(job_id, vertex, tuple(members), token, ready_timeout_s=ready_timeout_s,
-                             row_type=row_type, driver_reports_failure=True)
+                             row_type=row_type, driver_reports_failure=True, tls_ca_file=tls_ca_file)
         try:
             if action is write_source:
                 action(spark, spec, options, write_tasks, refusal)

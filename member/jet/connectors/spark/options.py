@@ -5,15 +5,18 @@ Every option is checked on the Spark driver, before any task runs, with an error
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping
 
+from jet.cluster.auth import TlsConfig
 from jet.cluster.peers import parse_address
 
 DEFAULT_READY_TIMEOUT_S = 120.0
 DEFAULT_SEND_TIMEOUT_S = 300.0
 DEFAULT_CHUNK_ROWS = 4096
+TLS_CA_FILE_ENV = "JET_TLS_CA_FILE"
 
 
 class JetOptionError(ValueError):
@@ -31,7 +34,9 @@ class JetOptions:
     - ``ready_timeout``: seconds to wait for the job's vertex to be running (default 120);
     - ``send_timeout``: seconds a writer may stay blocked by flow control (default 300);
     - ``chunk_rows``: rows per frame (default 4096);
-    - ``row_type`` (write): ``tuple`` (default) or ``dict``: how rows become items.
+    - ``row_type`` (write): ``tuple`` (default) or ``dict``: how rows become items;
+    - ``tls_ca_file``: the CA certificate (PEM) to verify the members' TLS certificates with
+      (default ``$JET_TLS_CA_FILE``); without it the links are plain text.
     """
 
     job: str
@@ -45,6 +50,7 @@ class JetOptions:
     driver_reports_failure: bool = False
     """True when a ``jet spark-source`` driver reports a failed write itself (with Spark's
     message), so the writer's abort() stays silent."""
+    tls_ca_file: str | None = None
 
     @classmethod
     def parse(cls, options: Mapping[str, str]) -> "JetOptions":
@@ -65,7 +71,8 @@ class JetOptions:
                    _number(opts, "send_timeout", DEFAULT_SEND_TIMEOUT_S),
                    int(_number(opts, "chunk_rows", DEFAULT_CHUNK_ROWS)),
                    _choice(opts, "row_type", ("tuple", "dict")),
-                   _choice(opts, "driver_reports_failure", ("false", "true")) == "true")
+                   _choice(opts, "driver_reports_failure", ("false", "true")) == "true",
+                   _tls_ca_file(opts))
 
     def as_spark_options(self) -> dict[str, str]:
         """These options as a Spark option map (the inverse of :meth:`parse`)."""
@@ -73,7 +80,23 @@ class JetOptions:
                 "token": self.token, "ready_timeout": str(self.ready_timeout_s),
                 "send_timeout": str(self.send_timeout_s), "chunk_rows": str(self.chunk_rows),
                 "row_type": self.row_type,
-                "driver_reports_failure": str(self.driver_reports_failure).lower()}
+                "driver_reports_failure": str(self.driver_reports_failure).lower(),
+                **({"tls_ca_file": self.tls_ca_file} if self.tls_ca_file else {})}
+
+    def tls(self) -> TlsConfig | None:
+        """TLS for the links to the members, or None for plain text."""
+        return client_tls(self.tls_ca_file) if self.tls_ca_file else None
+
+
+def default_tls_ca_file() -> str | None:
+    """``$JET_TLS_CA_FILE``: where the operator puts the members' CA in Spark drivers and executors."""
+    return os.environ.get(TLS_CA_FILE_ENV) or None
+
+
+def client_tls(ca_file: str) -> TlsConfig:
+    """TLS for a side that dials members and presents no certificate of its own."""
+    # A dialling side reads only ca_file (TlsConfig.channel_credentials); it has no key.
+    return TlsConfig(cert_file=ca_file, key_file="", ca_file=ca_file)
 
 
 _HELP = {"job": "the id of the running job", "vertex": "the name of the job's Spark stage vertex",
@@ -93,6 +116,16 @@ def _token(opts: dict) -> str:
             return token
         raise JetOptionError(f"option 'token_file': {path!r} is empty")
     raise JetOptionError("the jet format needs option 'token' or 'token_file' (the cluster token)")
+
+
+def _tls_ca_file(opts: dict) -> str | None:
+    path = opts.get("tls_ca_file") or default_tls_ca_file()
+    if not path:
+        return None
+    source = "option 'tls_ca_file'" if opts.get("tls_ca_file") else f"${TLS_CA_FILE_ENV}"
+    if not Path(path).is_file():
+        raise JetOptionError(f"{source}: the CA certificate file {path!r} does not exist")
+    return str(path)
 
 
 def _number(opts: dict, name: str, default: float) -> float:
