@@ -15,6 +15,7 @@ from jet_operator.builders import JobRef
 from jet_operator.children import build_children, spark_service_account
 from jet_operator.config import OperatorConfig
 from jet_operator.credential_sync import ensure_credentials
+from jet_operator.credentials import secret_text
 from jet_operator.jobclient import fetch_job_report
 from jet_operator.kube import KubeApi, KubeError
 from jet_operator.lifecycle import (
@@ -226,7 +227,10 @@ def follow(api: KubeApi, config: OperatorConfig, job: JobRef, spec: JetJobSpec,
     ready = sum(1 for pod in members if pod.ready)
     report = None
     if members and ready == spec.replicas:
-        report = fetch_job_report(config.job_url(job.name, job.namespace), config.job_poll_timeout_seconds)
+        token = _cluster_token(api, job)
+        if token is not None:
+            report = fetch_job_report(config.job_url(job.name, job.namespace), config.job_poll_timeout_seconds,
+                                      token)
     assessment = assess(
         desired=spec.replicas, member_pods=members, spark_pods=[PodView.of(p) for p in drivers],
         job=report, now=now, scheduling_timeout_seconds=config.scheduling_timeout_seconds,
@@ -293,3 +297,10 @@ def cleanup(api: KubeApi, config: OperatorConfig, job: JobRef) -> list[str]:
         except Exception as error:  # noqa: BLE001 - deletion must finish whatever happens here
             left.append(f"{kind}/{name}: {error}")
     return left
+
+
+def _cluster_token(api: KubeApi, job: JobRef) -> str | None:
+    """The job's cluster token from its Secret; None while the Secret is missing (it is created
+    again on the next pass, and the members cannot have started without it)."""
+    secret = api.get("Secret", job.namespace, naming.token_secret_name(job.name))
+    return None if secret is None else secret_text(secret, constants.TOKEN_KEY)

@@ -1,5 +1,7 @@
 """The member process: HTTP endpoint, `jet member --pipeline`, graceful stop, no orphans."""
 
+import hashlib
+import hmac
 import json
 import os
 import signal
@@ -88,6 +90,9 @@ def test_job_details_need_the_token_and_probes_and_metrics_stay_open(cluster2):
         assert status == 401 and "Authorization: Bearer <cluster token>" in body
         assert "Traceback" not in body and "jobId" not in body
     assert http_get(cluster2.http_ports[0], "/job", token=cluster2.token)[0] == 200
+    # The operator's read-only credential, computed here by the documented formula.
+    status_credential = hmac.new(cluster2.token.encode(), b"jet-job-status", hashlib.sha256).hexdigest()
+    assert http_get(cluster2.http_ports[0], "/job", token=status_credential)[0] == 200
     for port in cluster2.http_ports:
         assert http_get(port, "/healthz") == (200, "ok\n")
         assert http_get(port, "/metrics")[0] == 200

@@ -95,6 +95,15 @@ def member_proof(member_key: str, member_index: int) -> str:
                     hashlib.sha256).hexdigest()
 
 
+def job_status_credential(token: str) -> str:
+    """A read-only credential for ``GET /job``: hex HMAC-SHA256(cluster token, ``jet-job-status``).
+
+    The operator polls ``/job`` over plain HTTP; presenting this instead of the token means a
+    listener on the pod network learns nothing that opens the gRPC port.
+    """
+    return hmac.new(token.encode("utf-8"), b"jet-job-status", hashlib.sha256).hexdigest()
+
+
 def call_metadata(token: str, caller_index: int, member_key: str | None = None) -> tuple[tuple[str, str], ...]:
     """The metadata every call of ``caller_index`` carries: a member (index >= 0) adds its proof
     when it has the member key; a client (negative index) presents the token only."""

@@ -4,7 +4,8 @@
   503 before; open to anyone who reaches the port;
 - ``GET /job`` (member 0, the coordinator): the most recent job as JSON ``{"jobId", "status",
   "message", "startTime", "completionTime"}`` (a failed job's message holds the user's traceback);
-  only with ``Authorization: Bearer <cluster token>``, 401 without; 404 on the other members;
+  only with ``Authorization: Bearer <cluster token>`` (or ``Bearer`` the read-only
+  :func:`~jet.cluster.auth.job_status_credential` of the token, which the operator sends), 401 without; 404 on the other members;
 - ``GET /metrics``: Prometheus text (jobs submitted/completed/failed, executions per member), open
   for scraping (counts only).
 
@@ -23,6 +24,8 @@ from typing import Any, Callable
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
+
+from jet.cluster.auth import job_status_credential
 
 log = logging.getLogger("jet.cluster.http")
 
@@ -73,7 +76,8 @@ class MemberHttpServer:
         self._healthy = healthy
         self._latest_job = latest_job
         self._metrics = metrics
-        self._expected_authorization = (BEARER_PREFIX + token).encode("utf-8")
+        self._accepted_authorizations = tuple((BEARER_PREFIX + credential).encode("utf-8")
+                                              for credential in (token, job_status_credential(token)))
         handler = self._handler_class()
         self._server = _http_server(host, port, handler)
         self._server.daemon_threads = True
@@ -89,9 +93,14 @@ class MemberHttpServer:
         self._server.server_close()
 
     def authorized(self, authorization: str | None) -> bool:
-        """Whether an ``Authorization`` header value carries the cluster token."""
-        return authorization is not None and hmac.compare_digest(
-            authorization.strip().encode("utf-8"), self._expected_authorization)
+        """Whether an ``Authorization`` header value carries the cluster token or its job-status
+        credential."""
+        if authorization is None:
+            return False
+        presented = authorization.strip().encode("utf-8")
+        # Both compared every time, so the answer's timing does not tell which one was close.
+        matches = [hmac.compare_digest(presented, accepted) for accepted in self._accepted_authorizations]
+        return any(matches)
 
     def _handler_class(self) -> type[BaseHTTPRequestHandler]:
         outer = self
