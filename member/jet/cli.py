@@ -193,6 +193,7 @@ def member(port: int | None, http_port: int | None, host: str | None, peers: str
     The cluster token comes from $JET_CLUSTER_TOKEN or the file named by $JET_CLUSTER_TOKEN_FILE,
     the member key (needed when there are peers) from $JET_MEMBER_KEY or $JET_MEMBER_KEY_FILE."""
     from jet.cluster.member_main import run_member
+    import jet.connectors.spark.hub  # noqa: F401 - answers Spark requests from the start, "not yet" before a job
     if exit_with_parent:
         from jet.cluster.parent_watch import exit_with_parent as watch_parent
         watch_parent()

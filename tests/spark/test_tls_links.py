@@ -27,7 +27,7 @@ class TlsMember:
         self.tls = tls
         self.frames: queue.SimpleQueue = queue.SimpleQueue()
         self.server = MemberServer(0, TOKEN, tls, host="127.0.0.1",
-                                   on_frame=lambda peer, frame: self.frames.put((peer, frame))).start()
+                                   on_client_frame=lambda peer, frame: self.frames.put((peer, frame))).start()
         self.address = f"127.0.0.1:{self.server.port}"
 
 
@@ -93,3 +93,16 @@ def test_a_missing_ca_file_is_refused_naming_where_it_came_from(member: TlsMembe
     monkeypatch.setenv("JET_TLS_CA_FILE", "/nowhere/ca.crt")
     with pytest.raises(JetOptionError, match=r"\$JET_TLS_CA_FILE: the CA certificate file"):
         _options(member)
+
+
+def test_a_reopened_link_keeps_speaking_tls(member: TlsMember) -> None:
+    first = _link(_options(member, tls_ca_file=member.tls.cert_file))
+    first.close()
+    link = first.reopened()
+    try:
+        link.send({"op": p.PROBE, "job": "j", "vertex": "v"})
+        peer, _ = member.frames.get(timeout=WAIT_S)
+        assert peer == link.peer_index
+        link.check()
+    finally:
+        link.close()

@@ -33,6 +33,7 @@ class MemberLink:
         self.address = address
         self.member = member
         self._token = token
+        self._tls = tls
         self.peer_index = p.new_peer_index()
         self.send_limit = SendLimit()
         self._limit_changed = threading.Condition()
@@ -82,7 +83,7 @@ class MemberLink:
 
     def reopened(self) -> "MemberLink":
         """A new link to the same member (close this one first)."""
-        return MemberLink(self.address, self.member, self._token)
+        return MemberLink(self.address, self.member, self._token, self._tls)
 
     def check(self) -> None:
         """Raise :class:`JetSparkError` if the member reported an error or the stream broke."""
