@@ -53,13 +53,7 @@ def test_the_ca_from_the_environment_secures_the_links(member: TlsMember, monkey
     monkeypatch.delenv("JET_TLS_CA_FILE")
     assert JetOptions.parse(options.as_spark_options()) == options  # what executors receive
     link = _link(options)
-    try:
-        link.send({"op": p.PROBE, "job": "j", "vertex": "v"})
-        peer, _ = member.frames.get(timeout=WAIT_S)
-        assert peer == link.peer_index
-        link.check()
-    finally:
-        link.close()
+    _assert_reaches(member, link)
 
 
 def test_a_link_without_the_ca_cannot_reach_a_tls_member(member: TlsMember, monkeypatch) -> None:
@@ -99,6 +93,11 @@ def test_a_reopened_link_keeps_speaking_tls(member: TlsMember) -> None:
     first = _link(_options(member, tls_ca_file=member.tls.cert_file))
     first.close()
     link = first.reopened()
+    _assert_reaches(member, link)
+
+
+def _assert_reaches(member: TlsMember, link: MemberLink) -> None:
+    """A probe on ``link`` arrives at ``member`` from the link's own index and the link stays up."""
     try:
         link.send({"op": p.PROBE, "job": "j", "vertex": "v"})
         peer, _ = member.frames.get(timeout=WAIT_S)
