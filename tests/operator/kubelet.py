@@ -383,14 +383,15 @@ class Kubelet:
             "PYTHONPATH": os.pathsep.join(str(REPO_ROOT / d) for d in ("member", "operator", ".")),
             "HOME": str(pod.directory),
         }
-        for variable in container.get("env") or []:
-            env[variable["name"]] = _rewrite(self._env_value(pod, obj, variable), mounts)
+        declared = {variable["name"]: _rewrite(self._env_value(pod, obj, variable), mounts)
+                    for variable in container.get("env") or []}
+        env.update(declared)
         if tmpdir is not None:
             env["TMPDIR"] = tmpdir
-        command = [_expand(part, env) for part in container.get("command") or []]
+        command = [_expand(part, declared) for part in container.get("command") or []]
         if command == [constants.JET_COMMAND]:
             command = [sys.executable, "-m", "jet.cli"]
-        args = [_rewrite(_expand(arg, env), mounts) for arg in container.get("args") or []]
+        args = [_rewrite(_expand(arg, declared), mounts) for arg in container.get("args") or []]
         if not pod.statefulset:
             args = self._driver_args(pod, args)
         if self.netns:
@@ -649,8 +650,8 @@ def _secret_data(secret: dict[str, Any] | None) -> dict[str, str]:
 
 
 def _expand(value: str, env: dict[str, str]) -> str:
-    """Kubernetes' ``$(VAR)`` expansion in command and args: a defined variable is replaced,
-    ``$$`` is a literal ``$``, anything else is left as written."""
+    """Kubernetes' ``$(VAR)`` expansion in command and args: a variable the container declares
+    is replaced, ``$$`` is a literal ``$``, anything else is left as written."""
     return _VAR_REFERENCE.sub(lambda m: "$" if m.group(0) == "$$" else env.get(m.group(1), m.group(0)), value)
 
 

@@ -272,6 +272,14 @@ async def test_spark_job_gets_drivers_of_the_running_job_and_their_rbac(
         await eventually(lambda: {job["name"] for job in status(k8s, "sparky").get("sparkJobs") or []}
                          == {"sparky-spark-source", "sparky-spark-sink"}, what="status.sparkJobs")
 
+        # Member 0 submitted the job again (it restarted): the drivers follow the new id.
+        job_endpoint.reports["default/sparky"]["jobId"] = "ffff-0000"
+        await eventually(lambda: all(
+            (pod := get(k8s, PODS, f"sparky-{component}"))
+            and pod["metadata"]["annotations"]["jet.dev/job-id"] == "ffff-0000"
+            and "ffff-0000" in pod["spec"]["containers"][0]["args"]
+            for component in ("spark-source", "spark-sink")), what="drivers of the new job id")
+
         set_driver_exit(k8s, "sparky-spark-source", 1, "spark-source failed: [PATH_NOT_FOUND] no /in")
         failed = await wait_phase(k8s, "Failed", "sparky")
         assert failed["message"] == (
