@@ -61,6 +61,8 @@ def spark_conf(job: JobRef, spec: JetJobSpec, component: str, service_account: s
         "spark.executor.instances": str(spark.executor_instances),
         "spark.executor.cores": str(spark.executor_cores),
         "spark.executor.memory": spark.executor_memory,
+        # A pod's log is read as lines (kubectl logs, the termination message): no progress bars.
+        "spark.ui.showConsoleProgress": "false",
         # Executors talk to the members too: same token, same hash seed.
         f"spark.kubernetes.executor.secrets.{naming.token_secret_name(job.name)}": constants.TOKEN_DIR,
         "spark.executorEnv.JET_CLUSTER_TOKEN_FILE": constants.TOKEN_FILE,

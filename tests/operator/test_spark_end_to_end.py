@@ -55,9 +55,12 @@ def wordcount_code(source: Path, out: Path, mode: str) -> str:
 
 
 def write_lines(spark: Any, path: Path, copies: int) -> None:
-    """Parquet files of one string column ``line`` (several files, so several Spark partitions)."""
-    rows = [(f"{line} line {i}",) for i in range(copies) for line in LINES]
-    spark.createDataFrame(rows, "line string").repartition(3).write.parquet(str(path))
+    """Parquet files of one string column ``line`` (several files, so several Spark partitions),
+    made in Spark SQL (no Python workers to start)."""
+    values = ", ".join(f"('{line}')" for line in LINES)
+    frame = spark.sql(f"SELECT concat(t.line, ' line ', r.id) AS line FROM range({copies}) AS r "
+                      f"CROSS JOIN (VALUES {values}) AS t(line)")
+    frame.repartition(3).write.parquet(str(path))
 
 
 def spark_wordcount(spark: Any, path: Path) -> dict[str, int]:
