@@ -94,6 +94,7 @@ async def test_parquet_through_spark_runs_pending_running_completed(
     source, out = tmp_path / "lines.parquet", tmp_path / "counts.parquet"
     write_lines(spark, source, copies=40)
     expected = spark_wordcount(spark, source)
+    assert len(expected) > 20 and "times" in expected
     with start_operator_for(kubelet, monkeypatch, "sparkwc"):
         response = await k8s.post(COLLECTION, json=spark_jetjob("sparkwc", wordcount_code(source, out, "overwrite")))
         assert response.status in (200, 201), await response.text()
