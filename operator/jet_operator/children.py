@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from jet_operator import constants, naming, spark
+from jet_operator import naming, spark
 from jet_operator.builders import (
     JobRef,
     build_headless_service,
@@ -37,13 +37,12 @@ def build_children(
     member_replicas: int,
     attempt: int = 0,
     default_account: str = "",
-    with_spark_drivers: bool = True,
 ) -> list[dict[str, Any]]:
-    """Every child except the Secrets (created once by :mod:`jet_operator.credential_sync`),
-    dependencies first.
+    """Every child known before the job runs, dependencies first: all but the Secrets (created
+    once by :mod:`jet_operator.credential_sync`) and the Spark driver pods (they need the id
+    member 0 gives the job: see :mod:`jet_operator.spark`).
 
-    ``member_replicas`` is 0 while the job is suspended or finished; Spark driver pods are left
-    out when ``with_spark_drivers`` is false (suspended or finished jobs).
+    ``member_replicas`` is 0 while the job is suspended or finished.
     """
     children: list[dict[str, Any]] = []
     if builds_spark_rbac(spec, default_account):
@@ -66,8 +65,4 @@ def build_children(
             service_account=member_service_account(spec, default_account),
         )
     )
-    if spec.spark is not None and with_spark_drivers:
-        account = spark_service_account(job, spec, default_account)
-        for component in constants.SPARK_COMPONENTS:
-            children.append(spark.build_spark_driver_pod(job, spec, component, account, attempt))
     return children

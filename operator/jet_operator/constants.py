@@ -30,6 +30,7 @@ SPARK_COMPONENTS: Final = (COMPONENT_SPARK_SOURCE, COMPONENT_SPARK_SINK)
 # Pod-template annotations that tell the current attempt's pods from an older attempt's.
 ANNOTATION_GENERATION: Final = f"{API_GROUP}/generation"
 ANNOTATION_ATTEMPT: Final = f"{API_GROUP}/attempt"
+ANNOTATION_JOB_ID: Final = f"{API_GROUP}/job-id"  # on Spark driver pods: the job they serve
 
 # The member process contract (see docs/operator.md).
 MEMBER_CONTAINER: Final = "member"

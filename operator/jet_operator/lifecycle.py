@@ -5,8 +5,10 @@ Phases, in the order a healthy job goes through them:
 - ``Pending``: member pods do not exist yet or are not all scheduled;
 - ``Starting``: members are scheduled, not all ready, or the coordinator has not started the job;
 - ``Running``: the coordinator (member 0) reports the job RUNNING;
-- ``Completing``: the coordinator reports COMPLETING;
-- ``Completed``: the coordinator reports COMPLETED (members are then scaled to 0);
+- ``Completing``: the coordinator reports COMPLETING, or COMPLETED while a Spark driver is still
+  running (the sink driver writes the job's output after the job has handed it over);
+- ``Completed``: the coordinator reports COMPLETED and every Spark driver succeeded (members are
+  then scaled to 0);
 - ``Failed``: the job failed (its own error, a pod that cannot start, a Spark driver that failed);
 - ``Suspended``: the user set ``spec.state: suspended`` (members scaled to 0).
 """
@@ -35,6 +37,13 @@ class Phase(str, enum.Enum):
 
 
 TERMINAL_PHASES = frozenset({Phase.COMPLETED, Phase.FAILED})
+
+# Job statuses (member 0's /job) after which the job does nothing more.
+ENDED_JOB_STATUSES = frozenset({"COMPLETED", "FAILED"})
+
+# How much of a failed container's termination message (its log's tail) goes into status.message.
+FAILURE_MESSAGE_MAX_LINES = 12
+FAILURE_MESSAGE_MAX_CHARS = 2000
 
 # Container waiting reasons after which a pod will not start without a change by someone.
 FAILING_WAIT_REASONS = frozenset({
@@ -72,6 +81,8 @@ class PodView:
     waiting_message: str = ""
     unschedulable_message: str = ""
     attempt: str | None = None
+    exit_code: int | None = None
+    termination_message: str = ""
 
     @classmethod
     def of(cls, pod: Mapping[str, Any]) -> "PodView":
@@ -81,6 +92,7 @@ class PodView:
         conditions = {c.get("type"): c for c in status.get("conditions") or []}
         scheduled = conditions.get("PodScheduled", {})
         waiting_reason, waiting_message = None, ""
+        terminated = _first_terminated(status.get("containerStatuses") or [])
         for container in status.get("containerStatuses") or []:
             waiting = (container.get("state") or {}).get("waiting") or {}
             if waiting.get("reason"):
@@ -97,7 +109,26 @@ class PodView:
             waiting_message=waiting_message,
             unschedulable_message=scheduled.get("message", "") if scheduled.get("status") == "False" else "",
             attempt=(metadata.get("annotations") or {}).get(constants.ANNOTATION_ATTEMPT),
+            exit_code=terminated.get("exitCode"),
+            termination_message=str(terminated.get("message") or ""),
         )
+
+
+def _first_terminated(containers: Sequence[Mapping[str, Any]]) -> Mapping[str, Any]:
+    """The ``state.terminated`` of the first container that failed, else of the first that ended."""
+    ended = [(c.get("state") or {}).get("terminated") for c in containers]
+    ended = [t for t in ended if t]
+    failed = [t for t in ended if t.get("exitCode") not in (0, None)]
+    return (failed or ended or [{}])[0]
+
+
+def failure_excerpt(termination_message: str) -> str:
+    """The end of a failed container's termination message (with ``FallbackToLogsOnError``, its
+    log's tail): the last lines, where a driver prints its error, without JVM stack frames."""
+    lines = [line.rstrip() for line in termination_message.splitlines()]
+    lines = [line for line in lines if line.strip() and not line.lstrip().startswith("at ")]
+    excerpt = "\n".join(lines[-FAILURE_MESSAGE_MAX_LINES:])
+    return excerpt[-FAILURE_MESSAGE_MAX_CHARS:]
 
 
 def pod_failure(pod: PodView, now: datetime.datetime, scheduling_timeout_seconds: float) -> str | None:
@@ -106,7 +137,9 @@ def pod_failure(pod: PodView, now: datetime.datetime, scheduling_timeout_seconds
         detail = f": {pod.waiting_message}" if pod.waiting_message else ""
         return f"pod {pod.name}: {pod.waiting_reason}{detail}"
     if pod.phase == "Failed":
-        return f"pod {pod.name} failed"
+        code = f" (exit code {pod.exit_code})" if pod.exit_code is not None else ""
+        error = failure_excerpt(pod.termination_message)
+        return f"pod {pod.name} failed{code}" + (f": {error}" if error else "")
     if pod.phase == "Pending" and pod.created is not None:
         waited = (now - pod.created).total_seconds()
         if waited > scheduling_timeout_seconds:
@@ -171,7 +204,7 @@ def assess(
     """Decide the phase of a running (not suspended, not finished) job from one observation."""
     ready = sum(1 for pod in member_pods if pod.ready)
     if job is not None and job.status == "COMPLETED":
-        return Assessment(Phase.COMPLETED, "the job completed", ready)
+        return _assess_completed(spark_pods, ready, now, scheduling_timeout_seconds)
     if job is not None and job.status == "FAILED":
         return Assessment(Phase.FAILED, f"the job failed: {job.message}".rstrip(": "), ready)
     for pod in [*member_pods, *spark_pods]:
@@ -190,6 +223,21 @@ def assess(
     phase = _PHASE_OF_JOB_STATUS.get(job.status, Phase.STARTING)
     name = f"job {job.job_id}" if job.job_id else "the job"
     return Assessment(phase, f"{name} is {job.status}", ready)
+
+
+def _assess_completed(spark_pods: Sequence[PodView], ready: int, now: datetime.datetime,
+                      scheduling_timeout_seconds: float) -> Assessment:
+    """The job completed; so has the JetJob once every Spark driver succeeded (the sink driver
+    writes the output the job handed over; a driver that fails now fails the JetJob)."""
+    for pod in spark_pods:
+        failure = pod_failure(pod, now, scheduling_timeout_seconds)
+        if failure is not None:
+            return Assessment(Phase.FAILED, failure, ready)
+    running = [pod.name for pod in spark_pods if pod.phase != "Succeeded"]
+    if running:
+        return Assessment(Phase.COMPLETING,
+                          f"the job completed; waiting for Spark driver(s) {', '.join(running)}", ready)
+    return Assessment(Phase.COMPLETED, "the job completed", ready)
 
 
 @dataclass(frozen=True)

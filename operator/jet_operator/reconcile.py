@@ -19,7 +19,9 @@ from jet_operator.credentials import secret_text
 from jet_operator.jobclient import fetch_job_report
 from jet_operator.kube import KubeApi, KubeError
 from jet_operator.lifecycle import (
+    ENDED_JOB_STATUSES,
     TERMINAL_PHASES,
+    JobReport,
     Phase,
     PodView,
     assess,
@@ -122,7 +124,6 @@ def start_generation(
         member_replicas=spec.replicas if running else 0,
         attempt=0,
         default_account=config.job_service_account,
-        with_spark_drivers=running,
     ):
         api.apply(child)
     delete_stale_pods(api, job, attempt=0)
@@ -156,10 +157,13 @@ def _component(pod: Mapping[str, Any]) -> str:
     return ((pod.get("metadata") or {}).get("labels") or {}).get(constants.LABEL_JET_COMPONENT, "")
 
 
+def _annotation(pod: Mapping[str, Any], key: str) -> str | None:
+    return ((pod.get("metadata") or {}).get("annotations") or {}).get(key)
+
+
 def _is_current(pod: Mapping[str, Any], job: JobRef, attempt: int) -> bool:
-    annotations = (pod.get("metadata") or {}).get("annotations") or {}
-    return (annotations.get(constants.ANNOTATION_GENERATION) == str(job.generation)
-            and annotations.get(constants.ANNOTATION_ATTEMPT) == str(attempt))
+    return (_annotation(pod, constants.ANNOTATION_GENERATION) == str(job.generation)
+            and _annotation(pod, constants.ANNOTATION_ATTEMPT) == str(attempt))
 
 
 def delete_stale_pods(api: KubeApi, job: JobRef, attempt: int) -> None:
@@ -182,8 +186,7 @@ def restart(api: KubeApi, config: OperatorConfig, job: JobRef, spec: JetJobSpec,
     ensure_credentials(api, job, spec)  # e.g. a job started by an operator that made fewer Secrets
     for child in build_children(job, spec, member_replicas=spec.replicas, attempt=attempt,
                                 default_account=config.job_service_account):
-        if child["kind"] != "Pod":  # drivers come back once the old ones are gone
-            api.apply(child)
+        api.apply(child)
     delete_stale_pods(api, job, attempt)
     return phase_update(
         Phase.PENDING, f"restarted (restart {attempt})", status, job.generation, now,
@@ -193,19 +196,28 @@ def restart(api: KubeApi, config: OperatorConfig, job: JobRef, spec: JetJobSpec,
 
 
 def sync_spark_drivers(api: KubeApi, config: OperatorConfig, job: JobRef, spec: JetJobSpec,
-                       attempt: int, pods: list[dict[str, Any]]) -> None:
-    """Create the current attempt's Spark driver pods that do not exist yet."""
-    if spec.spark is None:
+                       attempt: int, pods: list[dict[str, Any]], report: JobReport | None) -> None:
+    """Give the job member 0 reports as running the current attempt's Spark driver pods.
+
+    Drivers are created only once the job has an id (they find its Spark vertices by it); a
+    driver serving another job id (member 0 submitted the job again) is deleted, and made
+    again for the new id once it is gone."""
+    if spec.spark is None or report is None or not report.job_id or report.status in ENDED_JOB_STATUSES:
         return
-    existing = {pod["metadata"]["name"] for pod in pods}
+    existing = {pod["metadata"]["name"]: pod for pod in pods}
     account = spark_service_account(job, spec, config.job_service_account)
     for component in constants.SPARK_COMPONENTS:
-        if naming.spark_driver_name(job.name, component) not in existing:
-            try:
-                api.create(build_spark_driver_pod(job, spec, component, account, attempt))
-            except KubeError as error:
-                if error.status != 409:  # the old pod is still terminating: next tick
-                    raise
+        name = naming.spark_driver_name(job.name, component)
+        driver = existing.get(name)
+        if driver is not None:
+            if _annotation(driver, constants.ANNOTATION_JOB_ID) != report.job_id:
+                api.delete("Pod", job.namespace, name)
+            continue
+        try:
+            api.create(build_spark_driver_pod(job, spec, component, account, report.job_id, attempt))
+        except KubeError as error:
+            if error.status != 409:  # the old pod is still terminating: next tick
+                raise
 
 
 def follow(api: KubeApi, config: OperatorConfig, job: JobRef, spec: JetJobSpec,
@@ -243,7 +255,7 @@ def follow(api: KubeApi, config: OperatorConfig, job: JobRef, spec: JetJobSpec,
         fields["jobId"] = report.job_id or None
         fields["startTime"] = report.start_time or status.get("startTime")
     if assessment.phase not in TERMINAL_PHASES:
-        sync_spark_drivers(api, config, job, spec, attempt, drivers)
+        sync_spark_drivers(api, config, job, spec, attempt, drivers, report)
         return phase_update(assessment.phase, assessment.message, status, job.generation, now, **fields)
 
     decision = decide_restart(spec.restart_policy, attempt, assessment.phase)

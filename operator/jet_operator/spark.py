@@ -3,6 +3,10 @@
 When ``spec.spark`` is set the operator runs two driver pods, ``jet spark-source`` and
 ``jet spark-sink``; each handles every Spark stage of its kind in the pipeline and starts its
 executors on Kubernetes (client mode: the driver is the pod, executors are pods it creates).
+
+A driver finds the job's Spark vertices on the members by the job's id, which member 0's
+coordinator chooses when it submits the job: the operator creates the drivers once member 0
+has reported that id, and passes it as ``--job-id``.
 """
 
 from __future__ import annotations
@@ -58,6 +62,8 @@ def spark_conf(job: JobRef, spec: JetJobSpec, component: str, service_account: s
         "spark.executor.instances": str(spark.executor_instances),
         "spark.executor.cores": str(spark.executor_cores),
         "spark.executor.memory": spark.executor_memory,
+        # A pod's log is read as lines (kubectl logs, the termination message): no progress bars.
+        "spark.ui.showConsoleProgress": "false",
         # Executors talk to the members too: same credentials as their driver, same hash seed.
         **spark_executor_credentials_conf(job, spec),
         "spark.executorEnv.PYTHONHASHSEED": constants.PYTHON_HASH_SEED,
@@ -69,11 +75,15 @@ def spark_conf(job: JobRef, spec: JetJobSpec, component: str, service_account: s
 
 
 def spark_driver_args(
-    job: JobRef, spec: JetJobSpec, component: str, service_account: str
+    job: JobRef, spec: JetJobSpec, component: str, service_account: str, job_id: str
 ) -> list[str]:
-    """The driver container's arguments after ``jet`` (kept in one place to adjust later)."""
+    """The driver container's arguments after ``jet``: ``jet spark-source``/``spark-sink`` of
+    the running job ``job_id`` (the id member 0 reports)."""
+    if not job_id:
+        raise ValueError(f"Spark driver {component} of JetJob {job.name!r}: the job id is empty")
     args = [
         component,
+        "--job-id", job_id,
         "--pipeline", spec.pipeline.file,
         "--entrypoint", spec.pipeline.entrypoint,
         "--members", ",".join(naming.member_addresses(job.name, job.namespace, spec.replicas)),
@@ -88,9 +98,10 @@ def spark_driver_args(
 
 
 def build_spark_driver_pod(
-    job: JobRef, spec: JetJobSpec, component: str, service_account: str, attempt: int = 0
+    job: JobRef, spec: JetJobSpec, component: str, service_account: str, job_id: str, attempt: int = 0
 ) -> dict[str, Any]:
-    """One Spark driver pod (``component`` is ``spark-source`` or ``spark-sink``)."""
+    """One Spark driver pod (``component`` is ``spark-source`` or ``spark-sink``) of the running
+    job ``job_id``."""
     assert spec.spark is not None, "Spark drivers exist only for jobs with spec.spark"
     credentials = spark_credentials(job, spec)
     volumes, mounts = jet_volumes(job, spec, credentials)
@@ -99,7 +110,7 @@ def build_spark_driver_pod(
         "image": spark_image(spec),
         "imagePullPolicy": spec.image_pull_policy,
         "command": [constants.JET_COMMAND],
-        "args": spark_driver_args(job, spec, component, service_account),
+        "args": spark_driver_args(job, spec, component, service_account, job_id),
         "env": jet_env() + credentials.env,
         "ports": [
             {"name": "driver", "containerPort": constants.SPARK_DRIVER_PORT},
@@ -107,11 +118,13 @@ def build_spark_driver_pod(
         ],
         "volumeMounts": mounts,
         "securityContext": container_security_context(),
+        # A failed driver's last log lines become its termination message: the JetJob's error.
+        "terminationMessagePolicy": "FallbackToLogsOnError",
     }
     if spec.spark.driver_resources:
         container["resources"] = dict(spec.spark.driver_resources)
     metadata = object_meta(job, naming.spark_driver_name(job.name, component), component)
-    metadata["annotations"] = attempt_annotations(job, attempt)
+    metadata["annotations"] = {**attempt_annotations(job, attempt), constants.ANNOTATION_JOB_ID: job_id}
     return {
         "apiVersion": "v1",
         "kind": "Pod",

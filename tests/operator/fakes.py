@@ -141,3 +141,19 @@ def set_pod_status(k8s: Emulator, name: str, *, scheduled: bool = True, ready: b
     pod = k8s.objects[PODS, namespace, name]
     pod.patch({"status": None})
     pod.patch({"status": status})
+
+
+def set_driver_exit(k8s: Emulator, name: str, exit_code: int, log_tail: str = "",
+                    namespace: str = "default") -> None:
+    """The kubelet: a Spark driver pod (restartPolicy Never) whose container exited with
+    ``exit_code``; a failed one's termination message is ``log_tail`` (FallbackToLogsOnError)."""
+    terminated: dict[str, Any] = {"exitCode": exit_code, "reason": "Completed" if exit_code == 0 else "Error"}
+    if exit_code and log_tail:
+        terminated["message"] = log_tail
+    pod = k8s.objects[PODS, namespace, name]
+    pod.patch({"status": None})
+    pod.patch({"status": {
+        "phase": "Succeeded" if exit_code == 0 else "Failed",
+        "conditions": [{"type": "PodScheduled", "status": "True"}, {"type": "Ready", "status": "False"}],
+        "containerStatuses": [{"name": "driver", "ready": False, "state": {"terminated": terminated}}],
+    }})

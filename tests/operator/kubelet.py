@@ -1,5 +1,6 @@
 """A stand-in for the StatefulSet controller, the kubelet and the garbage collector: it runs the
-member pods of our JetJobs' StatefulSets as real ``jet member`` processes on this machine.
+member pods of our JetJobs' StatefulSets as real ``jet member`` processes on this machine, and
+the Spark driver pods the operator creates as real ``jet spark-source``/``spark-sink`` processes.
 
 For every StatefulSet of the API emulator labelled ``app.kubernetes.io/managed-by: jet-operator``
 it keeps pods ``<sts>-<i>`` for ``i < spec.replicas`` (labels and annotations from the template,
@@ -9,11 +10,21 @@ container: ``command``/``args``/``env`` from the pod spec, ``POD_NAME``/``POD_NA
 
 Pod status follows the process as a kubelet reports it: ``Pending`` when created, then
 ``Running`` with ``podIP`` once the process is started, ``Ready`` while ``GET /healthz`` answers
-on the readiness probe's port. A process that exits on its own is restarted once at once and
-then after a back-off, with ``restartCount``, ``lastState.terminated`` and the waiting reason
-``CrashLoopBackOff`` meanwhile (what the operator reads). Pods beyond ``replicas``, pods deleted
-through the API (e.g. by an operator restart) and pods of a deleted StatefulSet are stopped
-(SIGTERM, then SIGKILL after a bound) and deleted.
+on the readiness probe's port (while running, for a container without a probe). A member
+process that exits on its own is restarted once at once and then after a back-off, with
+``restartCount``, ``lastState.terminated`` and the waiting reason ``CrashLoopBackOff``
+meanwhile (what the operator reads). Pods beyond ``replicas``, pods deleted through the API
+(e.g. by an operator restart) and pods of a deleted StatefulSet are stopped (SIGTERM, then
+SIGKILL after a bound) and deleted.
+
+Spark driver pods (``jet.dev/component: spark-source|spark-sink``, ``restartPolicy: Never``)
+run once: the pod ends ``Succeeded`` or ``Failed`` with ``state.terminated`` (exit code; for a
+failure under ``terminationMessagePolicy: FallbackToLogsOnError`` the log's last 80 lines or
+2048 bytes as ``message``, as a kubelet does). The stand-in has no executors to give a driver,
+so ``--master`` is replaced by ``local[N]`` with N = ``spark.executor.instances`` x
+``spark.executor.cores`` of the pod's ``--conf``s: Spark runs in local mode inside the driver
+process; every other argument is the operator's. ``$(VAR)`` in ``command``/``args`` is expanded
+from the container's environment, as Kubernetes does.
 
 Networking:
 
@@ -23,7 +34,8 @@ Networking:
   StatefulSet's ``--peers dns:...`` argument resolves unchanged;
 - otherwise (loopback fallback) each pod gets its own ``127.232.X.Y``: the member is started
   with ``--host <its address>`` and ``--peers`` rewritten from the dns template to the static
-  list of the pods' addresses.
+  list of the pods' addresses; a driver's ``--members`` DNS names are rewritten to the members'
+  addresses and Spark binds the pod's address instead of ``0.0.0.0`` (drivers share ports).
 
 Pod addresses are fixed in advance (per StatefulSet and ordinal: :meth:`Kubelet.address`), so
 a test can point the operator's ``JET_OPERATOR_JOB_URL_TEMPLATE`` at member 0 before it starts.
@@ -42,8 +54,10 @@ import base64
 import datetime
 import logging
 import os
+import re
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -69,11 +83,14 @@ log = logging.getLogger(__name__)
 STATEFULSETS_RESOURCE = kmock.resource(STATEFULSETS)
 PODS_RESOURCE = kmock.resource(PODS)
 MAX_REPLICAS = 16  # addresses per StatefulSet
+TERMINATION_LOG_MAX_LINES = 80  # FallbackToLogsOnError takes the smaller of these two
+TERMINATION_LOG_MAX_BYTES = 2048
 STOP_GRACE_SECONDS = 10.0
 BACKOFF_SECONDS = 10.0
 TICK_SECONDS = 0.1
 PROBE_INTERVAL_SECONDS = 0.3
 _NO_PROXY = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+_VAR_REFERENCE = re.compile(r"\$\$|\$\(([A-Za-z_][A-Za-z0-9_]*)\)")
 
 
 def _now() -> str:
@@ -95,10 +112,14 @@ class PodRuntime:
     namespace: str
     name: str
     uid: str
-    statefulset: str
+    statefulset: str  # empty for a pod of no StatefulSet (a Spark driver)
     index: int
     address: str
     directory: Path
+    container: str = constants.MEMBER_CONTAINER
+    restart_policy: str = "Always"
+    termination_policy: str = "File"
+    log_start: int = 0  # where the current process's output starts in the log
     netns: str | None = None
     veth: str | None = None
     process: subprocess.Popen | None = None
@@ -197,7 +218,7 @@ class Kubelet:
             shutil.rmtree(self.root, ignore_errors=True)
 
     def processes(self) -> list[subprocess.Popen]:
-        """The member processes of the pods that exist now."""
+        """The running processes of the pods that exist now (members and Spark drivers)."""
         return [pod.process for pod in self.pods.values() if pod.process is not None]
 
     def logs(self) -> str:
@@ -237,11 +258,13 @@ class Kubelet:
         for (namespace, name), sts in statefulsets.items():
             for index in range(int(sts["spec"].get("replicas") or 0)):
                 wanted[namespace, f"{name}-{index}"] = (sts, index)
+        drivers = {key: obj for key, obj in self._ours(PODS_RESOURCE).items() if _is_spark_driver(obj)}
         # Pods that should not exist: not wanted, or deleted/replaced through the API.
         doomed = []
         for key, pod in list(self.pods.items()):
             current = get(self.k8s, PODS, pod.name, pod.namespace)
-            if key not in wanted or current is None or current["metadata"].get("uid") != pod.uid:
+            if (key not in wanted and key not in drivers or current is None
+                    or current["metadata"].get("uid") != pod.uid):
                 doomed.append(pod)
         if doomed:
             await asyncio.gather(*(self._stop(pod) for pod in doomed))
@@ -260,6 +283,12 @@ class Kubelet:
             runtime = self.pods.get((namespace, pod_name))
             if runtime is None:
                 self._create_pod(namespace, pod_name, sts, index)
+            else:
+                self._tend(runtime)
+        for (namespace, pod_name), obj in drivers.items():
+            runtime = self.pods.get((namespace, pod_name))
+            if runtime is None:
+                self._run_driver(namespace, pod_name, obj)
             else:
                 self._tend(runtime)
 
@@ -285,12 +314,29 @@ class Kubelet:
             }
             existing = get(self.k8s, PODS, pod_name, namespace)
         name = sts["metadata"]["name"]
-        runtime = PodRuntime(
+        self._launch(PodRuntime(
             namespace=namespace, name=pod_name, uid=existing["metadata"]["uid"], statefulset=name,
             index=index, address=self.address(name, index, namespace),
-            directory=self.root / f"{namespace}-{pod_name}-{existing['metadata']['uid'][:8]}",
-        )
-        self.pods[namespace, pod_name] = runtime
+            directory=self._pod_directory(namespace, pod_name, existing),
+        ), existing)
+
+    def _run_driver(self, namespace: str, pod_name: str, obj: dict[str, Any]) -> None:
+        """Run a Spark driver pod the operator created (its own address group: no StatefulSet)."""
+        (container,) = [c for c in obj["spec"]["containers"] if c["name"] == constants.SPARK_DRIVER_CONTAINER]
+        self._launch(PodRuntime(
+            namespace=namespace, name=pod_name, uid=obj["metadata"]["uid"], statefulset="", index=0,
+            address=self.address(pod_name, 0, namespace), directory=self._pod_directory(namespace, pod_name, obj),
+            container=constants.SPARK_DRIVER_CONTAINER,
+            restart_policy=obj["spec"].get("restartPolicy") or "Always",
+            termination_policy=container.get("terminationMessagePolicy") or "File",
+        ), obj)
+
+    def _pod_directory(self, namespace: str, pod_name: str, obj: dict[str, Any]) -> Path:
+        return self.root / f"{namespace}-{pod_name}-{obj['metadata']['uid'][:8]}"
+
+    def _launch(self, runtime: PodRuntime, obj: dict[str, Any]) -> None:
+        """Give a new pod its directory and network, start its process and report it."""
+        self.pods[runtime.namespace, runtime.name] = runtime
         try:
             runtime.directory.mkdir(parents=True)
             if self.netns:
@@ -298,51 +344,67 @@ class Kubelet:
                 runtime.netns = f"jkp{self.tag}-{self._netns_counter}"
                 runtime.veth = f"jkv{self.tag}n{self._netns_counter}"
                 add_netns(runtime.netns, runtime.veth, self.bridge, f"{runtime.address}/24")
-                self._write_hosts(sts, namespace)
-            self._start(runtime, existing)
+                self._write_hosts(runtime.namespace)
+            self._start(runtime, obj)
         except Exception as error:  # noqa: BLE001 - reported on the pod, like a kubelet would
-            log.exception("kubelet stand-in: cannot start %s", pod_name)
-            self.errors.append(f"cannot start {pod_name}: {error!r}")
+            log.exception("kubelet stand-in: cannot start %s", runtime.name)
+            self.errors.append(f"cannot start {runtime.name}: {error!r}")
             runtime.last_exit = {"exitCode": 128, "reason": "StartError", "message": str(error)}
             runtime.restart_at = float("inf")
         self._report(runtime)
 
-    def _write_hosts(self, sts: dict[str, Any], namespace: str) -> None:
-        name = sts["metadata"]["name"]
-        service = sts["spec"]["serviceName"]
-        entries = [(self.address(name, i, namespace), f"{name}-{i}.{service}.{namespace}.svc.cluster.local")
-                   for i in range(int(sts["spec"].get("replicas") or 0))]
+    def _member_hosts(self, namespace: str) -> dict[str, str]:
+        """{pod DNS name: address} of every member pod our StatefulSets in ``namespace`` want."""
+        hosts = {}
+        for (sts_namespace, name), sts in self._ours(STATEFULSETS_RESOURCE).items():
+            if sts_namespace == namespace:
+                service = sts["spec"]["serviceName"]
+                for i in range(int(sts["spec"].get("replicas") or 0)):
+                    hosts[f"{name}-{i}.{service}.{namespace}.svc.cluster.local"] = self.address(name, i, namespace)
+        return hosts
+
+    def _write_hosts(self, namespace: str) -> None:
+        """Every pod's /etc/hosts: the member pods' DNS names and, as a kubelet writes it, the
+        pod's own host name (this machine's: the pods share its UTS namespace; the JVM of a
+        Spark driver looks it up)."""
+        entries = [(address, host) for host, address in self._member_hosts(namespace).items()]
         for pod in self.pods.values():
-            if pod.statefulset == name and pod.namespace == namespace and pod.netns:
-                write_hosts(pod.netns, entries)
+            if pod.namespace == namespace and pod.netns:
+                write_hosts(pod.netns, [*entries, (pod.address, socket.gethostname())])
 
     # -- one pod's process ---------------------------------------------------------------------
 
     def _start(self, pod: PodRuntime, obj: dict[str, Any]) -> None:
         spec = obj["spec"]
-        (container,) = [c for c in spec["containers"] if c["name"] == constants.MEMBER_CONTAINER]
+        (container,) = [c for c in spec["containers"] if c["name"] == pod.container]
         mounts, tmpdir = self._materialise_volumes(pod, spec, container)
         env = {
             "PATH": os.environ.get("PATH", ""),
             "PYTHONPATH": os.pathsep.join(str(REPO_ROOT / d) for d in ("member", "operator", ".")),
             "HOME": str(pod.directory),
         }
-        for variable in container.get("env") or []:
-            env[variable["name"]] = _rewrite(self._env_value(pod, obj, variable), mounts)
+        declared = {variable["name"]: _rewrite(self._env_value(pod, obj, variable), mounts)
+                    for variable in container.get("env") or []}
+        env.update(declared)
         if tmpdir is not None:
             env["TMPDIR"] = tmpdir
-        command = list(container.get("command") or [])
+        command = [_expand(part, declared) for part in container.get("command") or []]
         if command == [constants.JET_COMMAND]:
             command = [sys.executable, "-m", "jet.cli"]
-        args = [_rewrite(arg, mounts) for arg in container.get("args") or []]
+        args = [_rewrite(_expand(arg, declared), mounts) for arg in container.get("args") or []]
+        if not pod.statefulset:
+            args = self._driver_args(pod, args)
         if self.netns:
             command = exec_in(pod.netns, command + args)
-        else:
+        elif pod.statefulset:
             command = command + self._loopback_args(pod, args)
+        else:
+            command = command + args
         if pod.log_file is None:
             pod.log_file = open(pod.log_path, "ab")
         pod.log_file.write(f"--- start {' '.join(command)}\n".encode())
         pod.log_file.flush()
+        pod.log_start = pod.log_file.tell()
         pod.process = subprocess.Popen(command, env=env, stdout=pod.log_file, stderr=subprocess.STDOUT,
                                        stdin=subprocess.DEVNULL, cwd=pod.directory, start_new_session=True)
         pod.ready = False
@@ -350,6 +412,23 @@ class Kubelet:
         pod.restart_at = None
         pod.started_at = _now()
         pod.probe_url = _readiness_url(pod.address, container)
+        pod.ready = not pod.probe_url  # no probe: ready while running
+
+    def _driver_args(self, pod: PodRuntime, args: list[str]) -> list[str]:
+        """A Spark driver's arguments with Spark in local mode (the slots its executors would
+        have) and, on loopback, the members' addresses and the pod's own bind address."""
+        out = list(args)
+        confs = dict(out[i + 1].split("=", 1) for i, arg in enumerate(out) if arg == "--conf")
+        slots = int(confs.get("spark.executor.instances", 1)) * int(confs.get("spark.executor.cores", 1))
+        out[out.index("--master") + 1] = f"local[{slots}]"
+        if self.netns:
+            return out
+        hosts = self._member_hosts(pod.namespace)
+        at = out.index("--members") + 1
+        out[at] = ",".join(f"{hosts.get(host, host)}:{port}"
+                           for host, port in (member.rsplit(":", 1) for member in out[at].split(",")))
+        return [f"spark.driver.bindAddress={pod.address}" if arg.startswith("spark.driver.bindAddress=")
+                else arg for arg in out]
 
     def _loopback_args(self, pod: PodRuntime, args: list[str]) -> list[str]:
         """``--host <pod address>`` and a static ``--peers`` list instead of the dns template."""
@@ -429,14 +508,19 @@ class Kubelet:
             code = pod.process.returncode
             pod.last_exit = {"exitCode": code, "reason": "Completed" if code == 0 else "Error",
                              "finishedAt": _now()}
+            if code != 0 and pod.termination_policy == "FallbackToLogsOnError":
+                pod.last_exit["message"] = self._log_tail(pod)
             pod.process, pod.ready = None, False
-            pod.restarts += 1
-            pod.restart_at = loop.time() + (0 if pod.restarts == 1 else BACKOFF_SECONDS)
+            if pod.restart_policy == "Never":
+                pod.restart_at = None
+            else:
+                pod.restarts += 1
+                pod.restart_at = loop.time() + (0 if pod.restarts == 1 else BACKOFF_SECONDS)
         if pod.process is None and pod.restart_at is not None and loop.time() >= pod.restart_at:
             obj = get(self.k8s, PODS, pod.name, pod.namespace)
             if obj is not None:
                 self._start(pod, obj)
-        if pod.process is not None and loop.time() >= pod.probe_at and (
+        if pod.process is not None and pod.probe_url and loop.time() >= pod.probe_at and (
                 pod.probe_task is None or pod.probe_task.done()):
             if pod.probe_task is not None and not pod.probe_task.cancelled():
                 pod.ready = bool(pod.probe_task.result())
@@ -444,9 +528,18 @@ class Kubelet:
             pod.probe_task = asyncio.create_task(asyncio.to_thread(_probe, pod.probe_url))
         self._report(pod)
 
+    def _log_tail(self, pod: PodRuntime) -> str:
+        """What a kubelet makes the termination message under FallbackToLogsOnError."""
+        pod.log_file.flush()
+        with open(pod.log_path, "rb") as log_file:
+            log_file.seek(pod.log_start)
+            text = log_file.read()[-TERMINATION_LOG_MAX_BYTES:].decode(errors="replace")
+        return "\n".join(text.splitlines()[-TERMINATION_LOG_MAX_LINES:])
+
     def _report(self, pod: PodRuntime) -> None:
         """Write the pod's status when it changed."""
         running = pod.process is not None
+        ended = not running and pod.last_exit is not None and pod.restart_policy == "Never"
         if running:
             state: dict[str, Any] = {"running": {"startedAt": pod.started_at}}
         elif pod.last_exit is None:
@@ -455,16 +548,20 @@ class Kubelet:
             state = {"waiting": {"reason": "CreateContainerError", "message": pod.last_exit["message"]}}
         elif pod.restarts >= 2:
             state = {"waiting": {"reason": "CrashLoopBackOff", "message": (
-                f"back-off {int(BACKOFF_SECONDS)}s restarting failed container={constants.MEMBER_CONTAINER} "
+                f"back-off {int(BACKOFF_SECONDS)}s restarting failed container={pod.container} "
                 f"pod={pod.name}: exit code {pod.last_exit['exitCode']}")}}
         else:
             state = {"terminated": pod.last_exit}
-        container = {"name": constants.MEMBER_CONTAINER, "ready": pod.ready, "restartCount": pod.restarts,
+        container = {"name": pod.container, "ready": pod.ready, "restartCount": pod.restarts,
                      "state": state, "image": "jet (stand-in)"}
-        if pod.last_exit is not None:
+        if pod.last_exit is not None and not ended:
             container["lastState"] = {"terminated": pod.last_exit}
+        if ended:
+            phase = "Succeeded" if pod.last_exit["exitCode"] == 0 else "Failed"
+        else:
+            phase = "Running" if running or pod.restarts else "Pending"
         status = {
-            "phase": "Running" if running or pod.restarts else "Pending",
+            "phase": phase,
             "conditions": [
                 {"type": "PodScheduled", "status": "True"},
                 {"type": "Initialized", "status": "True"},
@@ -519,7 +616,10 @@ class Kubelet:
 
 
 def _readiness_url(address: str, container: dict[str, Any]) -> str:
-    """The URL of the container's ``readinessProbe.httpGet`` (a named port looked up)."""
+    """The URL of the container's ``readinessProbe.httpGet`` (a named port looked up); empty
+    when it has no probe."""
+    if "readinessProbe" not in container:
+        return ""
     probe = container["readinessProbe"]["httpGet"]
     port = probe["port"]
     if isinstance(port, str):
@@ -547,6 +647,17 @@ def _secret_data(secret: dict[str, Any] | None) -> dict[str, str]:
     data = {key: base64.b64decode(value).decode() for key, value in (secret.get("data") or {}).items()}
     data.update(secret.get("stringData") or {})
     return data
+
+
+def _expand(value: str, env: dict[str, str]) -> str:
+    """Kubernetes' ``$(VAR)`` expansion in command and args: a variable the container declares
+    is replaced, ``$$`` is a literal ``$``, anything else is left as written."""
+    return _VAR_REFERENCE.sub(lambda m: "$" if m.group(0) == "$$" else env.get(m.group(1), m.group(0)), value)
+
+
+def _is_spark_driver(obj: dict[str, Any]) -> bool:
+    labels = (obj.get("metadata") or {}).get("labels") or {}
+    return labels.get(constants.LABEL_JET_COMPONENT) in constants.SPARK_COMPONENTS
 
 
 def _owned_by_statefulset(obj: dict[str, Any]) -> bool:

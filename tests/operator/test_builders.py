@@ -9,6 +9,7 @@ import ssl
 from pathlib import Path
 from typing import Any
 
+import click
 import pytest
 import yaml
 from cryptography import x509
@@ -16,6 +17,8 @@ from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID
+
+from jet import cli as jet_cli
 
 from jet_operator import constants, naming
 from jet_operator.builders import (
@@ -381,16 +384,36 @@ SPARK = parse_spec({
 })
 
 
-def test_spark_driver_args() -> None:
-    args = spark_driver_args(JOB, SPARK, "spark-source", "wc-spark")
-    assert args[:11] == [
-        "spark-source", "--pipeline", "/etc/jet/pipeline/main.py", "--entrypoint", "build",
-        "--members",
-        "wc-member-0.wc-member.jobs.svc.cluster.local:5701,wc-member-1.wc-member.jobs.svc.cluster.local:5701",
-        "--token-file", "/var/run/jet/token/token",
-        "--master", "k8s://https://kubernetes.default.svc",
-    ]
-    conf = dict(args[i + 1].split("=", 1) for i, a in enumerate(args) if a == "--conf")
+JOB_ID = "0a1b-2c3d-4e5f-6789"
+
+
+def _parse_driver_args(args: list[str]) -> click.Context:
+    """Parse a driver container's arguments with the ``jet`` command the image runs."""
+    command = jet_cli.main.get_command(click.Context(jet_cli.main), args[0])
+    assert command is not None, f"jet has no command {args[0]!r}"
+    return command.make_context(f"jet {args[0]}", list(args[1:]))
+
+
+def _defaulted(context: click.Context) -> set[str]:
+    return {name for name in context.params
+            if context.get_parameter_source(name) == click.core.ParameterSource.DEFAULT}
+
+
+@pytest.mark.parametrize("component", ["spark-source", "spark-sink"])
+def test_spark_driver_args_are_what_the_driver_command_needs(component: str) -> None:
+    context = _parse_driver_args(spark_driver_args(JOB, SPARK, component, "wc-spark", JOB_ID))
+    params = context.params
+    # The driver finds the job's Spark vertices by its id: it must be the running job's.
+    assert params["job_id"] == JOB_ID
+    assert params["members"].split(",") == naming.member_addresses("wc", "jobs", 2)
+    assert params["pipeline_file"] == "/etc/jet/pipeline/main.py"
+    assert params["entrypoint"] == "build"
+    assert params["token_file"] == constants.TOKEN_FILE
+    assert params["master"] == constants.SPARK_MASTER
+    assert params["args"] == ("in",)
+    # Nothing the job depends on is left to the command's defaults.
+    assert _defaulted(context) <= {"ready_timeout"}, _defaulted(context)
+    conf = dict(entry.split("=", 1) for entry in params["confs"])
     assert conf["spark.kubernetes.container.image"] == "jet-spark:1"
     assert conf["spark.executor.instances"] == "4"
     assert conf["spark.executor.cores"] == "2"
@@ -400,22 +423,27 @@ def test_spark_driver_args() -> None:
     assert conf["spark.kubernetes.authenticate.driver.serviceAccountName"] == "wc-spark"
     assert conf["spark.kubernetes.driver.pod.name"] == "$(POD_NAME)"
     assert conf["spark.executorEnv.PYTHONHASHSEED"] == "0"
-    assert args[-2:] == ["--", "in"]
-    sink = spark_driver_args(JOB, SPARK, "spark-sink", "wc-spark")
-    assert sink[0] == "spark-sink" and sink[1:6] == args[1:6]
+
+
+def test_spark_driver_args_refuse_an_empty_job_id() -> None:
+    with pytest.raises(ValueError, match="job id"):
+        spark_driver_args(JOB, SPARK, "spark-source", "wc-spark", "")
 
 
 def test_spark_driver_pod() -> None:
-    pod = build_spark_driver_pod(JOB, SPARK, "spark-sink", "wc-spark", attempt=1)
+    pod = build_spark_driver_pod(JOB, SPARK, "spark-sink", "wc-spark", JOB_ID, attempt=1)
     _owner_ok(pod)
     assert pod["metadata"]["name"] == "wc-spark-sink"
     assert pod["metadata"]["labels"]["jet.dev/component"] == "spark-sink"
-    assert pod["metadata"]["annotations"] == {"jet.dev/generation": "4", "jet.dev/attempt": "1"}
+    assert pod["metadata"]["annotations"] == {"jet.dev/generation": "4", "jet.dev/attempt": "1",
+                                              "jet.dev/job-id": JOB_ID}
     assert pod["spec"]["serviceAccountName"] == "wc-spark"
     assert pod["spec"]["restartPolicy"] == "Never"
     driver = _container(pod["spec"], "driver")
     assert driver["image"] == "jet-spark:1"
-    assert driver["command"] == ["jet"] and driver["args"][0] == "spark-sink"
+    assert driver["command"] == ["jet"]
+    assert _parse_driver_args(driver["args"]).params["job_id"] == JOB_ID
+    assert driver["terminationMessagePolicy"] == "FallbackToLogsOnError"
     assert driver["resources"] == {"requests": {"cpu": "1"}}
     assert _env(driver)["JET_CLUSTER_TOKEN_FILE"] == "/var/run/jet/token/token"
     assert {v["name"] for v in pod["spec"]["volumes"]} >= {"token", "pipeline"}
@@ -514,13 +542,13 @@ def test_spark_rbac_grants_only_what_spark_needs() -> None:
 
 def test_children_of_a_spark_job() -> None:
     kinds = [(c["kind"], c["metadata"]["name"]) for c in build_children(JOB, SPARK, member_replicas=2)]
+    # No driver pods: they are made once member 0 reports the job's id.
     assert kinds == [
         ("ServiceAccount", "wc-spark"), ("Role", "wc-spark"), ("RoleBinding", "wc-spark"),
         ("ConfigMap", "wc-config"), ("ConfigMap", "wc-pipeline"), ("Service", "wc-member"),
-        ("StatefulSet", "wc-member"), ("Pod", "wc-spark-source"), ("Pod", "wc-spark-sink"),
+        ("StatefulSet", "wc-member"),
     ]
-    with_account = build_children(JOB, SPARK, member_replicas=0, default_account="jet-job",
-                                  with_spark_drivers=False)
+    with_account = build_children(JOB, SPARK, member_replicas=0, default_account="jet-job")
     assert [c["kind"] for c in with_account] == ["ConfigMap", "ConfigMap", "Service", "StatefulSet"]
     sts = with_account[-1]
     assert sts["spec"]["replicas"] == 0

@@ -83,6 +83,41 @@ def test_a_failed_spark_driver_fails_the_job() -> None:
     assert (result.phase, result.message) == (Phase.FAILED, "pod wc-spark-source failed")
 
 
+def driver(name: str, phase: str, exit_code: int | None = None, log_tail: str = "") -> PodView:
+    status: dict = {"phase": phase}
+    if exit_code is not None:
+        status["containerStatuses"] = [{"name": "driver", "state": {
+            "terminated": {"exitCode": exit_code, "message": log_tail}}}]
+    return PodView.of({"metadata": {"name": name}, "status": status})
+
+
+def test_a_failed_spark_driver_fails_the_job_with_the_end_of_its_log() -> None:
+    log_tail = "\n".join([*(f"INFO line {i}" for i in range(20)),
+                          "spark-sink failed: [PATH_ALREADY_EXISTS] Path file:/out already exists.",
+                          "\tat org.apache.spark.sql.Dataset.write(Dataset.scala:1)", ""])
+    result = _assess([pod(), pod("wc-member-1")], spark=[driver("wc-spark-sink", "Failed", 1, log_tail)])
+    assert result.phase == Phase.FAILED
+    assert result.message.startswith("pod wc-spark-sink failed (exit code 1): ")
+    lines = result.message.split(": ", 1)[1].splitlines()
+    assert lines[-1] == "spark-sink failed: [PATH_ALREADY_EXISTS] Path file:/out already exists."
+    assert len(lines) == 12 and "Dataset.scala" not in result.message
+
+
+def test_a_completed_job_waits_for_its_spark_drivers() -> None:
+    report = JobReport.of({"jobId": "j1", "status": "COMPLETED"})
+    members = [pod(), pod("wc-member-1")]
+    writing = _assess(members, job=report, spark=[driver("wc-spark-source", "Succeeded", 0),
+                                                  driver("wc-spark-sink", "Running")])
+    assert (writing.phase, writing.message) == (
+        Phase.COMPLETING, "the job completed; waiting for Spark driver(s) wc-spark-sink")
+    failed = _assess(members, job=report, spark=[driver("wc-spark-sink", "Failed", 1, "spark-sink failed: x")])
+    assert (failed.phase, failed.message) == (
+        Phase.FAILED, "pod wc-spark-sink failed (exit code 1): spark-sink failed: x")
+    done = _assess(members, job=report, spark=[driver("wc-spark-source", "Succeeded", 0),
+                                               driver("wc-spark-sink", "Succeeded", 0)])
+    assert (done.phase, done.message) == (Phase.COMPLETED, "the job completed")
+
+
 @pytest.mark.parametrize(("policy", "count", "phase", "restart"), [
     (RestartPolicy("Never", 3, 5), 0, Phase.FAILED, False),
     (RestartPolicy("OnFailure", 3, 5), 0, Phase.FAILED, True),

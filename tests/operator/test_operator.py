@@ -23,6 +23,7 @@ from tests.operator.fakes import (
     get,
     names,
     run_statefulset,
+    set_driver_exit,
     set_pod_status,
 )
 
@@ -273,6 +274,25 @@ async def test_a_restart_recreates_missing_secrets(k8s: Emulator) -> None:
         await delete_jetjob(k8s, "old")
 
 
+async def test_spark_job_completes_when_its_drivers_have(k8s: Emulator, job_endpoint: FakeJobEndpoint) -> None:
+    with operator():
+        await k8s.post(COLLECTION, json=jetjob("sparky", spark={}))
+        await start_members(k8s, "sparky")
+        job_endpoint.report("sparky", "RUNNING", namespace="default")
+        await eventually(lambda: get(k8s, PODS, "sparky-spark-sink"), what="the sink driver")
+        set_driver_exit(k8s, "sparky-spark-source", 0)
+        job_endpoint.report("sparky", "COMPLETED", namespace="default")
+        completing = await wait_phase(k8s, "Completing", "sparky")
+        assert completing["message"] == "the job completed; waiting for Spark driver(s) sparky-spark-sink"
+        assert get(k8s, STATEFULSETS, "sparky-member")["spec"]["replicas"] == 2  # still being read
+
+        set_driver_exit(k8s, "sparky-spark-sink", 0)
+        completed = await wait_phase(k8s, "Completed", "sparky")
+        assert completed["message"] == "the job completed"
+        assert get(k8s, STATEFULSETS, "sparky-member")["spec"]["replicas"] == 0
+        await delete_jetjob(k8s, "sparky")
+
+
 async def test_suspend_resume_and_spec_change(k8s: Emulator, job_endpoint: FakeJobEndpoint) -> None:
     path = f"{COLLECTION}/wc"
     merge = MERGE_PATCH
@@ -302,26 +322,41 @@ async def test_suspend_resume_and_spec_change(k8s: Emulator, job_endpoint: FakeJ
         assert status(k8s)["members"]["desired"] == 3
 
 
-async def test_spark_job_gets_drivers_and_their_rbac(k8s: Emulator, job_endpoint: FakeJobEndpoint) -> None:
+async def test_spark_job_gets_drivers_of_the_running_job_and_their_rbac(
+        k8s: Emulator, job_endpoint: FakeJobEndpoint) -> None:
     document = jetjob("sparky", spark={"executor": {"instances": 3}})
     with operator():
         await k8s.post(COLLECTION, json=document)
-        await eventually(lambda: get(k8s, PODS, "sparky-spark-sink"), what="the sink driver")
         for resource in ("v1/serviceaccounts", "rbac.authorization.k8s.io/v1/roles",
                          "rbac.authorization.k8s.io/v1/rolebindings"):
-            assert get(k8s, resource, "sparky-spark") is not None, resource
+            await eventually(lambda: get(k8s, resource, "sparky-spark"), what=resource)
+        await start_members(k8s, "sparky")
+        await wait_phase(k8s, "Starting", "sparky")
+        assert not names(k8s, PODS) & {"sparky-spark-source", "sparky-spark-sink"}  # no job id yet
+
+        job_endpoint.report("sparky", "RUNNING", namespace="default")
+        await eventually(lambda: get(k8s, PODS, "sparky-spark-sink"), what="the sink driver")
         source = get(k8s, PODS, "sparky-spark-source")
         assert source["spec"]["serviceAccountName"] == "sparky-spark"
-        assert "spark.executor.instances=3" in source["spec"]["containers"][0]["args"]
+        args = source["spec"]["containers"][0]["args"]
+        assert "spark.executor.instances=3" in args
+        assert args[args.index("--job-id") + 1] == job_endpoint.reports["default/sparky"]["jobId"]
+        await wait_phase(k8s, "Running", "sparky")
+        await eventually(lambda: {job["name"] for job in status(k8s, "sparky").get("sparkJobs") or []}
+                         == {"sparky-spark-source", "sparky-spark-sink"}, what="status.sparkJobs")
 
-        await start_members(k8s, "sparky")
-        job_endpoint.report("sparky", "RUNNING", namespace="default")
-        running = await wait_phase(k8s, "Running", "sparky")
-        assert {job["name"] for job in running["sparkJobs"]} == {"sparky-spark-source", "sparky-spark-sink"}
+        # Member 0 submitted the job again (it restarted): the drivers follow the new id.
+        job_endpoint.reports["default/sparky"]["jobId"] = "ffff-0000"
+        await eventually(lambda: all(
+            (pod := get(k8s, PODS, f"sparky-{component}"))
+            and pod["metadata"]["annotations"]["jet.dev/job-id"] == "ffff-0000"
+            and "ffff-0000" in pod["spec"]["containers"][0]["args"]
+            for component in ("spark-source", "spark-sink")), what="drivers of the new job id")
 
-        set_pod_status(k8s, "sparky-spark-source", phase="Failed")
+        set_driver_exit(k8s, "sparky-spark-source", 1, "spark-source failed: [PATH_NOT_FOUND] no /in")
         failed = await wait_phase(k8s, "Failed", "sparky")
-        assert failed["message"] == "pod sparky-spark-source failed"
+        assert failed["message"] == (
+            "pod sparky-spark-source failed (exit code 1): spark-source failed: [PATH_NOT_FOUND] no /in")
         await eventually(lambda: get(k8s, PODS, "sparky-spark-sink") is None, what="drivers removed")
 
         await k8s.delete(f"{COLLECTION}/sparky")
