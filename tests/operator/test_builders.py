@@ -483,7 +483,7 @@ def test_member_pods_get_the_token_the_member_key_and_tls() -> None:
 
 def test_spark_pods_get_the_token_and_the_ca_only() -> None:
     for component in ("spark-source", "spark-sink"):
-        pod = build_spark_driver_pod(JOB, SPARK, component, "wc-spark")
+        pod = build_spark_driver_pod(JOB, SPARK, component, "wc-spark", JOB_ID)
         text = json.dumps(pod)
         for secret_of_members in ("member-key", "wc-tls", "tls.key", "tls.crt", "JET_TLS_KEY_FILE",
                                   "JET_TLS_CERT_FILE", "JET_MEMBER_KEY"):
@@ -508,7 +508,7 @@ def test_tls_off_leaves_out_the_tls_secrets_env_and_mounts() -> None:
                                                 "/var/run/jet/member-key": "wc-member-key"}
     assert not [name for name in _env(member) if name.startswith("JET_TLS_")]
     assert "wc-tls" not in json.dumps(pod_spec)
-    pod = build_spark_driver_pod(JOB, plain, "spark-sink", "wc-spark")
+    pod = build_spark_driver_pod(JOB, plain, "spark-sink", "wc-spark", JOB_ID)
     driver = _container(pod["spec"], "driver")
     assert _secret_mounts(pod["spec"], driver) == {"/var/run/jet/token": "wc-token"}
     assert _executor_secrets(driver["args"]) == {"wc-token": "/var/run/jet/token"}
