@@ -19,6 +19,9 @@ from jet.progress import ProgressDisplay
 
 log = logging.getLogger("jet.run")
 
+CANCEL_WAIT_S = 10.0
+"""How long an interrupted `jet run` waits for its cancelled job to end on the members."""
+
 
 class MembersDidNotStart(RuntimeError):
     """The local member processes could not be started; the message says why."""
@@ -105,10 +108,25 @@ def run_locally(dag: DAG, name: str, members: int, threads: int, timeout: float 
             raise
         return RunOutcome(results, time.perf_counter() - started)
     boot = boot or ClusterBoot(members, threads)
+    job = None
     try:
         job = boot.get().new_job(dag, {"name": name})  # with its Spark side, if it has Spark stages
         with ProgressDisplay(job.metrics, title=name):
             job.join(timeout)
         return RunOutcome(job.results(), _cluster_job_seconds(job.info()))
+    except KeyboardInterrupt:
+        if job is not None:
+            _cancel_and_wait(job)
+        raise
     finally:
         boot.close()
+
+
+def _cancel_and_wait(job: Any) -> None:
+    """Cancel ``job`` on the members and wait, bounded, for it to end there, so the members are
+    stopped with nothing running (a second Ctrl-C stops waiting)."""
+    try:
+        job.cancel()
+        job.join(CANCEL_WAIT_S)
+    except Exception as error:  # noqa: BLE001 - a cancelled job ends in an error; members stop anyway
+        log.debug("cancelled job %s ended: %s", job.id, error)

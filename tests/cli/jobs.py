@@ -63,7 +63,7 @@ def dag(marker):
     d = DAG()
     source = d.new_vertex("endless", lambda: Endless(marker), 1)
     sink = d.new_vertex("sink", noop_p(), 1)
-    d.edge(Edge.between(source, sink))
+    d.edge(Edge.between(source, sink).distributed())  # with members, they all take part
     return d
 '''
 

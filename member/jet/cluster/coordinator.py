@@ -192,7 +192,7 @@ class JobCoordinator:
         run = self._run_of(job_id)
         self._fail(run, ExecutionOutcome(job_id, run.execution_id, 0, ok=False, cancelled=True,
                                          error="JobCancelledError: the job was cancelled by the client",
-                                         tasklet="client"))
+                                         tasklet=_CLIENT_TASKLET))
         return run.record
 
     def _run_of(self, job_id: str) -> _JobRun:
@@ -380,8 +380,11 @@ class JobCoordinator:
                 return
             run.record.failure = outcome
             self._changed.notify_all()
-        log.error("job %s failed on member %d: %s\n%s", run.record.job_id, outcome.member, outcome.error,
-                  outcome.traceback)
+        if _by_client(outcome):
+            log.info("job %s: cancelled by the client", run.record.job_id)
+        else:
+            log.error("job %s failed on member %d: %s\n%s", run.record.job_id, outcome.member, outcome.error,
+                      outcome.traceback)
 
     def _cleanup_call(self, run: _JobRun, msg_type: str, extra: dict | None = None) -> None:
         """``cancel`` or ``complete`` to every initialised member still there, each bounded."""
@@ -396,7 +399,8 @@ class JobCoordinator:
     def _finish(self, run: _JobRun) -> None:
         record = run.record
         if record.failure is not None and run.initialised:
-            self._cleanup_call(run, messages.CANCEL, {"reason": record.message, "member": record.failure.member})
+            self._cleanup_call(run, messages.CANCEL, {"reason": record.message, "member": record.failure.member,
+                                                      "by_client": _by_client(record.failure)})
             grace_s = self.control.cancel_grace_ms / 1000
             with self._changed:
                 if not self._changed.wait_for(lambda: not (run.awaiting - set(self._lost)), grace_s):
@@ -434,3 +438,12 @@ def _describe(error: BaseException, timeout_s: float) -> str:
     if isinstance(error, TimeoutError) and not str(error):
         return f"no answer within {timeout_s} s"
     return str(error)
+
+
+_CLIENT_TASKLET = "client"
+"""The ``tasklet`` of the outcome a client's cancel records."""
+
+
+def _by_client(outcome: ExecutionOutcome) -> bool:
+    """Whether ``outcome`` is a client's cancel: asked for, so no error to log."""
+    return outcome.cancelled and outcome.tasklet == _CLIENT_TASKLET

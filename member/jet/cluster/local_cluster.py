@@ -106,7 +106,10 @@ class LocalCluster:
             self.log_paths.append(path)
             output = path.open("wb")
         try:
-            return subprocess.Popen(command, stdin=subprocess.PIPE, stdout=output, stderr=output, env=env)
+            # A session of their own: a Ctrl-C in the terminal reaches the parent only, which cancels
+            # the job and stops them in order (they still die with it: --exit-with-parent).
+            return subprocess.Popen(command, stdin=subprocess.PIPE, stdout=output, stderr=output, env=env,
+                                    start_new_session=True)
         finally:
             if output is not None:
                 output.close()

@@ -43,6 +43,8 @@ PEER_TIMEOUT_S = 300.0
 MAX_WAIT_S = 30.0
 REPORT_FIRST_BACKOFF_S = 0.1
 REPORT_MAX_BACKOFF_S = 5.0
+LEAVING_NOTICE_TIMEOUT_S = 1.0
+"""How long a stopping member waits for each peer to take its notice that it is leaving."""
 
 
 class JobInitError(RuntimeError):
@@ -91,6 +93,8 @@ class Member:
         self.http = MemberHttpServer(self.host, settings.http_port, token=self._token, healthy=self._serving.is_set,
                                      latest_job=self._latest_job if index == 0 else None, metrics=self.metrics)
         self.connections: dict[int, PeerConnection] = {}
+        self._departed: set[int] = set()
+        """Peers that said they are stopping: their streams closing is no loss worth a warning."""
         self.executions: dict[int, JobExecution] = {}
         self._lock = threading.Lock()
         self._reports = ThreadPoolExecutor(max_workers=4, thread_name_prefix="jet-report")
@@ -166,6 +170,7 @@ class Member:
             executions = list(self.executions.values())
         for execution in executions:
             execution.cancel("the member is shutting down")
+        self._say_leaving()
         for connection in self.connections.values():
             connection.close()
         self.http.stop()
@@ -175,6 +180,18 @@ class Member:
             self.coordinator.shutdown()
         self._reports.shutdown(wait=False, cancel_futures=True)
         self.service.shutdown()
+
+    def _say_leaving(self) -> None:
+        """Tell every connected peer this member is stopping, so its streams closing is expected
+        there (best effort: a peer that does not answer at once will log the loss instead)."""
+        if not self.connected.is_set():
+            return
+        for peer, connection in self.connections.items():
+            try:
+                connection.control(messages.LEAVING, messages.encode_message({}), LEAVING_NOTICE_TIMEOUT_S,
+                                   wait_for_ready=False)
+            except Exception as error:  # noqa: BLE001 - it is going away anyway
+                log.debug("member %d could not tell member %d it is leaving: %s", self.index, peer, error)
 
     # -- data and control plumbing --------------------------------------------------------------
     def _send_frame(self, peer: int, frame: bytes) -> None:
@@ -196,8 +213,14 @@ class Member:
         if peer < 0:  # a Spark task or driver (negative index) hung up: no member was lost
             log.debug("Spark peer %d closed its stream: %s", peer, error)
             return
-        log.log(logging.DEBUG if self.stopped.is_set() else logging.ERROR if self.executions else logging.WARNING,
-                "member %d lost its connection with member %d: %s", self.index, peer, error)
+        if peer in self._departed:
+            log.log(logging.DEBUG if self.stopped.is_set() else logging.INFO,
+                    "member %d: member %d has left the cluster", self.index, peer)
+        else:
+            log.log(logging.DEBUG if self.stopped.is_set() else logging.ERROR if self.executions else logging.WARNING,
+                    "member %d lost its connection with member %d: %s", self.index, peer, error)
+        if self.stopped.is_set():
+            return  # this member's executions were cancelled when it began to stop
         self.network.on_connection_lost(peer, error)
         if self.coordinator is not None:
             self.coordinator.on_member_lost(peer, error)
@@ -232,6 +255,10 @@ class Member:
         if header.get("cluster"):
             reply["cluster_ready"] = self.cluster_ready()
         return reply
+
+    def _leaving(self, peer: int, header: dict, blob: bytes) -> dict:
+        self._departed.add(peer)
+        return {}
 
     def _init(self, peer: int, header: dict, blob: bytes) -> dict:
         message = PlanMessage.from_header(header)
@@ -268,6 +295,10 @@ class Member:
     def _cancel(self, peer: int, header: dict, blob: bytes) -> dict:
         execution = self._execution(header)
         origin = header.get("member")
+        if header.get("by_client"):
+            log.info("job %s: cancelled by the client", execution.job_id)
+            execution.cancel("cancelled by the client")
+            return {}
         if origin != self.index:
             log.error("job %s fails everywhere: the coordinator cancels it after a failure on member %s:\n%s",
                       execution.job_id, origin, header.get("reason", ""))
@@ -396,7 +427,7 @@ class Member:
             self.metrics.jobs_failed.inc()
 
     _HANDLERS: dict[str, Callable[["Member", int, dict, bytes], dict | tuple[dict, bytes] | None]] = {
-        messages.PING: _ping, messages.INIT: _init, messages.START: _start, messages.CANCEL: _cancel,
+        messages.PING: _ping, messages.LEAVING: _leaving, messages.INIT: _init, messages.START: _start, messages.CANCEL: _cancel,
         messages.COMPLETE: _complete, messages.SUBMIT: _submit, messages.JOB_STATUS: _job_status,
         messages.JOB_WAIT: _job_wait, messages.CANCEL_JOB: _cancel_job,
         messages.EXECUTION_DONE: _execution_done, messages.EXECUTION_METRICS: _execution_metrics,
@@ -407,7 +438,7 @@ class Member:
         messages.INIT: COORDINATOR_ONLY, messages.START: COORDINATOR_ONLY, messages.CANCEL: COORDINATOR_ONLY,
         messages.COMPLETE: COORDINATOR_ONLY, messages.EXECUTION_METRICS: COORDINATOR_ONLY,
         messages.EXECUTION_STATE: COORDINATOR_ONLY,
-        messages.EXECUTION_DONE: MEMBERS,
+        messages.EXECUTION_DONE: MEMBERS, messages.LEAVING: MEMBERS,
         messages.PING: ANYONE, messages.SUBMIT: ANYONE, messages.JOB_STATUS: ANYONE, messages.JOB_WAIT: ANYONE,
         messages.CANCEL_JOB: ANYONE, messages.JOB_METRICS: ANYONE, messages.JOB_RESULTS: ANYONE,
     }

@@ -32,6 +32,8 @@ EXECUTION_METRICS = "execution_metrics"
 EXECUTION_STATE = "execution_state"
 # Member -> coordinator.
 EXECUTION_DONE = "execution_done"
+# Member -> every other member.
+LEAVING = "leaving"
 
 #: The index a client presents in its call metadata: negative, as every client's (a member's
 #: index is >= 0 and needs the member key's proof).
