@@ -61,6 +61,18 @@ class Container:
         """Delete the working container (the image stays)."""
         subprocess.run(["buildah", "rm", self.name], capture_output=True, check=False)
 
+    def working_directory(self) -> str:
+        """The image's WORKDIR (where relative paths resolve)."""
+        return subprocess.run(["buildah", "inspect", "--format", "{{.OCIv1.Config.WorkingDir}}", self.name],
+                              capture_output=True, text=True, check=True).stdout.strip() or "/"
+
+    def host_path(self, path: str) -> str:
+        """Where the container's ``path`` is on the host (the container's file system mounted);
+        ``buildah rm`` unmounts it."""
+        root = subprocess.run(["buildah", "mount", self.name], capture_output=True, text=True,
+                              check=True).stdout.strip()
+        return f"{root}{path}"
+
     def command(self, argv: Sequence[str], mounts: Mapping[str, str] = {},
                 env: Mapping[str, str] = {}, read_only: Sequence[str] = ()) -> list[str]:
         """The ``buildah run`` command line running ``argv`` in the container as the image's

@@ -80,6 +80,16 @@ def printed_results(output: str) -> dict[str, list[Any]]:
     return results
 
 
+def json_lines(directory: Path) -> list[Any]:
+    """The items of the JSON-lines files a ``Sinks.jsonl`` wrote (JSON arrays as tuples)."""
+    items = []
+    for path in sorted(directory.glob("*.jsonl")):
+        for line in path.read_text(encoding="utf-8").splitlines():
+            item = json.loads(line)
+            items.append(tuple(item) if isinstance(item, list) else item)
+    return items
+
+
 def logged_items(log: str, vertex: str) -> list[Any]:
     """The items a logger-sink vertex logged (``repr`` form, one per line)."""
     pattern = re.compile(rf"INFO\s+jet\.processor\.{re.escape(vertex)}#\d+: (.*)$", re.MULTILINE)

@@ -2,7 +2,8 @@
 
 The operator's own builders make the member pod (command, arguments, environment, volumes);
 this stands in for the kubelet: ConfigMap, Secret and emptyDir volumes become host directories
-bind-mounted at their mount paths, ``fieldRef`` variables get the pod's values. Only the pod
+bind-mounted at their mount paths, ``fieldRef`` variables get the pod's values, and a
+``readOnlyRootFilesystem`` makes the image's writable home read-only. Only the pod
 network, which this machine has not, is replaced: the member listens on free loopback ports and
 is its own only peer (one member, so ``--replicas`` goes).
 """
@@ -109,6 +110,12 @@ class MemberPod:
         """Write every mounted volume under ``workdir``; (container path -> host path, read-only paths)."""
         volumes = {volume["name"]: volume for volume in pod_spec.get("volumes") or []}
         mounts, read_only = {}, []
+        if (member.get("securityContext") or {}).get("readOnlyRootFilesystem"):
+            # The only place of the image its user may write is its home, the working directory:
+            # bound read-only over itself, the root file system is read-only for the member.
+            home = self.container.working_directory()
+            mounts[home] = self.container.host_path(home)
+            read_only.append(home)
         targets = self.container.real_paths([mount["mountPath"] for mount in member.get("volumeMounts") or []])
         for mount, target in zip(member.get("volumeMounts") or [], targets):
             host = workdir / "volumes" / mount["name"]
