@@ -1,7 +1,8 @@
 """Member 0 of a JetJob run inside the image the way the operator's StatefulSet runs it.
 
-The operator's own builders make the member pod (command, arguments, environment, volumes);
-this stands in for the kubelet: ConfigMap, Secret and emptyDir volumes become host directories
+The operator's own reconcile step makes the JetJob's children (its Secrets, ConfigMaps and the
+StatefulSet with the member pod: command, arguments, environment, volumes) in an in-memory
+store; this stands in for the kubelet: ConfigMap, Secret and emptyDir volumes become host directories
 bind-mounted at their mount paths, ``fieldRef`` variables get the pod's values, and a
 ``readOnlyRootFilesystem`` makes the image's writable home read-only. Only the pod
 network, which this machine has not, is replaced: the member listens on free loopback ports and
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import base64
 import copy
+import datetime
 import re
 import socket
 import subprocess
@@ -21,11 +23,13 @@ import urllib.request
 from pathlib import Path
 from typing import Any, Callable, ContextManager, Mapping
 
-from jet_operator import constants
-from jet_operator.builders import JobRef, build_token_secret, new_cluster_token
-from jet_operator.children import build_children
+from jet_operator import constants, naming
+from jet_operator.builders import JobRef
+from jet_operator.config import OperatorConfig
+from jet_operator.reconcile import start_generation
 from jet_operator.spec import parse_spec
 from tests.image.buildah import Container
+from tests.image.objects import ObjectStore
 
 NAMESPACE = "default"
 POLL_S = 0.2
@@ -38,23 +42,16 @@ def free_port() -> int:
         return probe.getsockname()[1]
 
 
-def _named(objects: list[dict[str, Any]], kind: str, name: str) -> dict[str, Any]:
-    for obj in objects:
-        if obj.get("kind") == kind and obj["metadata"]["name"] == name:
-            return obj
-    raise LookupError(f"the pod mounts {kind} {name!r}, which neither the operator nor the manifest makes")
-
-
-def _volume_files(volume: Mapping[str, Any], objects: list[dict[str, Any]]) -> dict[str, str]:
+def _volume_files(volume: Mapping[str, Any], objects: ObjectStore) -> dict[str, str]:
     """path -> content of what the kubelet would put in ``volume`` (ConfigMap, Secret, emptyDir)."""
     if "emptyDir" in volume:
         return {}
     if "configMap" in volume:
         source = volume["configMap"]
-        data = dict(_named(objects, "ConfigMap", source["name"]).get("data") or {})
+        data = dict(objects.named("ConfigMap", source["name"]).get("data") or {})
     elif "secret" in volume:
         source = volume["secret"]
-        secret = _named(objects, "Secret", source["secretName"])
+        secret = objects.named("Secret", source["secretName"])
         data = {key: base64.b64decode(value).decode() for key, value in (secret.get("data") or {}).items()}
         data.update(secret.get("stringData") or {})
     else:
@@ -89,9 +86,12 @@ class MemberPod:
         spec = copy.deepcopy(dict(jetjob["spec"]))
         spec.setdefault("members", {})["replicas"] = 1
         job = JobRef(jetjob["metadata"]["name"], NAMESPACE, "uid-image-test")
-        objects = [*build_children(job, parse_spec(spec), member_replicas=1, with_spark_drivers=False),
-                   build_token_secret(job, new_cluster_token()), *documents]
-        statefulset = next(obj for obj in objects if obj["kind"] == "StatefulSet")
+        objects = ObjectStore({**doc, "metadata": {"namespace": NAMESPACE, **doc["metadata"]}}
+                              for doc in documents)
+        started = start_generation(objects, OperatorConfig(), job, parse_spec(spec), {},
+                                   datetime.datetime.now(datetime.timezone.utc))
+        assert started.status["phase"] == "Pending", started.status.get("message")
+        statefulset = objects.named("StatefulSet", naming.statefulset_name(job.name))
         pod_spec = statefulset["spec"]["template"]["spec"]
         member = next(c for c in pod_spec["containers"] if c["name"] == constants.MEMBER_CONTAINER)
         self.container = container
@@ -106,7 +106,7 @@ class MemberPod:
         self.log = workdir / "member.log"
 
     def _materialise(self, member: Mapping[str, Any], pod_spec: Mapping[str, Any],
-                     objects: list[dict[str, Any]], workdir: Path) -> tuple[dict[str, str], list[str]]:
+                     objects: ObjectStore, workdir: Path) -> tuple[dict[str, str], list[str]]:
         """Write every mounted volume under ``workdir``; (container path -> host path, read-only paths)."""
         volumes = {volume["name"]: volume for volume in pod_spec.get("volumes") or []}
         mounts, read_only = {}, []
