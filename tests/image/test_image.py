@@ -30,7 +30,8 @@ RUN_BOUND_S = 600.0
 
 @pytest.fixture(scope="module")
 def container() -> Iterator[Container]:
-    """One working container of the image for the module (each run starts from the image)."""
+    """One working container of the image for the module (its runs share its file system, as
+    processes in one pod would)."""
     box = Container(image_under_test())
     yield box
     box.remove()
