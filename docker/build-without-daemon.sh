@@ -56,8 +56,9 @@ if [ "${JET_REBUILD_BASE:-0}" = 1 ] || ! buildah inspect --type image "$base" >/
 else
   echo "build-without-daemon: reusing the base $base (JET_REBUILD_BASE=1 makes it again)"
 fi
+# --jobs 2: the runtime stage's JRE install runs while the build stage installs the packages.
 timed "building the Dockerfile (buildah)" \
-  buildah bud --isolation chroot --layers --build-arg BASE="$base" -t "$tag" "$root"
+  buildah bud --isolation chroot --layers --jobs 2 --build-arg BASE="$base" -t "$tag" "$root"
 timed "checking the image" smoke_test
 echo "build-without-daemon: built and checked $tag in $((SECONDS - total_started)) s"
 buildah images "$tag"
