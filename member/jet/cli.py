@@ -175,8 +175,9 @@ def _job_entrypoint(path: str) -> str:
     """The name a job file defines its job under, as ``jet member`` looks for it: ``pipeline``,
     else ``dag`` (read from the file's top-level names, without running it)."""
     import ast
+    from pathlib import Path
 
-    tree = ast.parse(open(path, encoding="utf-8").read(), path)
+    tree = ast.parse(Path(path).read_text(encoding="utf-8"), path)
     defined = set()
     for node in tree.body:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
