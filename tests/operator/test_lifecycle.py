@@ -18,8 +18,17 @@ from jet_operator.lifecycle import (
 )
 from jet_operator.spec import RestartPolicy
 from tests.operator.emulator import Emulator
-from tests.operator.fakes import (PODS, STATEFULSETS, FakeJobEndpoint, eventually, get, names, run_statefulset,
-                                  set_pod_status)
+from tests.operator.fakes import (
+    JETJOBS,
+    PODS,
+    STATEFULSETS,
+    FakeJobEndpoint,
+    eventually,
+    get,
+    names,
+    run_statefulset,
+    set_pod_status,
+)
 from tests.operator.test_operator import COLLECTION, jetjob, operator, status, wait_phase
 
 NOW = datetime.datetime(2025, 1, 1, 12, 0, tzinfo=datetime.timezone.utc)
@@ -149,6 +158,9 @@ async def test_always_restarts_completed_runs_without_spending_retries(
         assert failed["message"] == "the job failed: boom again"
         assert failed["restartCount"] == 3 and failed["retriesUsed"] == 1
         assert "restartAt" not in failed
+        # Gone before the operator stops, so that no timer of it is in flight then.
+        await k8s.delete(f"{COLLECTION}/{name}")
+        await eventually(lambda: get(k8s, JETJOBS, name) is None, what="the JetJob gone")
 
 
 def test_conditions_keep_their_transition_time_while_unchanged() -> None:
