@@ -18,17 +18,8 @@ from jet_operator.lifecycle import (
 )
 from jet_operator.spec import RestartPolicy
 from tests.operator.emulator import Emulator
-from tests.operator.fakes import (
-    JETJOBS,
-    PODS,
-    STATEFULSETS,
-    FakeJobEndpoint,
-    eventually,
-    get,
-    names,
-    run_statefulset,
-    set_pod_status,
-)
+from tests.operator.fakes import JETJOBS, PODS, STATEFULSETS, FakeJobEndpoint, eventually, get, names
+from tests.operator.fakes import run_statefulset, set_pod_status
 from tests.operator.test_operator import COLLECTION, jetjob, operator, status, wait_phase
 
 NOW = datetime.datetime(2025, 1, 1, 12, 0, tzinfo=datetime.timezone.utc)
