@@ -3,14 +3,15 @@
 #   Spark driver  jet spark-source ... / jet spark-sink ...
 #   Spark executor  started by Spark with the argument `executor` (handled by the entrypoint)
 #   operator      command override: kopf run --standalone -A -m jet_operator.main
+#   examples      /home/jet/examples (the working directory's examples/, data included), so every
+#                 example and `jet manifest examples/...` output runs as it is in this image
 # Build: docker build -t jet:dev .   (swap the base with --build-arg BASE=<image with Python 3.11>)
+#        docker/build-without-daemon.sh [tag]   (no Docker daemon: buildah + mmdebstrap)
 ARG BASE=python:3.11-slim-bookworm
 
-# ---- build: compilers live only here ---------------------------------------------------------
+# ---- build: the virtualenv (every dependency ships a wheel and pyspark is pure Python, so no
+# compiler is needed; the build stage keeps pip's work out of the runtime image) -------------
 FROM ${BASE} AS build
-RUN apt-get update \
- && apt-get install -y --no-install-recommends build-essential gcc g++ \
- && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY pyproject.toml README.md ./
 COPY member ./member
@@ -29,6 +30,7 @@ RUN apt-get update \
  && useradd --uid 10001 --gid 10001 --home-dir /home/jet --create-home --shell /usr/sbin/nologin jet
 COPY --from=build /opt/jet /opt/jet
 COPY --chmod=0755 docker/entrypoint.sh /usr/local/bin/jet-entrypoint
+COPY examples /home/jet/examples
 ENV PATH=/opt/jet/bin:$PATH \
     JAVA_HOME=/opt/java \
     SPARK_HOME=/opt/jet/lib/python3.11/site-packages/pyspark \

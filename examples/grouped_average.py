@@ -8,7 +8,8 @@ CSV rows -> group by station -> averaging -> JSON lines files (one per sink proc
 from jet import AggregateOperations, Pipeline, Sinks, Sources
 
 
-def pipeline(pattern="examples/data/temperatures.csv", out="averages"):
+# /tmp by default: on Kubernetes only volumes are writable (the operator mounts one at /tmp).
+def pipeline(pattern="examples/data/temperatures.csv", out="/tmp/averages"):
     p = Pipeline.create()
     averages = (p.read_from(Sources.csv(pattern))
                 .grouping_key(lambda row: row["station"])

@@ -145,23 +145,63 @@ def _exit_for(error: BaseException) -> tuple[int, str]:
     return EXIT_INTERRUPTED, "jet run: interrupted; the job was cancelled"
 
 
+def _job_entrypoint(path: str) -> str:
+    """The name a job file defines its job under, as ``jet member`` looks for it: ``pipeline``,
+    else ``dag`` (read from the file's top-level names, without running it)."""
+    import ast
+    from pathlib import Path
+
+    tree = ast.parse(Path(path).read_text(encoding="utf-8"), path)
+    defined = set()
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            defined.add(node.name)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            defined.update(target.id for target in targets if isinstance(target, ast.Name))
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            defined.update((alias.asname or alias.name).split(".")[0] for alias in node.names)
+    return "dag" if "pipeline" not in defined and "dag" in defined else "pipeline"
+
+
+def _has_spark_stages(path: str, args: tuple[str, ...], entrypoint: str) -> bool:
+    """Whether the job FILE defines reads or writes through Spark (it is loaded, not run)."""
+    from jet.connectors.spark.driver import spark_stages
+
+    try:
+        job = load_job(path, args, entrypoint)
+    except Exception as error:  # noqa: BLE001 - the user's code: say why and how to skip loading
+        raise click.UsageError(
+            f"cannot load {path} to see whether its job uses Spark: {type(error).__name__}: {error}"
+            " (pass --spark or --no-spark to write the manifest without loading the file)") from None
+    return spark_stages(job) != ([], [])
+
+
 @main.command()
 @click.argument("file", type=click.Path(exists=True, dir_okay=False))
 @click.option("--name", required=True, help="The JetJob's name (a DNS label).")
 @click.option("--replicas", type=click.IntRange(min=1), default=2, show_default=True,
               help="Member pods.")
 @click.option("--image", default=None, help="The image of the members (default: the project's).")
-@click.option("--entrypoint", default="pipeline", show_default=True,
-              help="The name FILE defines the job under.")
+@click.option("--entrypoint", default=None,
+              help="The name FILE defines the job under [default: pipeline, else dag].")
+@click.option("--spark/--no-spark", "with_spark", default=None,
+              help="Give the job Spark drivers [default: if FILE's job reads or writes through Spark].")
 @click.argument("args", nargs=-1)
-def manifest(file: str, name: str, replicas: int, image: str | None, entrypoint: str,
-             args: tuple[str, ...]) -> None:
-    """Print a JetJob manifest running FILE (inlined), ready for ``kubectl apply -f -``."""
+def manifest(file: str, name: str, replicas: int, image: str | None, entrypoint: str | None,
+             with_spark: bool | None, args: tuple[str, ...]) -> None:
+    """Print a JetJob manifest running FILE (inlined), ready for ``kubectl apply -f -``.
+
+    Relative paths in FILE resolve in the member's working directory, /home/jet in the
+    project's image, which carries examples/ with their data."""
     from jet_operator.constants import DEFAULT_IMAGE
     from jet_operator.manifest import build_jetjob_manifest
 
-    click.echo(build_jetjob_manifest(file, name, replicas, image or DEFAULT_IMAGE, entrypoint, args),
-               nl=False)
+    entrypoint = entrypoint or _job_entrypoint(file)
+    if with_spark is None:
+        with_spark = _has_spark_stages(file, args, entrypoint)
+    click.echo(build_jetjob_manifest(file, name, replicas, image or DEFAULT_IMAGE, entrypoint, args,
+                                     spark=with_spark), nl=False)
 
 
 @main.command(context_settings={"show_default": True})

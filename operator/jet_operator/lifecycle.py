@@ -242,33 +242,42 @@ def _assess_completed(spark_pods: Sequence[PodView], ready: int, now: datetime.d
 
 @dataclass(frozen=True)
 class RestartDecision:
-    """Whether to restart a finished job, after how long, and the message that says so."""
+    """Whether to restart a finished job, after how long, and the message that says so.
+
+    ``retries_used`` is ``status.retriesUsed`` after this decision: the restarts that followed
+    a failure, the only ones ``maxRetries`` limits.
+    """
 
     restart: bool
     delay_seconds: int
     message: str
+    retries_used: int
 
 
-def decide_restart(policy: RestartPolicy, restart_count: int, phase: Phase) -> RestartDecision:
+def decide_restart(policy: RestartPolicy, retries_used: int, phase: Phase) -> RestartDecision:
     """Apply ``restartPolicy`` to a job that just ended in ``phase`` (Completed or Failed).
 
-    ``OnFailure`` restarts failed jobs up to ``maxRetries`` times; ``Always`` also restarts
-    completed jobs (without a limit, as a Deployment would); ``Never`` restarts nothing.
+    ``retries_used`` counts the earlier restarts after a failure (``status.retriesUsed``, not
+    ``status.restartCount``, which counts every restart). ``OnFailure`` restarts failed jobs
+    while fewer than ``maxRetries`` retries are used; ``Always`` also restarts completed jobs,
+    without a limit and without spending a retry (as a Deployment would); ``Never`` restarts
+    nothing.
     """
     if policy.type == RESTART_NEVER:
-        return RestartDecision(False, 0, "restartPolicy is Never")
+        return RestartDecision(False, 0, "restartPolicy is Never", retries_used)
     if phase == Phase.COMPLETED:
         if policy.type == RESTART_ALWAYS:
-            return RestartDecision(True, policy.backoff_seconds, "restartPolicy is Always")
-        return RestartDecision(False, 0, "the job completed")
-    if restart_count >= policy.max_retries:
+            return RestartDecision(True, policy.backoff_seconds, "restartPolicy is Always", retries_used)
+        return RestartDecision(False, 0, "the job completed", retries_used)
+    if retries_used >= policy.max_retries:
         return RestartDecision(
-            False, 0, f"no restart left ({restart_count}/{policy.max_retries} used)"
+            False, 0, f"no retry left ({retries_used}/{policy.max_retries} used)", retries_used
         )
     return RestartDecision(
         True,
         policy.backoff_seconds,
-        f"restart {restart_count + 1}/{policy.max_retries} in {policy.backoff_seconds}s",
+        f"retry {retries_used + 1}/{policy.max_retries} in {policy.backoff_seconds}s",
+        retries_used + 1,
     )
 
 

@@ -1,4 +1,10 @@
-"""``jet manifest``: a ready-to-apply JetJob with a pipeline file's code inlined."""
+"""``jet manifest``: a ready-to-apply JetJob with a pipeline file's code inlined.
+
+The code runs as it is in the project's image: relative paths resolve in the member's working
+directory, ``/home/jet``, which carries the repository's ``examples/`` (data included), so
+``jet manifest examples/wordcount.py`` reads the same ``examples/data/...`` there as it does
+in a clone.
+"""
 
 from __future__ import annotations
 
@@ -25,6 +31,11 @@ class _ManifestDumper(yaml.SafeDumper):
 
 _ManifestDumper.add_representer(_LiteralStr, _literal_representer)
 
+_HEADER = (
+    "# Made by `jet manifest`. Relative paths in the code resolve in the member's working\n"
+    "# directory, /home/jet in the project's image, which carries examples/ (data included).\n"
+)
+
 
 def build_jetjob_manifest(
     pipeline_file: str,
@@ -33,10 +44,13 @@ def build_jetjob_manifest(
     image: str = DEFAULT_IMAGE,
     entrypoint: str = constants.DEFAULT_ENTRYPOINT,
     args: Iterable[str] = (),
+    spark: bool = False,
 ) -> str:
     """The YAML of a JetJob named ``name`` running ``pipeline_file``'s code inline.
 
-    Raises ValueError for a replica count below 1 (the CRD would refuse it anyway).
+    ``spark`` gives the job its Spark drivers (``spec.spark`` with the CRD's defaults), which a
+    job with Spark sources or sinks needs. Raises ValueError for a replica count below 1 (the
+    CRD would refuse it anyway).
     """
     if replicas < 1:
         raise ValueError(f"replicas must be at least 1, not {replicas}")
@@ -47,10 +61,13 @@ def build_jetjob_manifest(
     args = [str(arg) for arg in args]
     if args:
         pipeline["args"] = args
+    spec: dict[str, Any] = {"image": image, "pipeline": pipeline, "members": {"replicas": replicas}}
+    if spark:
+        spec["spark"] = {}
     document = {
         "apiVersion": f"{constants.API_GROUP}/{constants.API_VERSION}",
         "kind": constants.KIND,
         "metadata": {"name": name},
-        "spec": {"image": image, "pipeline": pipeline, "members": {"replicas": replicas}},
+        "spec": spec,
     }
-    return yaml.dump(document, Dumper=_ManifestDumper, sort_keys=False)
+    return _HEADER + yaml.dump(document, Dumper=_ManifestDumper, sort_keys=False)

@@ -127,8 +127,8 @@ def start_generation(
     ):
         api.apply(child)
     delete_stale_pods(api, job, attempt=0)
-    common = dict(restartCount=0, restartAt=None, jobId=None, completionTime=None, sparkJobs=[],
-                  **_members_fields(job, spec.replicas if running else 0, 0))
+    common = dict(restartCount=0, retriesUsed=0, restartAt=None, jobId=None, completionTime=None,
+                  sparkJobs=[], **_members_fields(job, spec.replicas if running else 0, 0))
     if not running:
         delete_spark_drivers(api, job)
         return phase_update(Phase.SUSPENDED, "suspended by spec.state", status, job.generation, now, **common)
@@ -258,7 +258,8 @@ def follow(api: KubeApi, config: OperatorConfig, job: JobRef, spec: JetJobSpec,
         sync_spark_drivers(api, config, job, spec, attempt, drivers, report)
         return phase_update(assessment.phase, assessment.message, status, job.generation, now, **fields)
 
-    decision = decide_restart(spec.restart_policy, attempt, assessment.phase)
+    retries_used = int(status.get("retriesUsed") or 0)
+    decision = decide_restart(spec.restart_policy, retries_used, assessment.phase)
     scale_members(api, job, 0)
     if assessment.phase == Phase.FAILED:
         delete_spark_drivers(api, job)
@@ -266,6 +267,7 @@ def follow(api: KubeApi, config: OperatorConfig, job: JobRef, spec: JetJobSpec,
     if decision.restart:
         message = f"{message}; {decision.message}"
         fields["restartAt"] = format_time(now + datetime.timedelta(seconds=decision.delay_seconds))
+        fields["retriesUsed"] = decision.retries_used
     fields["completionTime"] = (report.completion_time if report and report.completion_time
                                 else format_time(now))
     return phase_update(assessment.phase, message, status, job.generation, now,

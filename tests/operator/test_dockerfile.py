@@ -64,3 +64,14 @@ def test_entrypoints() -> None:
     assert 'exec jet "$@"' in script
     assert "KubernetesExecutorBackend" in script
     subprocess.run(["bash", "-n", str(ENTRYPOINT)], check=True)
+
+
+def test_examples_with_their_data_are_in_the_working_directory() -> None:
+    """`jet run examples/...` and `jet manifest examples/...` output read examples/data/...
+    relative to the working directory: the image carries examples/ there (tests/image runs them)."""
+    (_, final) = stages()[-1]
+    workdirs = [step.split(None, 1)[1] for step in final if step.upper().startswith("WORKDIR ")]
+    assert workdirs and workdirs[-1] == "/home/jet"
+    assert "COPY examples /home/jet/examples" in final
+    ignored = (ROOT / ".dockerignore").read_text().split()
+    assert not any(pattern.strip("/*") in ("examples", "examples/data") for pattern in ignored)

@@ -1,4 +1,5 @@
-"""The phase decisions, restart policy and conditions, as pure functions."""
+"""The phase decisions, restart policy and conditions, as pure functions; and the restart
+policy over a job's whole life, with the operator under Kopf against the API emulator."""
 
 from __future__ import annotations
 
@@ -16,6 +17,10 @@ from jet_operator.lifecycle import (
     format_time,
 )
 from jet_operator.spec import RestartPolicy
+from tests.operator.emulator import Emulator
+from tests.operator.fakes import JETJOBS, PODS, STATEFULSETS, FakeJobEndpoint, eventually, get, names
+from tests.operator.fakes import run_statefulset, set_pod_status
+from tests.operator.test_operator import COLLECTION, jetjob, operator, status, wait_phase
 
 NOW = datetime.datetime(2025, 1, 1, 12, 0, tzinfo=datetime.timezone.utc)
 
@@ -118,18 +123,70 @@ def test_a_completed_job_waits_for_its_spark_drivers() -> None:
     assert (done.phase, done.message) == (Phase.COMPLETED, "the job completed")
 
 
-@pytest.mark.parametrize(("policy", "count", "phase", "restart"), [
+@pytest.mark.parametrize(("policy", "retries_used", "phase", "restart"), [
     (RestartPolicy("Never", 3, 5), 0, Phase.FAILED, False),
     (RestartPolicy("OnFailure", 3, 5), 0, Phase.FAILED, True),
     (RestartPolicy("OnFailure", 3, 5), 3, Phase.FAILED, False),
     (RestartPolicy("OnFailure", 3, 5), 0, Phase.COMPLETED, False),
-    (RestartPolicy("Always", 0, 5), 7, Phase.COMPLETED, True),
+    (RestartPolicy("Always", 0, 5), 0, Phase.COMPLETED, True),
+    (RestartPolicy("Always", 1, 5), 0, Phase.FAILED, True),
     (RestartPolicy("Always", 1, 5), 1, Phase.FAILED, False),
 ])
-def test_restart_policy(policy: RestartPolicy, count: int, phase: Phase, restart: bool) -> None:
-    decision = decide_restart(policy, count, phase)
+def test_restart_policy(policy: RestartPolicy, retries_used: int, phase: Phase, restart: bool) -> None:
+    decision = decide_restart(policy, retries_used, phase)
     assert decision.restart is restart
     assert decision.delay_seconds == (5 if restart else 0)
+
+
+def test_only_failures_spend_retries() -> None:
+    always = RestartPolicy("Always", 1, 0)
+    completed = decide_restart(always, 0, Phase.COMPLETED)
+    assert completed.restart and completed.retries_used == 0
+    failed = decide_restart(always, completed.retries_used, Phase.FAILED)
+    assert failed.restart and failed.retries_used == 1
+    assert not decide_restart(always, failed.retries_used, Phase.FAILED).restart
+
+
+async def _run_attempt(k8s: Emulator, job_endpoint: FakeJobEndpoint, name: str, attempt: int) -> None:
+    """Play the StatefulSet controller and kubelet for attempt ``attempt``'s members, up to Running."""
+    def members_of_this_attempt() -> bool:
+        sts = get(k8s, STATEFULSETS, f"{name}-member")
+        return bool(sts) and sts["spec"]["replicas"] == 2 and (
+            sts["spec"]["template"]["metadata"]["annotations"]["jet.dev/attempt"] == str(attempt))
+
+    await eventually(members_of_this_attempt, what=f"the StatefulSet of attempt {attempt}")
+    await eventually(lambda: not names(k8s, PODS), what="the pods of the previous attempt deleted")
+    job_endpoint.report(name, "RUNNING")
+    for pod in run_statefulset(k8s, f"{name}-member"):
+        set_pod_status(k8s, pod, ready=True)
+    await wait_phase(k8s, "Running", name)
+
+
+async def test_always_restarts_completed_runs_without_spending_retries(
+        k8s: Emulator, job_endpoint: FakeJobEndpoint) -> None:
+    """docs/operator.md: with ``Always`` a completed job restarts without limit and only
+    failures count against ``maxRetries``. Two completed runs leave the one retry unspent, so
+    the failure after them is retried, and only the second failure is final."""
+    name = "nightly"
+    with operator():
+        await k8s.post(COLLECTION, json=jetjob(
+            name, restartPolicy={"type": "Always", "maxRetries": 1, "backoffSeconds": 0}))
+        for attempt, outcome in enumerate(["COMPLETED", "COMPLETED", "FAILED"]):
+            await _run_attempt(k8s, job_endpoint, name, attempt)
+            job_endpoint.report(name, outcome, message="boom" if outcome == "FAILED" else "")
+            await eventually(lambda: status(k8s, name).get("restartCount") == attempt + 1,
+                             what=f"restart {attempt + 1}, after the job ended {outcome}")
+        assert status(k8s, name)["retriesUsed"] == 1
+
+        await _run_attempt(k8s, job_endpoint, name, 3)
+        job_endpoint.report(name, "FAILED", message="boom again")
+        failed = await wait_phase(k8s, "Failed", name)
+        assert failed["message"] == "the job failed: boom again"
+        assert failed["restartCount"] == 3 and failed["retriesUsed"] == 1
+        assert "restartAt" not in failed
+        # Gone before the operator stops, so that no timer of it is in flight then.
+        await k8s.delete(f"{COLLECTION}/{name}")
+        await eventually(lambda: get(k8s, JETJOBS, name) is None, what="the JetJob gone")
 
 
 def test_conditions_keep_their_transition_time_while_unchanged() -> None:
