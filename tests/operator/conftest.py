@@ -2,24 +2,15 @@
 
 from __future__ import annotations
 
-import os
-import tempfile
-from pathlib import Path
+from collections.abc import AsyncIterator, Iterator
 
-# Kopf fixes the timer interval when the handlers module is imported: set it before that.
-os.environ.setdefault("JET_OPERATOR_STATUS_INTERVAL_SECONDS", "0.3")
-# The kubernetes package (Kopf's login) reads $KUBECONFIG at import: one path, rewritten per test.
-KUBECONFIG = Path(tempfile.mkdtemp(prefix="jet-operator-tests-")) / "kubeconfig"
-os.environ["KUBECONFIG"] = str(KUBECONFIG)
+import kmock
+import pytest
+import yaml
 
-from collections.abc import AsyncIterator, Iterator  # noqa: E402
-
-import kmock  # noqa: E402
-import pytest  # noqa: E402
-import yaml  # noqa: E402
-
-from tests.operator.emulator import Emulator  # noqa: E402
-from tests.operator.fakes import FakeJobEndpoint  # noqa: E402
+from tests.conftest import KUBECONFIG  # set in $KUBECONFIG before anything imports kubernetes
+from tests.operator.emulator import Emulator
+from tests.operator.fakes import FakeJobEndpoint
 
 
 @pytest.fixture()
