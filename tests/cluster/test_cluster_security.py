@@ -178,12 +178,6 @@ def test_more_client_streams_than_server_threads_and_a_job_still_runs(cluster2, 
             stream.close()
 
 
-def test_every_control_message_has_a_rule_saying_who_may_send_it():
-    from jet.cluster.member import Member
-
-    assert set(Member._CALLERS) == set(Member._HANDLERS)
-
-
 def test_a_garbage_frame_from_an_authenticated_member_closes_it_and_fails_the_job(tmp_path):
     with jet.local_cluster(members=2, log_dir=tmp_path / "logs") as cluster:
         dag = DAG()

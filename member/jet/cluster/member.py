@@ -236,10 +236,10 @@ class Member:
         self.network.on_frame(client, frame)
 
     def _handle(self, caller: Caller, msg_type: str, payload: bytes) -> bytes:
-        handler = self._HANDLERS.get(msg_type)
-        if handler is None:
+        entry = self._HANDLERS.get(msg_type)
+        if entry is None:
             raise ValueError(f"unknown control message {msg_type!r}; known: {', '.join(self._HANDLERS)}")
-        allowed = self._CALLERS.get(msg_type, frozenset())
+        handler, allowed = entry
         if caller.role not in allowed:
             senders = " or ".join(_ROLE_NAMES[role] for role in Role if role in allowed) or "nobody"
             raise PermissionError(f"control message {msg_type!r} is accepted from {senders} only; "
@@ -426,23 +426,22 @@ class Member:
         elif record.status is JobStatus.FAILED:
             self.metrics.jobs_failed.inc()
 
-    _HANDLERS: dict[str, Callable[["Member", int, dict, bytes], dict | tuple[dict, bytes] | None]] = {
-        messages.PING: _ping, messages.LEAVING: _leaving, messages.INIT: _init, messages.START: _start, messages.CANCEL: _cancel,
-        messages.COMPLETE: _complete, messages.SUBMIT: _submit, messages.JOB_STATUS: _job_status,
-        messages.JOB_WAIT: _job_wait, messages.CANCEL_JOB: _cancel_job,
-        messages.EXECUTION_DONE: _execution_done, messages.EXECUTION_METRICS: _execution_metrics,
-        messages.JOB_METRICS: _job_metrics, messages.JOB_RESULTS: _job_results,
-        messages.EXECUTION_STATE: _execution_state,
+    _HANDLERS: dict[str, tuple[Callable[["Member", int, dict, bytes], dict | tuple[dict, bytes] | None],
+                               frozenset[Role]]] = {
+        # The coordinator drives executions.
+        messages.INIT: (_init, COORDINATOR_ONLY), messages.START: (_start, COORDINATOR_ONLY),
+        messages.CANCEL: (_cancel, COORDINATOR_ONLY), messages.COMPLETE: (_complete, COORDINATOR_ONLY),
+        messages.EXECUTION_METRICS: (_execution_metrics, COORDINATOR_ONLY),
+        messages.EXECUTION_STATE: (_execution_state, COORDINATOR_ONLY),
+        # Members tell each other (and the coordinator) about themselves.
+        messages.EXECUTION_DONE: (_execution_done, MEMBERS), messages.LEAVING: (_leaving, MEMBERS),
+        # Clients (and members) submit and follow jobs.
+        messages.PING: (_ping, ANYONE), messages.SUBMIT: (_submit, ANYONE),
+        messages.JOB_STATUS: (_job_status, ANYONE), messages.JOB_WAIT: (_job_wait, ANYONE),
+        messages.CANCEL_JOB: (_cancel_job, ANYONE), messages.JOB_METRICS: (_job_metrics, ANYONE),
+        messages.JOB_RESULTS: (_job_results, ANYONE),
     }
-    _CALLERS: dict[str, frozenset[Role]] = {
-        messages.INIT: COORDINATOR_ONLY, messages.START: COORDINATOR_ONLY, messages.CANCEL: COORDINATOR_ONLY,
-        messages.COMPLETE: COORDINATOR_ONLY, messages.EXECUTION_METRICS: COORDINATOR_ONLY,
-        messages.EXECUTION_STATE: COORDINATOR_ONLY,
-        messages.EXECUTION_DONE: MEMBERS, messages.LEAVING: MEMBERS,
-        messages.PING: ANYONE, messages.SUBMIT: ANYONE, messages.JOB_STATUS: ANYONE, messages.JOB_WAIT: ANYONE,
-        messages.CANCEL_JOB: ANYONE, messages.JOB_METRICS: ANYONE, messages.JOB_RESULTS: ANYONE,
-    }
-    """Who may send each control message; a message without an entry is refused to everyone."""
+    """Each control message's handler and the roles that may send it."""
 
 
 _MEMBER_FRAME_TYPES = frozenset({FrameType.CHUNK, FrameType.ACK})
