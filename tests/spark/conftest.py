@@ -2,18 +2,36 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
+
+_session: Any = None
+
+
+def shared_spark_session() -> Any:
+    """The test session's SparkSession, started on first use."""
+    global _session
+    if _session is None:
+        from jet.connectors.spark.driver import spark_session
+
+        # 4 slots: a job's 2 sink readers (2 members) keep theirs and the writers share the rest
+        _session = spark_session("local[4,4]", {"spark.sql.shuffle.partitions": "4",
+                                              "spark.default.parallelism": "4",
+                                              "spark.task.maxFailures": "4",
+                                              "spark.driver.memory": "2g"}, "jet-tests")
+    return _session
+
+
+def stop_shared_spark_session() -> None:
+    """Stop the session if one was started (at the end of the test session)."""
+    global _session
+    if _session is not None:
+        _session.stop()
+        _session = None
 
 
 @pytest.fixture(scope="session")
 def spark():
     pytest.importorskip("pyspark")
-    from jet.connectors.spark.driver import spark_session
-
-    # 4 slots: a job's 2 sink readers (2 members) keep theirs and the writers share the rest
-    session = spark_session("local[4,4]", {"spark.sql.shuffle.partitions": "4",
-                                         "spark.default.parallelism": "4",
-                                         "spark.task.maxFailures": "4",
-                                         "spark.driver.memory": "2g"}, "jet-tests")
-    yield session
-    session.stop()
+    return shared_spark_session()
