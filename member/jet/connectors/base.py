@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable
 
+from jet.core.event_time import DEFAULT_IDLE_TIMEOUT_MS, EventTimePolicy
 from jet.core.processor import Processor
 
 
@@ -30,3 +31,22 @@ class Sink:
     supplier: Callable[[], Processor]
     local_parallelism: int = 1
     preflight: Callable[[], None] | None = field(default=None, compare=False)
+
+
+@dataclass(frozen=True)
+class StreamSource(Source):
+    """An unbounded source. ``Pipeline.read_from`` gives a ``StreamSourceStage`` for it.
+
+    ``policy_supplier(policy)``, when present, is a processor supplier that applies the event-time
+    policy itself: it emits timestamped pairs ``(ts, item)`` and watermarks, one watermark
+    tracker per source partition (connectors and ``SourceBuilder.timestamped_stream`` do).
+    Without it the source emits plain items and the planner adds an ``<name>-add-timestamps``
+    vertex. ``native_timestamps`` says whether ``with_native_timestamps`` is allowed (the
+    source then has its own timestamp for each item); ``partition_idle_timeout_ms`` is the idle
+    timeout its event-time policies get.
+    """
+
+    policy_supplier: Callable[[EventTimePolicy | None], Callable[[], Processor]] | None = \
+        field(default=None, compare=False)
+    native_timestamps: bool = False
+    partition_idle_timeout_ms: int = DEFAULT_IDLE_TIMEOUT_MS

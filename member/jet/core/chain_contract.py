@@ -1,6 +1,6 @@
 """What map, filter and flat_map functions must do, and which one did not.
 
-A chain of stateless steps runs as C-level iterators over a chunk (``processors.compile_chain``),
+A chain of stateless steps runs as C-level iterators over a chunk (``processors.transform.compile_chain``),
 so a function that breaks its contract (a flat_map function returning a number, a filter
 function returning something without a truth value, a function taking two arguments) makes the
 iterator fail with a bare ``TypeError: 'int' object is not iterable`` that names neither the
@@ -19,7 +19,7 @@ MUST = {
     "flat_map": "take one argument, the item, and return an iterable of the items to emit"
                 " (a list, a tuple or a generator)",
 }
-_CHAIN_MODULE = "jet.core.processors"
+_CHAIN_MODULE = "jet.core.processors.transform"
 _ITEM_REPR_CHARS = 80
 
 

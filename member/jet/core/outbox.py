@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any, Iterable, Sequence
 
 from jet.core.edge import DEFAULT_OUTBOX_CAPACITY
+from jet.core.special_items import SpecialItem
 
 
 class Outbox:
@@ -13,9 +14,14 @@ class Outbox:
     ``offer`` returns False when a target bucket is full; the processor must then return from
     its call and offer the *same* item to the *same* ordinals next time. An offer to several
     ordinals is all-or-nothing, so a retried item is never delivered twice.
+
+    A watermark (``offer_watermark``) goes to every ordinal after everything offered before
+    it and before anything offered after it: once accepted it is *pending* until the engine
+    has handed the buckets and then the watermark downstream, and until then every offer is
+    refused (the capacities read as zero), so a chunk always ends where a special item goes.
     """
 
-    __slots__ = ("buckets", "capacities", "_all")
+    __slots__ = ("buckets", "capacities", "_all", "pending_special", "_open_capacities")
 
     def __init__(self, bucket_count: int,
                  capacities: Sequence[int] | int = DEFAULT_OUTBOX_CAPACITY) -> None:
@@ -26,6 +32,25 @@ class Outbox:
         self.buckets: list[list] = [[] for _ in range(bucket_count)]
         self.capacities = list(capacities)
         self._all = tuple(range(bucket_count))
+        self.pending_special: SpecialItem | None = None
+        """A special item accepted and not yet handed downstream by the engine."""
+        self._open_capacities = self.capacities
+
+    def offer_watermark(self, watermark: SpecialItem) -> bool:
+        """Offer a watermark to every ordinal; False while an earlier one is still pending.
+
+        After True, every offer is refused until the engine has passed the watermark on."""
+        if self.pending_special is not None:
+            return False
+        self.pending_special = watermark
+        self._open_capacities = self.capacities
+        self.capacities = [0] * len(self.buckets)
+        return True
+
+    def special_taken(self) -> None:
+        """Engine: the pending special item went downstream; offers are accepted again."""
+        self.pending_special = None
+        self.capacities = self._open_capacities
 
     def bucket_count(self) -> int:
         return len(self.buckets)

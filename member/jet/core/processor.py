@@ -8,6 +8,7 @@ from typing import Any, Callable, Iterable, Iterator
 
 from jet.core.inbox import Inbox
 from jet.core.outbox import Outbox
+from jet.core.special_items import Watermark
 
 
 @dataclass
@@ -76,6 +77,16 @@ class Processor:
         """Input ``ordinal`` is exhausted. Return True when done reacting to that."""
         return True
 
+    def try_process_watermark(self, watermark: Watermark) -> bool:
+        """Every input's watermark reached ``watermark.timestamp`` (the coalesced minimum).
+
+        Called after every item received before the watermark was processed, with strictly
+        increasing timestamps. The processor must forward the watermark itself (the default
+        does only that) before returning True; return False to be called again with the same
+        watermark. A sink may just return True.
+        """
+        return self.outbox.offer_watermark(watermark)
+
     def complete(self) -> bool:
         """All inputs are exhausted (a source: called until it returns True)."""
         return True
@@ -107,7 +118,9 @@ class AbstractProcessor(Processor):
             inbox.remove()
 
     def try_emit(self, item: Any, ordinal: int | None = None) -> bool:
-        """``outbox.offer`` under a friendlier name."""
+        """``outbox.offer`` under a friendlier name (a watermark goes to every ordinal)."""
+        if type(item) is Watermark:
+            return self.outbox.offer_watermark(item)
         return self.outbox.offer(item, ordinal)
 
     def emit_from(self, items: Iterable[Any], ordinal: int | None = None) -> bool:

@@ -5,7 +5,9 @@
     TestSupport.verify_processor(map_p(str.upper)).input(["a", "b"]).expect_output(["A", "B"])
 
 ``expect_output`` runs the processor twice, feeding the input all at once and then one item
-at a time. Its outbox holds one item per bucket and refuses every offer on every other call,
+at a time. A ``Watermark`` in the input is given to ``try_process_watermark`` after the items
+before it (each run of items between watermarks is one inbox fill), and the watermarks the
+processor forwards appear in the output of every ordinal where it emitted them. Its outbox holds one item per bucket and refuses every offer on every other call,
 so a processor that ignores a refused offer loses or duplicates items and fails the check.
 Every call that could make progress must make some (consume input or emit output), a
 cooperative call over 5 ms logs a warning and one over the cooperative time limit fails.
@@ -20,6 +22,7 @@ from typing import Any, Callable, Sequence
 from jet.core.inbox import Inbox
 from jet.core.outbox import Outbox
 from jet.core.processor import Context, Processor
+from jet.core.special_items import Watermark
 
 log = logging.getLogger("jet.test_support")
 
@@ -44,6 +47,22 @@ class _TestOutbox(Outbox):
 
     def offer_chunk(self, items: list, ordinal: Any = None) -> bool:
         return not self.blocked and super().offer_chunk(items, ordinal)
+
+    def offer_watermark(self, watermark: Any) -> bool:
+        return not self.blocked and super().offer_watermark(watermark)
+
+
+def _feeds(items: list, one_by_one: bool) -> list:
+    """The inbox fills of one ordinal's input: runs of items (or single items), and watermarks."""
+    feeds: list = []
+    for item in items:
+        if type(item) is Watermark:
+            feeds.append(item)
+        elif one_by_one or not feeds or type(feeds[-1]) is Watermark:
+            feeds.append([item])
+        else:
+            feeds[-1].append(item)
+    return feeds
 
 
 class ProcessorVerificationError(AssertionError):
@@ -140,9 +159,11 @@ class TestSupport:
         order = sorted(range(len(self._inputs)), key=lambda o: (self._priorities[o], o))
         inbox = Inbox()
         for ordinal in order:
-            items = self._inputs[ordinal]
-            feeds = [[item] for item in items] if one_by_one else ([list(items)] if items else [])
-            for feed in feeds:
+            for feed in _feeds(self._inputs[ordinal], one_by_one):
+                if type(feed) is Watermark:
+                    self._until_true(lambda: processor.try_process_watermark(feed), outbox, output,
+                                     f"try_process_watermark({feed!r})")
+                    continue
                 inbox.add_chunk(feed)
                 self._until(lambda: inbox.is_empty(), outbox, output,
                             lambda: processor.process(ordinal, inbox), inbox, f"process({ordinal})")
@@ -199,6 +220,11 @@ class TestSupport:
                 output[ordinal].extend(bucket)
                 outbox.buckets[ordinal] = []
                 emitted = True
+        if outbox.pending_special is not None:
+            for ordinal_output in output:
+                ordinal_output.append(outbox.pending_special)
+            outbox.special_taken()
+            emitted = True
         return emitted
 
     def _check_progress(self, made_progress: bool, outbox: _TestOutbox, idle: int,

@@ -1,7 +1,7 @@
-"""Bounded single-producer/single-consumer queues of item chunks, and the special items.
+"""Bounded single-producer/single-consumer queues of item chunks and special items.
 
 A queue joins one upstream processor to one downstream processor. It holds chunks (lists of
-items) and special items (DONE, and later watermarks and snapshot barriers) in order, and
+items) and special items (DONE, watermarks, and later snapshot barriers) in order, and
 refuses data beyond ``capacity`` items, which is what gives local edges their backpressure.
 Only the producer writes ``_produced`` and only the consumer writes ``_consumed``; with one
 writer per counter no lock is needed.
@@ -13,23 +13,12 @@ import sys
 from collections import deque
 from typing import Any
 
+from jet.core.special_items import DONE_ITEM, SpecialItem
+
 UNBOUNDED = sys.maxsize
 
 
-class SpecialItem:
-    """An item the engine itself sends through the data queues (never reaches an Inbox)."""
-
-    __slots__ = ("name",)
-
-    def __init__(self, name: str) -> None:
-        self.name = name
-
-    def __repr__(self) -> str:
-        return self.name
-
-
-#: The last item every upstream processor sends on every queue it feeds.
-DONE_ITEM = SpecialItem("DONE_ITEM")
+__all__ = ["DONE_ITEM", "SpecialItem", "SpscQueue", "UNBOUNDED"]
 
 
 class SpscQueue:

@@ -1,0 +1,24 @@
+"""Ready-made processors: transforms, aggregations, sources and sinks.
+
+Each factory returns a processor *supplier* (a zero-argument callable), ready for
+``dag.new_vertex(name, supplier)``. Transforms work on whole chunks: a fused chain of maps,
+filters and flat-maps is one pipeline of C-level iterators over the chunk, so no Python call
+is spent per item beyond the user's own function.
+"""
+
+from jet.core.processors.aggregation import (AccumulateByKeyP, AccumulateP, AggregateByKeyP, CombineByKeyP,
+                                             CombineP, accumulate_by_key_p, accumulate_p, aggregate_by_key_p,
+                                             aggregate_p, combine_by_key_p, combine_p)
+from jet.core.processors.base import ChunkEmittingProcessor, ChunkFn, Supplier
+from jet.core.processors.sinks import ListSinkP, LoggerSinkP, NoopP, list_sink_p, logger_sink_p, noop_p
+from jet.core.processors.sources import BlockSourceP, ItemsSourceP, items_source_p
+from jet.core.processors.transform import (TransformP, compile_chain, filter_p, flat_map_p, fused_p,
+                                           map_p)
+
+__all__ = [
+    "AccumulateByKeyP", "AccumulateP", "AggregateByKeyP", "BlockSourceP", "ChunkEmittingProcessor",
+    "ChunkFn", "CombineByKeyP", "CombineP", "ItemsSourceP", "ListSinkP", "LoggerSinkP", "NoopP",
+    "Supplier", "TransformP", "accumulate_by_key_p", "accumulate_p", "aggregate_by_key_p",
+    "aggregate_p", "combine_by_key_p", "combine_p", "compile_chain", "filter_p", "flat_map_p",
+    "fused_p", "items_source_p", "list_sink_p", "logger_sink_p", "map_p", "noop_p",
+]
