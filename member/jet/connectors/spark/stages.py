@@ -134,7 +134,7 @@ def local_input_path(format: str, path: str | None) -> str | None:
     return None if len(url.scheme) > 1 else path  # one letter: a Windows drive
 
 
-def check_local_input(format: str, path: str | None) -> None:
+def check_local_input(format: str, path: str | None, what: str = "Sources.spark") -> None:
     """Refuse a source whose local input does not exist, as ``Sources.files`` does, before the
     job and its Spark side start."""
     local = local_input_path(format, path)
@@ -142,7 +142,7 @@ def check_local_input(format: str, path: str | None) -> None:
         return
     found = glob.glob(local) if glob.has_magic(local) else os.path.exists(local)
     if not found:
-        raise FileNotFoundError(f"Sources.spark: no file or directory matches {path!r}"
+        raise FileNotFoundError(f"{what}: no file or directory matches {path!r}"
                                 f" (the {format} input; relative to {os.getcwd()})")
 
 
