@@ -49,6 +49,9 @@ def _check_window(transform: Transform, upstream: Transform) -> None:
                               f" timestamps: {_TIMESTAMP_HINT}")
     for problem in transform.window.problems():
         _fail(transform.name, f"{transform.window!r}: {problem}")
+    if transform.operation.combine is None and not getattr(transform.window, "is_tumbling", False):
+        _fail(transform.name, f"{transform.window!r} merges partial results, and the aggregate"
+                              f" operation {transform.operation.name!r} has no combine function")
 
 
 def _check_ttl(transform: Transform, upstream: Transform) -> None:

@@ -75,6 +75,10 @@ def watermark_frame_ms(transforms: Sequence[Transform]) -> int:
     return gcd(frame, DEFAULT_WATERMARK_FRAME_MS) if frame > DEFAULT_WATERMARK_FRAME_MS else frame
 
 
+def _without_key(fn: Callable[[Any, Any], Any]) -> Callable[[Any, Any, Any], Any]:
+    return lambda state, _key, item: fn(state, item)
+
+
 class _ContractOverItems:
     """Explains the failure of a chain over pairs by running the chain's contract on the items."""
 
@@ -240,8 +244,12 @@ class StreamPlanning:
         from jet.core.processors import transform_stateful_p
         name, key_fn = self.names[transform], transform.key_fn
         kind = transform.kind[:-len("_stateful")]
-        supplier = transform_stateful_p(kind, key_fn, transform.ttl_ms, transform.create_fn,
-                                        transform.fn, transform.on_evict_fn)
+        fn = transform.fn
+        if kind == "filter" and key_fn is not None:
+            # Jet's keyed filterStateful takes (state, item); the processor passes the key too.
+            fn = _without_key(fn)
+        supplier = transform_stateful_p(kind, key_fn, transform.ttl_ms, transform.create_fn, fn,
+                                        transform.on_evict_fn)
         if key_fn is not None:
             by_key = key_of_pair(key_fn)
             vertex = self._vertex(name, supplier, self._effective_lp(transform))
