@@ -7,9 +7,10 @@ from jet.core.chain_contract import StageContractError
 from jet.pipeline.stream_planner import chain_p
 
 _STEPS = {
-    "map": lambda x: x * 3 - 1,
-    "filter": lambda x: x % 2 == 0,
-    "flat_map": lambda x: range(x % 4),
+    "map": ("map", lambda x: x * 3 - 1),
+    "filter": ("filter", lambda x: x % 2 == 0),
+    "flat_map": ("flat_map", lambda x: range(x % 4)),
+    "flat_map to a generator": ("flat_map", lambda x: (x + i for i in range(x % 3))),
 }
 
 
@@ -32,7 +33,7 @@ def _oracle(steps, pairs):
 @given(kinds=st.lists(st.sampled_from(sorted(_STEPS)), min_size=1, max_size=5),
        pairs=st.lists(st.tuples(st.integers(-10**6, 10**6), st.integers(-50, 50)), max_size=40))
 def test_a_chain_over_pairs_equals_the_steps_item_by_item(kinds, pairs):
-    steps = [(kind, _STEPS[kind]) for kind in kinds]
+    steps = [_STEPS[kind] for kind in kinds]
     names = [f"s{i}" for i in range(len(steps))]
     expected = _oracle(steps, pairs)
     assert chain_p(steps, names, pairs_in=True, pairs_out=True)()._chunk_fn(list(pairs)) == expected

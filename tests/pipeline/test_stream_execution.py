@@ -153,8 +153,20 @@ def test_stateful_mapping_evicts_keys_past_their_ttl(members):
     stream.map_stateful(lambda: [0], lambda state, event: state.__setitem__(0, state[0] + 1) or state[0]) \
         .write_to(Sinks.list("global"))
     results = run_pipeline(p, members)
-    assert Counter(results["keyed"]) == Counter(_stateful_oracle(events, 100, 5, 10))
     assert sorted(results["global"]) == list(range(1, len(events) + 1))
+    if members == 1:
+        assert Counter(results["keyed"]) == Counter(_stateful_oracle(events, 100, 5, 10))
+        return
+    # On several members the empty source processors of the other members hold the watermark
+    # back until their DONE arrives, so which gaps evict depends on timing; what holds whatever
+    # the timing: each key's counts run 1, 2, ... between evictions, and the evictions account
+    # for every event of the key.
+    events_per_key = Counter(map(key_of, events))
+    for key, total in events_per_key.items():
+        runs = sorted(n for k, n in (r for r in results["keyed"] if len(r) == 2) if k == key)
+        evicted = sorted(n for _, k, n in (r for r in results["keyed"] if len(r) == 3) if k == key)
+        assert sum(evicted) == total == len(runs)
+        assert Counter(runs) == Counter(n for length in evicted for n in range(1, length + 1))
 
 
 @pytest.mark.parametrize("members", [1, 2])
