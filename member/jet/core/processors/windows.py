@@ -59,6 +59,7 @@ class SlidingWindowP(StreamingProcessor):
         self._deduct = None if self._policy.is_tumbling() else aggregate.deduct
         self.frames: dict[int, dict] = {}
         self.next_win_to_emit = MIN_TIMESTAMP
+        self.current_watermark = MIN_TIMESTAMP
         self.top_ts = MIN_TIMESTAMP
         self._running: dict | None = None
         self._next_early_ms: int | None = None
@@ -84,20 +85,27 @@ class SlidingWindowP(StreamingProcessor):
         lowest, highest = min(timestamps), max(timestamps)
         frame = policy.higher_frame_ts(lowest)
         if frame == policy.higher_frame_ts(highest):
-            self._fold(frame, items)
+            if frame < self.next_win_to_emit:
+                self.drop_late(len(items), self.current_watermark)
+            else:
+                self._fold(frame, items)
             return
         if lowest - size > MIN_TIMESTAMP and highest + size < MAX_TIMESTAMP:
             frames = [t - (t - offset) % size + size for t in timestamps]
         else:  # near the int64 bounds: clamp as Java does
             frames = list(map(policy.higher_frame_ts, timestamps))
+        late = 0
         for frame in sorted(set(frames)):
-            self._fold(frame, list(compress(items, map(frame.__eq__, frames))))
+            frame_items = list(compress(items, map(frame.__eq__, frames)))
+            if frame < self.next_win_to_emit:
+                late += len(frame_items)
+            else:
+                self._fold(frame, frame_items)
+        if late:
+            self.drop_late(late, self.current_watermark)
 
-    def _fold(self, frame: int, items: Any) -> None:
-        """Fold the items of one frame into it (or drop them as late)."""
-        if frame < self.next_win_to_emit:
-            self.drop_late(len(items), self.next_win_to_emit)
-            return
+    def _fold(self, frame: int, items: list) -> None:
+        """Fold the items of one frame (not late) into it."""
         accumulators = self.frames.get(frame)
         if accumulators is None:
             accumulators = self.frames[frame] = {}
@@ -118,7 +126,7 @@ class SlidingWindowP(StreamingProcessor):
         for result in frame_results:
             frame = higher_frame_ts(result.end - 1)
             if frame < self.next_win_to_emit:
-                self.drop_late(1, self.next_win_to_emit)
+                self.drop_late(1, self.current_watermark)
                 continue
             accumulators = frames.get(frame)
             if accumulators is None:
@@ -134,6 +142,7 @@ class SlidingWindowP(StreamingProcessor):
         if not self.emit_then_forward(watermark, lambda: self._close_windows(watermark.timestamp)):
             return False
         self.next_win_to_emit = self._policy.higher_frame_ts(watermark.timestamp)
+        self.current_watermark = watermark.timestamp
         return True
 
     def complete(self) -> bool:
