@@ -50,7 +50,6 @@ class SessionWindowP(StreamingProcessor):
         self._deadlines: list[int] = []              # heap of the ends in _deadline_keys
         self.current_watermark = MIN_TIMESTAMP
         self._next_early_ms: int | None = None
-        self._early: list | None = None
         self.late_events_dropped = 0
 
     # -- input ------------------------------------------------------------------------------
@@ -150,26 +149,19 @@ class SessionWindowP(StreamingProcessor):
             output.append((end - 1, KeyedWindowResult(start, end, key, result, is_early)))
 
     def try_process(self) -> bool:
-        if not self._early_period_ms:
-            return True
-        if self._early is None:
-            if not self.windows:
-                return True
-            now = self._clock_ms()
-            if self._next_early_ms is None:
-                self._next_early_ms = now + self._early_period_ms
-            if now < self._next_early_ms:
-                return True
+        if not self._early_period_ms or not self.emit_unfinished() or not self.windows:
+            return self._unfinished is None
+        now = self._clock_ms()
+        if self._next_early_ms is None:
             self._next_early_ms = now + self._early_period_ms
-            export, output = self._aggregate.export_fn, []
-            for key, windows in self.windows.items():
-                for start, end, acc in zip(windows.starts, windows.ends, windows.accs):
-                    self._append_result(output, key, start, end, export(acc), True)
-            self._early = output
-        if not self.emit_list(self._early):
-            return False
-        self._early = None
-        return True
+        if now < self._next_early_ms:
+            return True
+        self._next_early_ms = now + self._early_period_ms
+        export, output = self._aggregate.export_fn, []
+        for key, windows in self.windows.items():
+            for start, end, acc in zip(windows.starts, windows.ends, windows.accs):
+                self._append_result(output, key, start, end, export(acc), True)
+        return self.start_emitting(output)
 
 
 def aggregate_to_session_window_p(session_timeout_ms: int, key_fn: Callable[[Any], Any] | None,

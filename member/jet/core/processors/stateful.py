@@ -22,8 +22,6 @@ from jet.core.special_items import MAX_TIMESTAMP, MIN_TIMESTAMP, Watermark
 
 KINDS = ("map", "filter", "flat_map")
 
-_NOTHING: list = []
-
 
 class TransformStatefulP(StreamingProcessor):
     """Stateful map/filter/flat-map over ``(ts, item)`` pairs, emitting ``(ts, output)`` pairs.
@@ -45,15 +43,11 @@ class TransformStatefulP(StreamingProcessor):
         self._on_evict_fn = on_evict_fn
         self.states: dict[Any, list] = OrderedDict() if self._ttl_ms else {}
         self.current_watermark = MIN_TIMESTAMP
-        self._output: list = _NOTHING
         self.late_events_dropped = 0
 
     def process(self, ordinal: int, inbox: Inbox) -> None:
-        if not self._flush_output():
-            return
-        self._output = self._transform(inbox.take_chunk())
-        if self.emit_list(self._output):
-            self._output = _NOTHING
+        if self.emit_unfinished():
+            self.start_emitting(self._transform(inbox.take_chunk()))
 
     def _transform(self, pairs: list) -> list:
         states, key_fn, create_fn, fn = self.states, self._key_fn, self._create_fn, self._fn
@@ -89,19 +83,11 @@ class TransformStatefulP(StreamingProcessor):
             self.drop_late(late, watermark)
         return output
 
-    def _flush_output(self) -> bool:
-        """Emit what is left of the last chunk's output; True when nothing is left."""
-        if self._output is not _NOTHING:
-            if not self.emit_list(self._output):
-                return False
-            self._output = _NOTHING
-        return True
-
     def try_process(self) -> bool:
-        return self._flush_output()
+        return self.emit_unfinished()
 
     def try_process_watermark(self, watermark: Watermark) -> bool:
-        if not self._flush_output():
+        if not self.emit_unfinished():
             return False
         self.current_watermark = watermark.timestamp
         if not self._ttl_ms:
@@ -109,8 +95,6 @@ class TransformStatefulP(StreamingProcessor):
         return self.emit_then_forward(watermark, lambda: self._evict(watermark.timestamp))
 
     def complete(self) -> bool:
-        if not self._flush_output():
-            return False
         return self.emit_final(lambda: self._evict(MAX_TIMESTAMP))
 
     def _evict(self, watermark: int) -> list:

@@ -26,6 +26,7 @@ class StreamingProcessor(ChunkEmittingProcessor):
 
     late_events_dropped = 0
     _last_late_log_ms: int | None = None
+    _unfinished: list | None = None
     _before_wm: list | None = None
     _final: list | None = None
 
@@ -39,8 +40,25 @@ class StreamingProcessor(ChunkEmittingProcessor):
                 "dropped %d late event(s) behind watermark %d (%d dropped so far)", count,
                 watermark, self.late_events_dropped)
 
+    def start_emitting(self, results: list) -> bool:
+        """Emit ``results`` now or, when the outbox is full, through :meth:`emit_unfinished`."""
+        self._unfinished = results
+        return self.emit_unfinished()
+
+    def emit_unfinished(self) -> bool:
+        """Go on emitting what ``start_emitting`` began; True when nothing is left."""
+        if self._unfinished is not None:
+            if not self.emit_list(self._unfinished):
+                return False
+            self._unfinished = None
+        return True
+
     def emit_then_forward(self, watermark: Watermark, results: Callable[[], list]) -> bool:
-        """Emit ``results()`` (called once per watermark), then forward ``watermark``."""
+        """Emit ``results()`` (called once per watermark), then forward ``watermark``.
+
+        Whatever ``start_emitting`` left unfinished goes out first."""
+        if not self.emit_unfinished():
+            return False
         if self._before_wm is None:
             self._before_wm = results()
         if self._before_wm and not self.emit_list(self._before_wm):
@@ -53,6 +71,8 @@ class StreamingProcessor(ChunkEmittingProcessor):
 
     def emit_final(self, results: Callable[[], list]) -> bool:
         """Emit ``results()`` (called once) at ``complete()``; True when all of it is out."""
+        if not self.emit_unfinished():
+            return False
         if self._final is None:
             self._final = results()
         return self.emit_list(self._final)

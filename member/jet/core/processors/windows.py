@@ -63,7 +63,6 @@ class SlidingWindowP(StreamingProcessor):
         self.top_ts = MIN_TIMESTAMP
         self._running: dict | None = None
         self._next_early_ms: int | None = None
-        self._early: list | None = None
         self.late_events_dropped = 0
 
     # -- input ------------------------------------------------------------------------------
@@ -151,22 +150,15 @@ class SlidingWindowP(StreamingProcessor):
             min(MAX_TIMESTAMP, self.top_ts + policy.window_size - policy.frame_size)))
 
     def try_process(self) -> bool:
-        if not self._early_period_ms:
-            return True
-        if self._early is None:
-            if not self.frames:
-                return True
-            now = self._clock_ms()
-            if self._next_early_ms is None:
-                self._next_early_ms = now + self._early_period_ms
-            if now < self._next_early_ms:
-                return True
+        if not self._early_period_ms or not self.emit_unfinished() or not self.frames:
+            return self._unfinished is None
+        now = self._clock_ms()
+        if self._next_early_ms is None:
             self._next_early_ms = now + self._early_period_ms
-            self._early = self._early_windows()
-        if not self.emit_list(self._early):
-            return False
-        self._early = None
-        return True
+        if now < self._next_early_ms:
+            return True
+        self._next_early_ms = now + self._early_period_ms
+        return self.start_emitting(self._early_windows())
 
     def _window_ends(self, limit: int) -> list[int]:
         """Ends of the windows holding data, from ``next_win_to_emit`` to ``limit``, ascending."""
