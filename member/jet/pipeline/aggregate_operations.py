@@ -43,7 +43,14 @@ def _averaging(value_fn: Callable[[Any], Any]) -> AggregateOperation:
         combine=lambda a, b: (a[0] + b[0], a[1] + b[1]),
         finish=lambda acc: acc[0] / acc[1] if acc[1] else None,
         accumulate_chunk=accumulate_chunk, accumulate_keyed_chunk=accumulate_keyed,
-        name="averaging", deduct=lambda a, b: (a[0] - b[0], a[1] - b[1]))
+        name="averaging", deduct=_deduct_average)
+
+
+def _deduct_average(acc: tuple, other: tuple) -> tuple:
+    # When no item is left the sum is zero exactly, whatever float rounding left over, so the
+    # accumulator equals an empty one and a sliding window drops the key.
+    count = acc[1] - other[1]
+    return (acc[0] - other[0], count) if count else (0, 0)
 
 
 def _extreme_by(key_fn: Callable[[Any], Any], larger: bool, name: str) -> AggregateOperation:
