@@ -135,3 +135,8 @@ def test_bad_queue_counts_and_names_are_refused():
 
 def test_idle_is_the_max_timestamp():
     assert IDLE_MESSAGE.timestamp == MAX_TIMESTAMP and NO_NEW_WM is None
+
+
+def test_a_queue_active_again_cancels_the_idle_still_pending():
+    _, answers = run(2, [(0, wm(1)), (1, wm(2)), (1, IDLE), (0, IDLE), (0, wm(3)), (0, HISTORY)])
+    assert answers == [NO_NEW_WM, wm(1), NO_NEW_WM, wm(2), wm(3), NO_NEW_WM]

@@ -110,7 +110,8 @@ class StandardCoalescer(WatermarkCoalescer):
 
     When every queue is idle or done, the highest watermark ever observed is forwarded first
     (if not yet) and IDLE after it (through :meth:`check_wm_history`), so the result does not
-    depend on which queue went idle first.
+    depend on which queue went idle first. A queue that becomes active before that IDLE was
+    asked for cancels it (Jet would still send it, marking an active input idle downstream).
     """
 
     __slots__ = ("queue_wms", "is_idle", "all_inputs_idle", "idle_message_pending")
@@ -130,7 +131,7 @@ class StandardCoalescer(WatermarkCoalescer):
             self.is_idle[queue] = True
         else:
             self.is_idle[queue] = False
-            self.all_inputs_idle = False
+            self.all_inputs_idle = self.idle_message_pending = False
             self.queue_wms[queue] = value
             if value > self.top_observed_wm:
                 self.top_observed_wm = value
@@ -139,7 +140,7 @@ class StandardCoalescer(WatermarkCoalescer):
     def observe_event(self, queue: int) -> None:
         if self.is_idle[queue]:
             self.is_idle[queue] = False
-            self.all_inputs_idle = False
+            self.all_inputs_idle = self.idle_message_pending = False
 
     def queue_done(self, queue: int) -> Watermark | None:
         self.queue_wms[queue] = MAX_TIMESTAMP
