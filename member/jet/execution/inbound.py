@@ -71,9 +71,8 @@ class InboundEdgeStream:
                 break
         if not self._queues:
             return DONE
-        watermark = self._coalescer.check_wm_history()
-        if watermark is not None:
-            self.pending_watermark = watermark
+        if self._coalescer.idle_message_pending:
+            self.pending_watermark = self._coalescer.check_wm_history()
             return MADE_PROGRESS
         return MADE_PROGRESS if progress else NO_PROGRESS
 

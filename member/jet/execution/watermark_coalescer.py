@@ -36,6 +36,9 @@ class WatermarkCoalescer:
 
     __slots__ = ("top_observed_wm", "coalesced_wm", "_names")
 
+    idle_message_pending = False
+    """True when :meth:`check_wm_history` has an IDLE to give (read on every drain: no call)."""
+
     def __init__(self, names: Sequence[str] | None = None) -> None:
         self.top_observed_wm = MIN_TIMESTAMP
         self.coalesced_wm = MIN_TIMESTAMP
