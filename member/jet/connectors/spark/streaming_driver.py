@@ -66,7 +66,10 @@ def end_spark_streams(job_id: str) -> None:
 
 def stop_spark_streams(job_id: str) -> None:
     """Stop every Spark streaming query of job ``job_id`` in this process now (the job ended)."""
-    stream_control(job_id).stop_all.set()
+    with _CONTROLS_LOCK:
+        control = _CONTROLS.get(job_id)
+    if control is not None:
+        control.stop_all.set()
 
 
 def _vertex_runs(links: list, options: JetOptions) -> bool:
