@@ -122,6 +122,12 @@ class JetStreamReader(DataSourceStreamReader):
         if not states:  # the job has ended: nothing more will come
             return start
         planned = start["positions"]
+        ahead = {key: (planned[key], state[0]) for key, state in states.items() if planned.get(key, 0) > state[0]}
+        if ahead:
+            raise JetSparkError(
+                f"the Spark query's checkpoint is ahead of Spark stream sink {self.options.vertex!r} of job "
+                f"{self.options.job!r} (processor: (checkpointed offset, items taken) = {ahead}): it is the "
+                f"checkpoint of another run of the job; give each run its own checkpoint_location")
         positions = {**planned, **{key: state[0] for key, state in states.items()}}
         if positions != planned:
             return {**start, "positions": positions}

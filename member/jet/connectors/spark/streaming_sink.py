@@ -12,13 +12,14 @@ completes once Spark has committed every item. Nothing here imports PySpark.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from typing import Any
 
 from jet.connectors.base import Sink
 from jet.connectors.spark import hub as spark_hub
 from jet.connectors.spark.processors import DEFAULT_SINK_BUFFER_ITEMS
-from jet.connectors.spark.stages import _check_format
+from jet.connectors.spark.stages import check_format, local_input_path
 from jet.connectors.spark.stream_endpoints import StreamSinkEndpoint
 from jet.connectors.spark.streaming_source import spark_options
 from jet.core.inbox import Inbox
@@ -117,6 +118,17 @@ class SparkStreamSinkP(Processor):
             self._endpoint = None
 
 
+def check_stream_output(format: str, path: str | None, checkpoint_location: str | None) -> None:
+    """Refuse to start a new streaming query (no checkpoint given) into a local file output that
+    already has another query's log: Spark would skip the micro-batches that log has."""
+    local = local_input_path(format, path)
+    if checkpoint_location is None and local is not None and os.path.isdir(os.path.join(local, "_spark_metadata")):
+        raise FileExistsError(f"Sinks.spark_stream: {path!r} holds the output of an earlier streaming query "
+                              f"(its _spark_metadata log) and no checkpoint_location is given, so Spark would "
+                              f"skip the micro-batches that log already has: remove it, write elsewhere, or "
+                              f"give that query's checkpoint_location")
+
+
 def spark_stream_sink(format: str, path: str | None = None, checkpoint_location: str | None = None, *,
                       output_mode: str = "append", partition_by: list[str] | tuple[str, ...] | str | None = None,
                       schema: Any = None, trigger_interval_ms: int | None = None,
@@ -124,7 +136,7 @@ def spark_stream_sink(format: str, path: str | None = None, checkpoint_location:
                       **options: Any) -> SparkStreamSink:
     """Items Spark writes with ``writeStream.format(format).outputMode(output_mode)
     .option("checkpointLocation", checkpoint_location).options(**options).start(path)``."""
-    _check_format(format, "Sinks.spark_stream")
+    check_format(format, "Sinks.spark_stream")
     if output_mode not in OUTPUT_MODES:
         raise ValueError(f"Sinks.spark_stream: output_mode must be one of {', '.join(OUTPUT_MODES)}, "
                          f"got {output_mode!r}")
@@ -137,4 +149,5 @@ def spark_stream_sink(format: str, path: str | None = None, checkpoint_location:
     spec = SparkStreamWriteSpec(format, path, checkpoint_location, spark_options(options, "Sinks.spark_stream"),
                                 output_mode, tuple(partition_by or ()), schema, trigger_interval_ms)
     stage_name = name or (f"spark-stream-{format}({path})" if path else f"spark-stream-{format}")
-    return SparkStreamSink(stage_name, SparkStreamSinkSupplier(spec, buffer_items), 1, spec=spec)
+    return SparkStreamSink(stage_name, SparkStreamSinkSupplier(spec, buffer_items), 1, spec=spec,
+                           preflight=lambda: check_stream_output(format, path, checkpoint_location))

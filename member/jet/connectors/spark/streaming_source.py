@@ -19,7 +19,7 @@ from typing import Any
 
 from jet.connectors.base import StreamSource
 from jet.connectors.spark.processors import SparkSourceP, SparkWriteFailedError
-from jet.connectors.spark.stages import _check_format, check_local_input
+from jet.connectors.spark.stages import check_format, check_local_input
 
 log = logging.getLogger("jet.connectors.spark")
 
@@ -149,7 +149,7 @@ def spark_stream_source(format: str, path: str | None = None, *, schema: Any = N
                         name: str | None = None, **options: Any) -> SparkStreamSource:
     """Rows of ``spark.readStream.format(format).options(**options)[.schema(schema)].load(path)``,
     each micro-batch written into the job as it comes; see the module docstring."""
-    _check_format(format, "Sources.spark_stream")
+    check_format(format, "Sources.spark_stream")
     spec = SparkStreamReadSpec(format, path, spark_options(options, "Sources.spark_stream"), schema,
                                "dict" if as_dicts else "tuple", bool(available_now), checkpoint_location)
     stage_name = name or (f"spark-stream-{format}({path})" if path else f"spark-stream-{format}")
