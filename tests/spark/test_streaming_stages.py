@@ -73,3 +73,12 @@ def test_the_stream_sink_buffer_serves_any_uncommitted_range_until_it_is_trimmed
     assert not endpoint.finished or committed == len(items)
     endpoint.trim(len(items))
     assert endpoint.finished and endpoint.state() == [len(items), len(items), True, 50]
+
+
+def test_window_results_name_their_columns_when_a_sink_infers_its_schema():
+    from jet import KeyedWindowResult
+    from jet.connectors.spark.schema import infer_schema
+
+    schema = infer_schema([KeyedWindowResult(0, 1000, "k", 3, False)])
+    assert [(f.name, f.dataType.simpleString()) for f in schema.fields] == [
+        ("start", "bigint"), ("end", "bigint"), ("key", "string"), ("result", "bigint"), ("is_early", "boolean")]

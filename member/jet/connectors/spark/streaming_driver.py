@@ -22,6 +22,7 @@ import logging
 import shutil
 import tempfile
 import threading
+import time
 from typing import Any
 
 from jet.connectors.spark import protocol as p
@@ -33,6 +34,8 @@ from jet.connectors.spark.streaming_source import SparkStreamReadSpec
 
 log = logging.getLogger("jet.connectors.spark.driver")
 WATCH_PERIOD_S = 0.5
+PROGRESS_PERIOD_S = 30.0
+"""How often a long-lived query logs a progress line (a driver pod's log shows it is alive)."""
 
 
 class StreamControl:
@@ -89,8 +92,12 @@ def _watch(query: Any, options: JetOptions, control: StreamControl, may_end: boo
     ended as a stream should (by itself, or asked to end after reading what was available);
     raises Spark's error when it failed."""
     links = connect_all(options)
+    next_progress = time.monotonic() + PROGRESS_PERIOD_S
     try:
         while not query.awaitTermination(WATCH_PERIOD_S):  # raises StreamingQueryException on failure
+            if time.monotonic() >= next_progress:
+                next_progress += PROGRESS_PERIOD_S
+                _log_progress(query, options)
             if may_end and control.end_sources.is_set():
                 query.processAllAvailable()
                 query.stop()
@@ -102,6 +109,13 @@ def _watch(query: Any, options: JetOptions, control: StreamControl, may_end: boo
         return True
     finally:
         close_all(links)
+
+
+def _log_progress(query: Any, options: JetOptions) -> None:
+    progress = query.lastProgress or {}
+    log.info("Spark stream of %r: micro-batch %s, %s rows in it, %.1f rows/s", options.vertex,
+             progress.get("batchId", "-"), progress.get("numInputRows", 0),
+             float(progress.get("processedRowsPerSecond") or 0.0))
 
 
 def _stop_between_batches(query: Any) -> None:
