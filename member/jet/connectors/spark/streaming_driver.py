@@ -5,8 +5,9 @@ Spark stream source; :func:`run_stream_sink` runs ``spark.readStream.format("jet
 the job's Spark stream sink into the stage's Spark sink. Both return when their query ends:
 
 - a stream source's query ends by itself (``available_now``), or when :func:`end_spark_streams`
-  asks it to (it first processes what is available): the members are told ``end`` and the
-  job's source completes once every committed micro-batch is emitted;
+  asks it to (it first processes what is available, for ``DRAIN_TIMEOUT_S`` at most): the
+  members are told ``end`` and the job's source completes once every committed micro-batch
+  is emitted;
 - every query is stopped when its vertex no longer runs on any member (the job completed,
   failed or was cancelled: a sink's vertex completes only after Spark committed all of its
   items) or when :func:`stop_spark_streams` is called;
@@ -34,6 +35,8 @@ from jet.connectors.spark.streaming_source import SparkStreamReadSpec
 
 log = logging.getLogger("jet.connectors.spark.driver")
 WATCH_PERIOD_S = 0.5
+DRAIN_TIMEOUT_S = 120.0
+"""How long an ending query may take to process what is available before it is stopped."""
 PROGRESS_PERIOD_S = 30.0
 """How often a long-lived query logs a progress line (a driver pod's log shows it is alive)."""
 
@@ -99,12 +102,12 @@ def _watch(query: Any, options: JetOptions, control: StreamControl, may_end: boo
                 next_progress += PROGRESS_PERIOD_S
                 _log_progress(query, options)
             if may_end and control.end_sources.is_set():
-                query.processAllAvailable()
-                query.stop()
+                _drain_and_stop(query)
+                query.awaitTermination()  # raises Spark's error if the query failed meanwhile
                 return True
             if control.stop_all.is_set() or not _vertex_runs(links, options):
                 log.info("stopping Spark streaming query %s of %r: the job's vertex ended", query.id, options.vertex)
-                _stop_between_batches(query)
+                _drain_and_stop(query)
                 return False
         return True
     finally:
@@ -118,14 +121,24 @@ def _log_progress(query: Any, options: JetOptions) -> None:
              float(progress.get("processedRowsPerSecond") or 0.0))
 
 
-def _stop_between_batches(query: Any) -> None:
-    """Stop ``query`` once its running micro-batch is done (a sink's last one commits the
-    output; interrupting it would abort Spark's write); its source has nothing more."""
-    try:
-        query.processAllAvailable()
-    except Exception as error:  # noqa: BLE001 - the job is over either way; the query is stopped below
-        log.info("Spark streaming query %s ended with: %s", query.id, spark_failure_message(error))
+def _drain_and_stop(query: Any) -> None:
+    """Stop ``query`` once it has processed what is available, so that no micro-batch is cut
+    short (a sink's last one commits the output); after ``DRAIN_TIMEOUT_S`` at most, as a
+    source that always has more (``rate``) never drains."""
+    def drain() -> None:
+        try:
+            query.processAllAvailable()
+        except Exception as error:  # noqa: BLE001 - awaitTermination raises it for whoever needs it
+            log.info("Spark streaming query %s ended with: %s", query.id, spark_failure_message(error))
+
+    draining = threading.Thread(target=drain, name=f"jet-spark-drain-{query.id}", daemon=True)
+    draining.start()
+    draining.join(DRAIN_TIMEOUT_S)
+    if draining.is_alive():
+        log.warning("Spark streaming query %s still had data after %.0f s (a source that always has more,"
+                    " such as rate?): stopping it in the middle of a micro-batch", query.id, DRAIN_TIMEOUT_S)
     query.stop()
+    draining.join()
 
 
 def _checkpoint(location: str | None) -> tuple[str, bool]:
