@@ -135,3 +135,18 @@ def test_stream_in_map_stream_out(spark, tmp_path):
     run_dag_with_spark(spark, make_dag, also=lambda: feed_files_then_end(directory, batches))
     expected = sorted((key, value * 2) for rows in batches for key, _, value in rows)
     assert sorted(tuple(row) for row in spark.read.parquet(out).collect()) == expected
+
+
+def test_a_stream_sink_without_items_completes_once_spark_has_seen_it(spark, tmp_path):
+    out = str(tmp_path / "out.parquet")
+    sink = spark_stream_sink("parquet", out, str(tmp_path / "checkpoint"), schema="id long")
+
+    def make_dag() -> DAG:
+        dag = DAG()
+        source = dag.new_vertex("items", items_source_p([]), 1)
+        spark_vertex = dag.new_vertex(sink.name, sink.supplier, 1)
+        dag.edge(Edge.between(source, spark_vertex))
+        return dag
+
+    run_dag_with_spark(spark, make_dag)  # the Spark side finds the vertex, then sees it end
+    assert spark.read.schema("id long").parquet(out).count() == 0

@@ -90,8 +90,9 @@ class JetDataSource(DataSource):
         """``spark.readStream.format("jet")``: the job's Spark stream sink, as a stream."""
         from jet.connectors.spark.streaming_datasource import JetStreamReader
 
-        options = self._options()
-        return JetStreamReader(options, wait_for_vertex(options, "stream-sink"), schema.fieldNames())
+        # No wait for the vertex: Spark makes readers again when it plans a micro-batch, maybe
+        # after the sink has completed (the driver waits for it before starting the query).
+        return JetStreamReader(self._options(), schema.fieldNames())
 
 
 @dataclass

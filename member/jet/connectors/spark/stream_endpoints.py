@@ -26,6 +26,7 @@ class StreamSinkEndpoint:
         self.appended = 0
         self.committed = 0
         self.input_done = False
+        self.seen_by_spark = False  # a Spark stream reader has asked for the state
         self.lock = threading.Lock()
 
     def is_full(self) -> bool:
@@ -43,12 +44,14 @@ class StreamSinkEndpoint:
 
     @property
     def finished(self) -> bool:
-        """All input is in and Spark has committed every item."""
-        return self.input_done and self.committed >= self.appended
+        """All input is in, and a Spark reader has committed every item (so even a sink without
+        items waits until Spark has seen it: its driver would wait for the vertex otherwise)."""
+        return self.input_done and self.seen_by_spark and self.committed >= self.appended
 
     def state(self) -> list:
         """``[appended, committed, input_done, capacity]`` (what the Spark driver plans from)."""
         with self.lock:
+            self.seen_by_spark = True
             return [self.appended, self.committed, self.input_done, self.capacity_items]
 
     def fetch(self, start: int, end: int, max_items: int) -> list:

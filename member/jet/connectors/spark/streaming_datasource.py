@@ -94,10 +94,10 @@ class JetStreamPartition(InputPartition):
 class JetStreamReader(DataSourceStreamReader):
     """The job's Spark stream sink as a Spark stream (see the module docstring)."""
 
-    def __init__(self, options: JetOptions, owners: dict[int, int], names: list[str]) -> None:
+    def __init__(self, options: JetOptions, names: list[str]) -> None:
         self.options = options
-        self.owners = owners
         self.names = names
+        self.owners: dict[int, int] = {}  # sink processor -> member, as the members report them
         self._links: list[MemberLink] | None = None
 
     def __getstate__(self) -> dict:
@@ -106,12 +106,13 @@ class JetStreamReader(DataSourceStreamReader):
     def _states(self) -> dict[str, list]:
         """``[appended, committed, input_done, capacity]`` per running sink processor."""
         if self._links is None:
-            self._links = [link for link in connect_all(self.options) if link.member in set(self.owners.values())]
+            self._links = connect_all(self.options)
         states: dict[str, list] = {}
         for position in range(len(self._links)):
-            reply, _ = _alive(self._links, position).request(
-                {"op": p.STATE, "job": self.options.job, "vertex": self.options.vertex})
+            link = _alive(self._links, position)
+            reply, _ = link.request({"op": p.STATE, "job": self.options.job, "vertex": self.options.vertex})
             states.update(reply["processors"])
+            self.owners.update((int(key), link.member) for key in reply["processors"])
         return states
 
     def initialOffset(self) -> dict:
@@ -139,6 +140,8 @@ class JetStreamReader(DataSourceStreamReader):
 
     def partitions(self, start: dict, end: dict) -> list[JetStreamPartition]:
         begin = start["positions"]
+        if any(int(key) not in self.owners for key in end["positions"]):
+            self._states()  # a restarted query plans its last micro-batch again first
         return [JetStreamPartition(int(key), self.owners[int(key)], begin.get(key, 0), stop)
                 for key, stop in sorted(end["positions"].items(), key=lambda entry: int(entry[0]))
                 if stop > begin.get(key, 0)]
@@ -163,7 +166,7 @@ class JetStreamReader(DataSourceStreamReader):
 
     def commit(self, end: dict) -> None:
         """Spark has every item below ``end`` in its sink: the members may discard them."""
-        tell_members(self.options, {"op": p.TRIM, "ends": end["positions"]}, set(self.owners.values()))
+        tell_members(self.options, {"op": p.TRIM, "ends": end["positions"]})
 
     def stop(self) -> None:
         if self._links is not None:
