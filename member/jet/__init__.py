@@ -1,6 +1,6 @@
 """Jet for Python: low-latency DAG processing, run on a laptop or on Kubernetes."""
 
-from jet.connectors import Sinks, Sources
+from jet.connectors import SimpleEvent, SinkBuilder, Sinks, SourceBuilder, Sources
 from jet.core import DAG, AggregateOperation, Edge, Processor, Vertex
 from jet.pipeline import AggregateOperations, Pipeline
 
@@ -19,5 +19,5 @@ def local_cluster(members: int = 2, threads=None, **settings):
 
 
 __all__ = ["AggregateOperation", "AggregateOperations", "DAG", "Edge", "Pipeline", "Processor",
-           "Sinks", "Sources", "Vertex", "connect", "local_cluster"]
+           "SimpleEvent", "SinkBuilder", "Sinks", "SourceBuilder", "Sources", "Vertex", "connect", "local_cluster"]
 __version__ = "0.1.0"
