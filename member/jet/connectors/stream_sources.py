@@ -207,9 +207,9 @@ class FileWatcherP(Processor):
 
     def init(self, outbox: Outbox, context: Context) -> None:
         super().init(outbox, context)
-        self._emitter = StreamEmitter()
         for name, entry in self._scan().items():
             self._files[name] = _WatchedFile(entry.st_ino, entry.st_size)
+        self._emitter = StreamEmitter()
 
     def _is_mine(self, name: str) -> bool:
         context = self.context
