@@ -16,7 +16,9 @@ from jet.core import DAG, Edge
 from jet.core.outbox import Outbox
 from jet.core.processor import Context
 from jet.core.processors import list_sink_p
-from jet.core.special_items import Watermark
+from jet.core import event_time
+from jet.core.event_time import EventTimePolicy
+from jet.core.special_items import IDLE_MESSAGE, Watermark
 from jet.execution import execute
 from jet.execution.runner import start
 
@@ -163,6 +165,39 @@ def test_an_item_stream_runs_in_the_engine_until_cancelled_and_every_processor_e
         assert share == list(range(processor, processor + 2 * len(share), 2))
     assert all(e.timestamp == received[0].timestamp - received[0].sequence * 1000 // 20_000
                + e.sequence * 1000 // 20_000 for e in received if e.sequence % 2 == received[0].sequence % 2)
+
+
+class FakeEventTimeMapper:
+    """The EventTimeMapper contract in its simplest form: pairs by the native timestamps (or the
+    policy's function), then a watermark of the top timestamp minus the lag; IDLE when idle."""
+
+    def __init__(self, policy) -> None:
+        self.policy = policy
+
+    def add_partitions(self, count: int) -> None:
+        assert count == 1  # one partition per source processor
+
+    def map_chunk(self, items, partition, now_ms, timestamps=None):
+        if self.policy.timestamp_fn is not None:
+            timestamps = list(map(self.policy.timestamp_fn, items))
+        return list(zip(timestamps, items)), Watermark(max(timestamps) - self.policy.allowed_lag_ms)
+
+    def on_idle(self, now_ms):
+        return [IDLE_MESSAGE]
+
+
+def test_with_an_event_time_policy_the_item_stream_emits_pairs_by_due_time_and_a_watermark_after_each_chunk(
+        monkeypatch):
+    monkeypatch.setattr(event_time, "EventTimeMapper", FakeEventTimeMapper, raising=False)
+    source = Sources.item_stream(100)
+    clock = FakeClock(START_MS)
+    processor = source.policy_supplier(EventTimePolicy(allowed_lag_ms=5))()
+    processor._clock_ms = clock
+    emitted = drive(processor, Context(), clock, [START_MS, START_MS + 5, START_MS + 35, START_MS + 100])
+    events = expected_events(100, 100)
+    assert emitted == [(events[0].timestamp, events[0]), Watermark(events[0].timestamp - 5), IDLE_MESSAGE,
+                       *[(e.timestamp, e) for e in events[1:4]], Watermark(events[3].timestamp - 5),
+                       *[(e.timestamp, e) for e in events[4:]], Watermark(events[-1].timestamp - 5)]
 
 
 # -- socket ------------------------------------------------------------------------------------
