@@ -17,6 +17,7 @@ restart, exactly-once only if the writes are idempotent.
 
 from __future__ import annotations
 
+import copy
 from typing import Any, Callable
 
 from jet.connectors.base import Sink
@@ -107,7 +108,7 @@ class SinkBuilder:
         return self
 
     def build(self) -> Sink:
-        spec = self._spec
+        spec = copy.copy(self._spec)  # later builder steps do not change a built sink
         if spec.receive_fn is None:
             raise ValueError(f"{self._where}.build(): receive_fn(fn) was not set; a sink needs it to take items")
         return Sink(spec.name, lambda: WriteBufferedP(spec), spec.local_parallelism)

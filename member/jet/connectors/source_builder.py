@@ -17,7 +17,8 @@ When every stream source of a job has closed its buffers, the job completes like
 
 from __future__ import annotations
 
-from typing import Any, Callable, Generic, TypeVar
+import copy
+from typing import Any, Callable, TypeVar
 
 from jet.connectors.base import Source, StreamSource
 from jet.connectors.stream_emitter import StreamEmitter, wall_clock_ms
@@ -170,7 +171,7 @@ class _SourceBuilderBase:
         if self._spec.fill_buffer_fn is None:
             raise ValueError(f"{self._where}.build(): fill_buffer_fn(fn) was not set; a source needs it "
                              f"to produce items")
-        return self._spec
+        return copy.copy(self._spec)  # later builder steps do not change a built source
 
 
 class BatchSourceBuilder(_SourceBuilderBase):
