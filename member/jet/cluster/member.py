@@ -28,7 +28,7 @@ from jet.cluster.job_execution import ExecutionOutcome, JobExecution, PlanMessag
 from jet.cluster.member_http import MemberHttpServer, MemberMetrics
 from jet.cluster.network import MemberNetwork
 from jet.cluster.observables import READ_MAX_ITEMS, READ_WAIT_S, UnknownObservableError
-from jet.cluster.packets import FrameType, frame_type
+from jet.cluster.packets import FrameType, PacketFormatError, frame_type
 from jet.cluster.peers import PeerAddress, parse_peers, wait_for_peers
 from jet.cluster.server_limits import ServerLimits
 from jet.cluster.settings import MemberSettings
@@ -434,11 +434,14 @@ class Member:
 
     def _observable_read(self, peer: int, header: dict, blob: bytes) -> tuple[dict, bytes]:
         wait_s = min(float(header.get("wait_s", READ_WAIT_S)), MAX_WAIT_S)
-        max_items = min(int(header.get("max_items", READ_MAX_ITEMS)), READ_MAX_ITEMS)
+        max_items = max(1, min(int(header.get("max_items", READ_MAX_ITEMS)), READ_MAX_ITEMS))
+        from_sequence = messages.require(header, "from", int)
+        if from_sequence < 0:
+            raise PacketFormatError(f"observable_read: 'from' must be a sequence number >= 0, got {from_sequence}")
         try:
             items, reply = self._require_coordinator().observable_read(
                 messages.require(header, "job_id", str), messages.require(header, "name", str),
-                messages.require(header, "from", int), max_items, wait_s)
+                from_sequence, max_items, wait_s)
         except UnknownObservableError as e:
             return {"error": type(e).__name__, "message": str(e)}, b""
         return reply, cloudpickle.dumps(items) if items else b""
