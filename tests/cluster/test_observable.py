@@ -150,3 +150,21 @@ def test_an_observable_sink_outside_a_cluster_says_it_needs_one():
     from jet.execution import execute
     with pytest.raises(JobFailedError, match="observables need a cluster"):
         execute(observed_dag(shares(10), Sinks.observable("out")), timeout=TIMEOUT_S)
+
+
+def test_window_results_of_an_item_stream_arrive_as_the_windows_close(cluster2):
+    """1,000 events/s split over both members: each processor's events are due at whole
+    milliseconds after its start, so every 100 ms window after both started holds exactly 100."""
+    p = jet.Pipeline.create()
+    (p.read_from(Sources.item_stream(1000)).with_native_timestamps(0)
+     .window(jet.WindowDefinition.tumbling(100)).aggregate(jet.AggregateOperations.counting())
+     .write_to(Sinks.observable("counts")))
+    job = cluster2.new_job(p)
+    try:
+        results = list(islice(job.observable("counts"), 11))
+    finally:
+        job.cancel()
+    whole = results[5:]  # the first windows may begin before a source started (members start apart)
+    assert all(isinstance(r, jet.WindowResult) and r.end - r.start == 100 for r in results)
+    assert [r.start for r in whole] == list(range(whole[0].start, whole[0].start + 600, 100))
+    assert [r.result for r in whole] == [100] * 6

@@ -169,3 +169,55 @@ def test_builder_mistakes_name_the_step():
     with pytest.raises(ValueError, match="needs a non-empty name"):
         SourceBuilder.batch("", lambda ctx: None)
     assert not hasattr(SourceBuilder.batch("x", lambda ctx: None), "create_snapshot_fn")
+
+
+# -- in a stream pipeline --------------------------------------------------------------------------
+def events_of_keys(n: int = 600, span_ms: int = 2000) -> list[tuple[int, str]]:
+    """``n`` events (timestamp, key) in time order over ``span_ms``, a few keys."""
+    return [(i * span_ms // n, "abc"[i * 7 % 3]) for i in range(n)]
+
+
+class EventFeed:
+    """A timestamped source's state: its processor's share of the events, 25 per fill."""
+
+    def __init__(self, context, events: list) -> None:
+        self.pending = events[context.global_index::context.total_parallelism]
+
+
+def fill_events(feed: EventFeed, buffer) -> None:
+    taken, feed.pending = feed.pending[:25], feed.pending[25:]
+    for event in taken:
+        buffer.add(event, event[0])
+    if not feed.pending:
+        buffer.close()
+
+
+def fill_events_without_timestamps(feed: EventFeed, buffer) -> None:
+    taken, feed.pending = feed.pending[:25], feed.pending[25:]
+    for event in taken:
+        buffer.add(event)
+    if not feed.pending:
+        buffer.close()
+
+
+@pytest.mark.parametrize("members", [1, 2])
+@pytest.mark.parametrize("kind", ["timestamped_stream", "stream"])
+def test_streams_that_close_give_exact_window_results_in_a_pipeline(members, kind):
+    from jet import AggregateOperations, Pipeline, Sinks, WindowDefinition
+    from tests.pipeline.stream_support import sliding_counts
+    from tests.pipeline.support import run_pipeline
+
+    events = events_of_keys()
+    fill_fn = fill_events if kind == "timestamped_stream" else fill_events_without_timestamps
+    source = (getattr(SourceBuilder, kind)("events", lambda ctx: EventFeed(ctx, events))
+              .fill_buffer_fn(fill_fn).distributed(2).build())
+    p = Pipeline.create()
+    stage = p.read_from(source)
+    stream = (stage.with_native_timestamps(10) if kind == "timestamped_stream"
+              else stage.with_timestamps(lambda event: event[0], 10))
+    stream.grouping_key(lambda event: event[1]).window(WindowDefinition.tumbling(100)) \
+        .aggregate(AggregateOperations.counting()).write_to(Sinks.list("counts"))
+    stream.map(lambda event: event[0]).write_to(Sinks.list("bare"))
+    results = run_pipeline(p, members)
+    assert sorted(results["counts"]) == sliding_counts(events, lambda e: e[0], lambda e: e[1], 100, 100)
+    assert sorted(results["bare"]) == sorted(ts for ts, _ in events)

@@ -329,3 +329,25 @@ def test_watermarks_from_the_emitter_follow_the_chunk_they_close():
     assert outbox.buckets[0] == [1, 2] and outbox.pending_special == Watermark(5)
     outbox.special_taken()
     assert emitter.flush(outbox) is True and outbox.buckets[0] == [1, 2, 3]
+
+
+def test_with_the_event_time_mapper_each_chunk_is_followed_by_its_throttled_watermark():
+    lag_ms, frame_ms, rate = 15, 10, 400
+    clock = FakeClock(START_MS)
+    policy = EventTimePolicy(allowed_lag_ms=lag_ms, frame_size_ms=frame_ms)
+    processor = Sources.item_stream(rate).policy_supplier(policy)()
+    processor._clock_ms = clock
+    times = [START_MS + t for t in (0, 1, 3, 30, 31, 90, 400, 401)]
+    emitted = drive(processor, Context(), clock, times)
+    expected, last_wm, sent = [], None, 0
+    for now_ms in times:  # oracle: the due events, then floor(top - lag) to the frame if it rose
+        due = [e for e in expected_events(rate, now_ms - START_MS) if e.sequence >= sent]
+        if not due:
+            continue
+        sent += len(due)
+        expected.extend((e.timestamp, e) for e in due)
+        wm = (due[-1].timestamp - lag_ms) // frame_ms * frame_ms
+        if last_wm is None or wm > last_wm:
+            expected.append(Watermark(wm))
+            last_wm = wm
+    assert emitted == expected
