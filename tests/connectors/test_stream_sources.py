@@ -351,3 +351,21 @@ def test_with_the_event_time_mapper_each_chunk_is_followed_by_its_throttled_wate
             expected.append(Watermark(wm))
             last_wm = wm
     assert emitted == expected
+
+
+def test_a_windowed_word_count_over_a_socket_counts_every_word_once_the_server_closes():
+    from collections import Counter
+
+    from jet import AggregateOperations, Pipeline, Sinks, WindowDefinition
+    text = "".join(f"to be or not to be {i % 4}\n" for i in range(200))
+    data = text.encode()
+    server = LineServer([data[i:i + 500] for i in range(0, len(data), 500)])
+    p = Pipeline.create()
+    (p.read_from(Sources.socket("127.0.0.1", server.port)).with_ingestion_timestamps()
+     .flat_map(str.split).grouping_key(lambda word: word).window(WindowDefinition.tumbling(50))
+     .aggregate(AggregateOperations.counting()).write_to(Sinks.list("counts")))
+    results = execute(p.to_dag(), timeout=DEADLINE_S)["counts"]
+    totals: Counter = Counter()
+    for result in results:
+        totals[result.key] += result.result
+    assert totals == Counter(text.split())
