@@ -362,7 +362,13 @@ class Member:
                 return
             except Exception as e:  # noqa: BLE001 - retried; the coordinator asks after it anyway
                 remaining = deadline - time.monotonic()
-                if remaining <= 0 or self.stopped.is_set():
+                if self.stopped.is_set():
+                    # The whole member is going away (its cluster is shutting down, or it was
+                    # told to stop): the coordinator counts it lost, which is not an error here.
+                    log.info("member %d is stopping; the end of job %s was not reported: %s",
+                             self.index, outcome.job_id, e)
+                    return
+                if remaining <= 0:
                     log.error("member %d could not report the end of job %s to the coordinator in %d attempts "
                               "over %.1f s: %s", self.index, outcome.job_id, attempt, retry_s, e)
                     return
