@@ -4,13 +4,15 @@ members, exported per processor on every member's ``/metrics``, logged for strea
 from __future__ import annotations
 
 import urllib.request
+from collections import Counter
 from types import SimpleNamespace
 
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from jet.cluster.member_http import MemberMetrics
-from jet.core.special_items import MIN_TIMESTAMP
+from jet.core import AbstractProcessor
+from jet.core.special_items import MIN_TIMESTAMP, Watermark
 from jet.execution.vertex_metrics import (merge_vertex_metrics, processor_metrics, progress_line, vertex_metrics,
                                           watermark_lag_ms)
 from tests.cluster.cluster_support import wait_until
@@ -166,3 +168,82 @@ def test_a_running_job_shows_on_every_members_metrics_and_in_the_clients_job_met
             job.join(30)
         wait_until(lambda: not any(counts_of(fetch_metrics(port), "jet_vertex_receivedCount", "sink")
                                    for port in cluster.http_ports), what="the ended job gone from /metrics")
+
+
+#: What the source of member 0 emits, in order: pairs (timestamp, word) and watermarks.
+STEPS = [(1_000, "a"), (1_500, "b"), Watermark(2_000), (1_200, "late"), (1_300, "later"), (2_500, "c"),
+         Watermark(3_000)]
+
+
+class StepsSource(AbstractProcessor):
+    """Member 0's processor emits STEPS; the others none (so lateness does not depend on which
+    member's watermark comes first)."""
+
+    def init(self, outbox, context) -> None:
+        super().init(outbox, context)
+        self._steps = list(STEPS) if context.member_index == 0 and context.local_index == 0 else []
+
+    def complete(self) -> bool:
+        while self._steps:
+            if not self.try_emit(self._steps[0]):
+                return False
+            self._steps.pop(0)
+        return True
+
+
+def windowed_dag():
+    from jet.connectors.sinks import ListResultSinkP
+    from jet.core import DAG, Edge
+    from jet.core.functions import whole_item
+    from jet.core.processors import aggregate_to_sliding_window_p
+    from jet.core.sliding_window_policy import tumbling_win_policy
+    from jet.pipeline.aggregate_operations import AggregateOperations
+
+    dag = DAG()
+    source = dag.new_vertex("steps", StepsSource, 1)
+    window = dag.new_vertex("window", aggregate_to_sliding_window_p(
+        whole_item, tumbling_win_policy(1_000), AggregateOperations.counting()), 1)
+    sink = dag.new_vertex("sink", lambda: ListResultSinkP("windows"), 1)
+    dag.edge(Edge.between(source, window).partitioned(lambda pair: pair[1]).distributed())
+    dag.edge(Edge.between(window, sink))
+    return dag
+
+
+def oracle_windows(steps):
+    """Tumbling 1 s counts per word, leaving out what came behind a watermark."""
+    watermark, counts = MIN_TIMESTAMP, Counter()
+    for step in steps:
+        if isinstance(step, Watermark):
+            watermark = step.timestamp
+        elif step[0] // 1_000 * 1_000 + 1_000 > watermark:
+            counts[step[0] // 1_000 * 1_000, step[1]] += 1
+    return sorted((start, start + 1_000, word, n) for (start, word), n in counts.items())
+
+
+LATE = [step[1] for i, step in enumerate(STEPS) if not isinstance(step, Watermark)
+        and any(isinstance(s, Watermark) and s.timestamp > step[0] for s in STEPS[:i])]
+
+
+def test_late_events_are_counted_where_they_are_dropped_on_one_member():
+    from jet.execution import execute
+
+    results = execute(windowed_dag(), timeout=30)
+    got = sorted((r.start, r.end, r.key, r.result) for _, r in results["windows"])
+    assert got == oracle_windows(STEPS)
+
+
+@pytest.mark.timeout(120)
+def test_watermarks_and_late_events_merge_over_two_members(cluster2):
+    job = cluster2.new_job(windowed_dag(), {"name": "windowed"})
+    job.join(60)
+    got = sorted((r.start, r.end, r.key, r.result) for _, r in job.result("windows"))
+    on_time = oracle_windows(STEPS)
+    # Which late event a processor drops depends on when the other member's source ended there
+    # (until then that input holds its watermark back): each is counted or dropped, never both.
+    counted_late = [w for w in got if w[2] in LATE]
+    assert [w for w in got if w[2] not in LATE] == on_time
+    metrics = job.metrics()
+    assert metrics["window"]["lateEventsDropped"] + len(counted_late) == len(LATE) == 2
+    assert metrics["steps"]["lastForwardedWm"] == MIN_TIMESTAMP, "member 1's source forwarded none"
+    assert metrics["window"]["topObservedWm"] == 3_000
+    assert metrics["steps"]["out"] == len(STEPS) - 2 == metrics["window"]["in"]
