@@ -8,12 +8,15 @@ import re
 from pathlib import Path
 
 import pytest
+import yaml
 
 from tests.operator.emulator import Emulator
 from tests.operator.fakes import JETJOBS, PODS, STATEFULSETS, eventually, get, names
 from tests.operator.kubelet import Kubelet
 from tests.operator.test_end_to_end import kubelet, member_code, phases_seen, start_operator_for  # noqa: F401
 from tests.operator.test_operator import COLLECTION, MERGE_PATCH, jetjob, wait_phase
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(120)]
 
@@ -81,3 +84,34 @@ async def test_a_streaming_job_stays_running_logs_progress_and_is_suspended_and_
         response = await k8s.delete(f"{COLLECTION}/ticks")
         assert response.status == 200
         await eventually(lambda: get(k8s, JETJOBS, "ticks") is None, what="the JetJob gone")
+
+
+WINDOW_LINE = re.compile(r"window \[(\d+), (\d+)\): (\d+) events")
+
+
+async def test_the_example_streaming_jetjob_counts_windows_until_it_is_deleted(
+        k8s: Emulator, kubelet: Kubelet, monkeypatch: pytest.MonkeyPatch) -> None:
+    (document,) = [doc for doc in yaml.safe_load_all((EXAMPLES / "jetjob-stream.yaml").read_text())
+                   if doc and doc["kind"] == "JetJob"]
+    document["spec"]["progressLogIntervalSeconds"] = 1
+    name = document["metadata"]["name"]
+    with start_operator_for(kubelet, monkeypatch, name):
+        response = await k8s.post(COLLECTION, json=document)
+        assert response.status in (200, 201), await response.text()
+        await wait_phase(k8s, "Running", name, timeout=45)
+        await eventually(lambda: len(WINDOW_LINE.findall(kubelet.logs())) >= 3, 45, what="three window counts")
+        await eventually(lambda: re.search(r"progress \S+: in=[\d,]+ out=[\d,]+ rate=", kubelet.logs()), 30,
+                         what="progress lines")
+        windows = WINDOW_LINE.findall(kubelet.logs())
+        assert all(int(end) - int(start) == 1000 and int(start) % 1000 == 0 for start, end, _ in windows), windows
+        rate = int(document["spec"]["pipeline"]["args"][0])
+        # The stream's events are due at a fixed rate: a whole window holds a second's worth of them.
+        assert [int(n) for _, _, n in windows[1:]] == [rate] * (len(windows) - 1), kubelet.logs()
+        assert phases_seen(k8s, name)[-1] == "Running"
+        processes = kubelet.processes()
+
+        response = await k8s.delete(f"{COLLECTION}/{name}")
+        assert response.status == 200
+        await eventually(lambda: get(k8s, JETJOBS, name) is None, 30, what="the JetJob gone")
+        await eventually(lambda: not names(k8s, PODS), 30, what="member pods deleted")
+        await eventually(lambda: all(p.poll() is not None for p in processes), 15, what="members exited")
