@@ -1,56 +1,65 @@
 """The latest items of a running job's observable sinks, for ``jet run``'s live table.
 
-One daemon thread per ``Sinks.observable(name)`` follows ``job.observable(name)`` and keeps its
-newest items; the iterator ends with the job (or raises its failure, which the run reports by
-itself), and so does the thread.
+On members, one daemon thread per ``Sinks.observable(name)`` follows ``job.observable(name)``
+and keeps its newest items; the iterator ends with the job (or raises its failure, which the run
+reports by itself), and so does the thread. In this process (``--members 1``) the observable
+sinks publish straight here: :meth:`LatestResults.publish_for` registers this as the job's
+publisher.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
-from collections import deque
-from typing import Any
+from collections import defaultdict, deque
+from contextlib import contextmanager
+from typing import Any, Iterator
 
-from jet.core.dag import DAG
+from jet.cluster.observables import observable_names, register_publisher, unregister_publisher
 
 log = logging.getLogger("jet.run")
 
 #: Newest items kept per observable (the table shows a few of them).
 KEPT_ITEMS = 20
 
-
-def observable_names(dag: DAG) -> list[str]:
-    """The names of a DAG's observable sinks (their suppliers carry ``observable_name``)."""
-    names = (getattr(vertex.processor_supplier, "observable_name", None) for vertex in dag.vertices)
-    return sorted({name for name in names if isinstance(name, str)})
+__all__ = ["KEPT_ITEMS", "LatestResults", "observable_names"]
 
 
 class LatestResults:
-    """Follows the observables ``names`` of ``job`` (a client's ``Job``) while in a ``with``."""
+    """The newest items of each observable sink of one job."""
 
-    def __init__(self, job: Any, names: list[str], kept: int = KEPT_ITEMS) -> None:
-        self._job = job
-        self._latest: dict[str, deque] = {name: deque(maxlen=kept) for name in names}
-        self._threads = [threading.Thread(target=self._follow, args=(name,), daemon=True,
-                                          name=f"jet.observable-{name}") for name in names]
+    def __init__(self, kept: int = KEPT_ITEMS) -> None:
+        self._latest: defaultdict[str, deque] = defaultdict(lambda: deque(maxlen=kept))
 
-    def __enter__(self) -> "LatestResults":
-        for thread in self._threads:
-            thread.start()
+    def publish(self, name: str, capacity: int, items: list) -> None:
+        """What an in-process observable sink calls with each batch (a ``Publisher``)."""
+        self._latest[name].extend(items)
+
+    @contextmanager
+    def publish_for(self, job_id: str, member_index: int = 0) -> Iterator["LatestResults"]:
+        """Be the publisher of the observable sinks of ``job_id`` in this process meanwhile."""
+        publisher = self.publish  # one bound method: unregistering compares it by identity
+        register_publisher(job_id, member_index, publisher)
+        try:
+            yield self
+        finally:
+            unregister_publisher(job_id, member_index, publisher)
+
+    def follow(self, job: Any, names: list[str]) -> "LatestResults":
+        """Follow the observables ``names`` of a cluster's ``job`` on daemon threads."""
+        for name in names:
+            threading.Thread(target=self._follow, args=(job, name), daemon=True,
+                             name=f"jet.observable-{name}").start()
         return self
 
-    def __exit__(self, *exc: object) -> None:
-        """The threads end with the job; nothing waits for them here."""
-
-    def _follow(self, name: str) -> None:
+    def _follow(self, job: Any, name: str) -> None:
         latest = self._latest[name]
         try:
-            for item in self._job.observable(name):
+            for item in job.observable(name):
                 latest.append(item)
         except Exception as error:  # noqa: BLE001 - the job's own end is reported by the run
-            log.debug("observable %r of job %s ended: %s", name, getattr(self._job, "id", "?"), error)
+            log.debug("observable %r of job %s ended: %s", name, getattr(job, "id", "?"), error)
 
     def items(self) -> dict[str, list]:
         """The newest items of each observable so far, oldest first."""
-        return {name: list(latest) for name, latest in self._latest.items()}
+        return {name: list(latest) for name, latest in list(self._latest.items())}

@@ -108,12 +108,38 @@ def run_locally(dag: DAG, name: str, members: int, threads: int, timeout: float 
     streaming = is_streaming(dag)
     if members == 1 and spark_stages(dag) != ([], []):
         members = 2  # Spark tasks reach members over gRPC: run a local cluster
-    if members == 1:  # (on members, the coordinator logs the DAG it runs)
-        log.info("job DAG:\n%s", dag.to_dot(default_local_parallelism=threads))
+    if members == 1:
+        return _run_in_process(dag, name, threads, timeout, streaming)
+    boot = boot or ClusterBoot(members, threads)
+    job = None
+    try:
+        job = boot.get().new_job(dag, {"name": name})  # with its Spark side, if it has Spark stages
+        latest = LatestResults().follow(job, observable_names(dag))
+        with ProgressDisplay(job.metrics, title=name, results_fn=latest.items, streaming=streaming):
+            if streaming:
+                stopped = _run_for(job, timeout)
+            else:
+                stopped = False
+                job.join(timeout)
+        return RunOutcome(job.results(), _cluster_job_seconds(job.info()), stopped)
+    except KeyboardInterrupt:
+        if job is not None:
+            _cancel_and_wait(job)
+        raise
+    finally:
+        boot.close()
+
+
+def _run_in_process(dag: DAG, name: str, threads: int, timeout: float | None, streaming: bool) -> RunOutcome:
+    """Run ``dag`` on one member in this process; its observable sinks publish to the table."""
+    log.info("job DAG:\n%s", dag.to_dot(default_local_parallelism=threads))  # (a coordinator logs it on members)
+    latest = LatestResults()
+    with latest.publish_for(name):
         job = start(dag, threads, job_name=name)
         started = time.perf_counter()
         try:
-            with ProgressDisplay(job.metrics, title=name, results_fn=job.results, streaming=streaming):
+            shown = lambda: {**job.results(), **latest.items()}  # noqa: E731 - list sinks, observables
+            with ProgressDisplay(job.metrics, title=name, results_fn=shown, streaming=streaming):
                 if streaming:
                     stopped = _run_for(job, timeout)
                     results = job.results()
@@ -122,21 +148,7 @@ def run_locally(dag: DAG, name: str, members: int, threads: int, timeout: float 
         except KeyboardInterrupt:
             job.cancel()
             raise
-        return RunOutcome(results, time.perf_counter() - started, stopped)
-    boot = boot or ClusterBoot(members, threads)
-    job = None
-    try:
-        job = boot.get().new_job(dag, {"name": name})  # with its Spark side, if it has Spark stages
-        with LatestResults(job, observable_names(dag)) as latest, \
-                ProgressDisplay(job.metrics, title=name, results_fn=latest.items, streaming=streaming):
-            stopped = _run_for(job, timeout) if streaming else job.join(timeout)
-        return RunOutcome(job.results(), _cluster_job_seconds(job.info()), bool(stopped))
-    except KeyboardInterrupt:
-        if job is not None:
-            _cancel_and_wait(job)
-        raise
-    finally:
-        boot.close()
+    return RunOutcome(results, time.perf_counter() - started, stopped)
 
 
 def _run_for(job: Any, duration_s: float | None) -> bool:
