@@ -10,7 +10,6 @@ from typing import Any
 from jet.core.dag import DAG
 from jet.execution.tracebacks import split_user_frames
 from jet.pipeline.pipeline import Pipeline
-from jet.streaming_job import mark_streaming
 
 
 class JobFileError(ValueError):
@@ -85,9 +84,9 @@ def load_job(path: str, args: tuple[str, ...] = (), entrypoint: str | None = Non
 
 def to_dag(job: Pipeline | DAG, default_local_parallelism: int) -> DAG:
     """The DAG to submit: a Pipeline is checked (sources and sinks opened) and planned (and
-    marked as a stream when it reads one: :mod:`jet.streaming_job`)."""
+    marked ``is_streaming`` by the planner when it reads a stream)."""
     if isinstance(job, Pipeline):
         job.preflight()
-        return mark_streaming(job, job.to_dag(default_local_parallelism))
+        return job.to_dag(default_local_parallelism)
     job.validate()
     return job

@@ -18,7 +18,7 @@ from jet.execution import JobTimeoutError
 from jet.execution.runner import start
 from jet.latest_results import LatestResults, observable_names
 from jet.progress import ProgressDisplay
-from jet.streaming_job import is_streaming
+from jet.execution.progress_log import is_streaming
 
 log = logging.getLogger("jet.run")
 
@@ -100,7 +100,7 @@ def run_locally(dag: DAG, name: str, members: int, threads: int, timeout: float 
     cancelled (in this process) or ends with its members (``boot.close()``).
 
     ``timeout`` bounds a batch job (``JobTimeoutError`` after cancelling it); a streaming job
-    (:func:`~jet.streaming_job.is_streaming`) runs that long and is then cancelled, which is
+    (:func:`~jet.execution.progress_log.is_streaming`) runs that long and is then cancelled, which is
     its normal end (``RunOutcome.stopped``); without ``timeout`` it runs until interrupted or
     until its sources end."""
     from jet.connectors.spark.driver import spark_stages
