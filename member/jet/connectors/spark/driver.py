@@ -209,7 +209,8 @@ def run_spark_side(spark: Any, pipeline: Any, members: Sequence[str], token: str
         write_tasks = _write_task_limit(spark, pipeline, source_specs, sink_specs, len(members))
     except ValueError as error:  # the sources fail the job with it, so nothing waits for rows
         refusal = error
-    from jet.connectors.spark.streaming_driver import forget_stream_control, run_stream_sink, run_stream_source
+    from jet.connectors.spark.streaming_driver import (  # it imports this module
+        forget_stream_control, run_stream_sink, run_stream_source)
 
     work = [(run_stream_source if isinstance(spec, SparkStreamReadSpec) else write_source, vertex, spec,
              spec.row_type) for vertex, spec in source_specs]
