@@ -40,10 +40,9 @@ class _PacedPartition(StatefulSourcePartition):
 
     def next_batch(self) -> list[tuple[str, datetime]]:
         wall = now_ms()
-        due = self._sequence.take_due(wall)
-        ms_per_event = 1000.0 / self._sequence.rate
-        start = self._sequence.start_ms
-        batch = [(KEY_NAMES[seq % KEYS], EPOCH + timedelta(milliseconds=start + seq * ms_per_event)) for seq in due]
+        due_ms = self._sequence.due_ms
+        batch = [(KEY_NAMES[seq % KEYS], EPOCH + timedelta(milliseconds=due_ms(seq)))
+                 for seq in self._sequence.take_due(wall)]
         if wall - self._reported_ms >= GENERATOR_REPORT_PERIOD_MS:
             self._records.generator(self._sequence.due_ms(self._sequence.next_sequence), self._sequence.emitted)
             self._reported_ms = wall
@@ -60,7 +59,7 @@ class _PacedPartition(StatefulSourcePartition):
 class PacedSource(FixedPartitionedSource):
     """``rate`` events per second over ``partitions`` partitions (one per process)."""
 
-    def __init__(self, rate: float, partitions: int, start_file: str, out_dir: str) -> None:
+    def __init__(self, rate: int, partitions: int, start_file: str, out_dir: str) -> None:
         self._rate, self._partitions = rate, partitions
         self._start_file, self._out_dir = start_file, out_dir
 
@@ -107,7 +106,7 @@ class LateCounter(DynamicSink):
         return _Partition()
 
 
-def build_flow(rate: float, partitions: int, start_file: str, out_dir: str) -> Dataflow:
+def build_flow(rate: int, partitions: int, start_file: str, out_dir: str) -> Dataflow:
     """The benchmark's dataflow."""
     flow = Dataflow("stream_latency")
     events = op.input("generator", flow, PacedSource(rate, partitions, start_file, out_dir))
@@ -120,5 +119,5 @@ def build_flow(rate: float, partitions: int, start_file: str, out_dir: str) -> D
 
 
 if "STREAM_RATE" in os.environ:
-    flow = build_flow(float(os.environ["STREAM_RATE"]), int(os.environ.get("STREAM_PARTITIONS", "1")),
+    flow = build_flow(int(os.environ["STREAM_RATE"]), int(os.environ.get("STREAM_PARTITIONS", "1")),
                       os.environ["STREAM_START_FILE"], os.environ["STREAM_OUT_DIR"])

@@ -50,7 +50,7 @@ class RecordWriter:
 
     def generator(self, next_due_ms: float, emitted: int) -> None:
         """Record a generator partition's progress: the due time of its next event."""
-        self._file.write(f"{GENERATOR} {now_ms():.3f} {next_due_ms:.3f} {emitted}\n")
+        self._file.write(f"{GENERATOR} {now_ms():.3f} {next_due_ms} {emitted}\n")
 
     def close(self) -> None:
         if self._late_pending:
@@ -59,20 +59,20 @@ class RecordWriter:
         self._file.close()
 
 
-def shared_start_ms(path: str, delay_ms: float = 500.0) -> float:
+def shared_start_ms(path: str, delay_ms: float = 500.0) -> int:
     """The run's start (wall ms), agreed by every process: the first to ask fixes it at now +
     ``delay_ms``; the others read it. ``os.link`` makes the first writer win atomically."""
     if not os.path.exists(path):
         draft = f"{path}.{os.getpid()}"
         with open(draft, "w") as out:
-            out.write(f"{now_ms() + delay_ms:.3f}")
+            out.write(str(round(now_ms() + delay_ms)))
         try:
             os.link(draft, path)
         except FileExistsError:
             pass
         os.unlink(draft)
     with open(path) as shared:
-        return float(shared.read())
+        return int(shared.read())
 
 
 def claim_partition(start_path: str, count: int) -> int:
@@ -88,7 +88,8 @@ def claim_partition(start_path: str, count: int) -> int:
 
 
 class PacedSequence:
-    """The events of one generator partition, each due at ``start + sequence / rate``.
+    """The events of one generator partition, sequence ``n`` due at ``start + n * 1000 // rate``
+    (whole milliseconds, as Jet's item stream, so a window holds exactly ``rate`` events).
 
     Partition ``index`` of ``count`` owns the sequences congruent to ``index`` modulo ``count``,
     so all partitions together produce ``rate`` events per second. Event time = due time: a
@@ -96,10 +97,10 @@ class PacedSequence:
     in the windows' latency, not hidden by fresh timestamps.
     """
 
-    def __init__(self, rate: float, start_ms: float, index: int = 0, count: int = 1,
+    def __init__(self, rate: int, start_ms: int, index: int = 0, count: int = 1,
                  max_batch: int = 10_000) -> None:
-        if rate <= 0:
-            raise ValueError(f"rate must be positive events per second, got {rate!r}")
+        if not isinstance(rate, int) or rate <= 0:
+            raise ValueError(f"rate must be a positive int of events per second, got {rate!r}")
         if not 0 <= index < count:
             raise ValueError(f"partition index must be in [0, {count}), got {index!r}")
         self.rate, self.start_ms, self.index, self.count = rate, start_ms, index, count
@@ -107,14 +108,16 @@ class PacedSequence:
         self.next_sequence = index
         self.emitted = 0
 
-    def due_ms(self, sequence: int) -> float:
+    def due_ms(self, sequence: int) -> int:
         """When ``sequence`` is due (wall ms)."""
-        return self.start_ms + sequence * 1000.0 / self.rate
+        return self.start_ms + sequence * 1000 // self.rate
 
     def take_due(self, wall_ms: float) -> range:
         """The sequences of this partition due by ``wall_ms`` not taken yet (at most
         ``max_batch``), as a range stepping by the partition count."""
-        due_count = math.floor((wall_ms - self.start_ms) * self.rate / 1000.0) + 1  # sequences 0..n-1 are due
+        # Sequence n is due when n * 1000 // rate <= elapsed, i.e. n < (elapsed + 1) * rate / 1000.
+        elapsed = math.floor(wall_ms - self.start_ms)
+        due_count = -(-(elapsed + 1) * self.rate // 1000) if elapsed >= 0 else 0
         end = min(due_count, self.next_sequence + self.max_batch * self.count)
         taken = range(self.next_sequence, max(end, self.next_sequence), self.count)
         if taken:
