@@ -7,10 +7,13 @@ below what the local engine moves; so a packet carries one pickle of a whole lis
     u8 type=CHUNK | i64 executionId | i32 destVertexId | i32 destOrdinal | u8 flags | i32 count
     pickle protocol 5 of a list of ``count`` entries (absent when count is 0)
 
-flags: bit 0 DONE (the sender's last packet), bit 1 entries are (item, partition id) pairs.
+flags: bit 0 DONE (the sender's last packet), bit 1 entries are (item, partition id) pairs,
+bit 2 WATERMARK: count is 0 and the payload is the coalesced watermark of the sender's local
+upstream processors, one big-endian int64 (``MAX_TIMESTAMP`` = IDLE), not pickled.
 The footprint of a packet for flow control is its pickle size + 56 bytes per item, the same
 total Jet's per-item footprints add up to; sender and receiver both use
-:func:`chunk_footprint`.
+:func:`chunk_footprint`, and a watermark counts as one item of 8 bytes
+(:data:`WATERMARK_FOOTPRINT`) on both sides.
 """
 
 from __future__ import annotations
@@ -25,8 +28,10 @@ from jet.cluster.packets import FrameType, PacketFormatError
 PICKLE_PROTOCOL = 5
 FLAG_DONE = 1
 FLAG_PAIRS = 2
+FLAG_WATERMARK = 4
 _HEADER = struct.Struct(">BqiiBi")  # type, executionId, destVertexId, destOrdinal, flags, count
 HEADER_BYTES = _HEADER.size
+_TIMESTAMP = struct.Struct(">q")
 
 
 class ChunkHeader(NamedTuple):
@@ -42,6 +47,10 @@ def chunk_footprint(pickled_bytes: int, count: int) -> int:
     return pickled_bytes + ITEM_FOOTPRINT_OVERHEAD_BYTES * count
 
 
+#: Flow-control footprint of a watermark packet (one item of 8 bytes), on both sides.
+WATERMARK_FOOTPRINT = _TIMESTAMP.size + ITEM_FOOTPRINT_OVERHEAD_BYTES
+
+
 def encode_chunk(execution_id: int, dest_vertex_id: int, dest_ordinal: int, entries: list,
                  *, pairs: bool = False, done: bool = False) -> bytes:
     """One CHUNK frame carrying ``entries`` (items, or (item, partition) pairs)."""
@@ -53,6 +62,13 @@ def encode_chunk(execution_id: int, dest_vertex_id: int, dest_ordinal: int, entr
     return header + pickle.dumps(entries, PICKLE_PROTOCOL)
 
 
+def encode_watermark(execution_id: int, dest_vertex_id: int, dest_ordinal: int,
+                     timestamp: int) -> bytes:
+    """One CHUNK frame carrying a watermark's timestamp (``MAX_TIMESTAMP`` for IDLE)."""
+    return _HEADER.pack(FrameType.CHUNK, execution_id, dest_vertex_id, dest_ordinal,
+                        FLAG_WATERMARK, 0) + _TIMESTAMP.pack(timestamp)
+
+
 def decode_chunk_header(frame: bytes) -> ChunkHeader:
     """The routing header, without unpickling anything (safe on the network thread)."""
     if len(frame) < HEADER_BYTES:
@@ -61,7 +77,8 @@ def decode_chunk_header(frame: bytes) -> ChunkHeader:
     kind, execution_id, vertex_id, ordinal, flags, count = _HEADER.unpack_from(frame)
     if kind != FrameType.CHUNK:
         raise PacketFormatError(f"expected a CHUNK frame, got type {kind}")
-    if count < 0 or flags & ~(FLAG_DONE | FLAG_PAIRS):
+    if count < 0 or flags & ~(FLAG_DONE | FLAG_PAIRS | FLAG_WATERMARK) or (
+            flags & FLAG_WATERMARK and (count or flags & FLAG_DONE)):
         raise PacketFormatError(f"CHUNK frame with count {count} and flags {flags:#x}")
     return ChunkHeader(execution_id, vertex_id, ordinal, flags, count)
 
@@ -73,6 +90,9 @@ def decode_chunk(frame: bytes) -> tuple[ChunkHeader, list[Any]]:
     on frames from a peer that authenticated with the cluster token.
     """
     header = decode_chunk_header(frame)
+    if header.flags & FLAG_WATERMARK:
+        watermark_timestamp(frame)  # validates the payload
+        return header, []
     if header.count == 0:
         if len(frame) != HEADER_BYTES:
             raise PacketFormatError("an empty CHUNK frame has trailing bytes")
@@ -84,6 +104,14 @@ def decode_chunk(frame: bytes) -> tuple[ChunkHeader, list[Any]]:
     if type(entries) is not list or len(entries) != header.count:
         raise PacketFormatError(f"CHUNK payload is not a list of {header.count} entries")
     return header, entries
+
+
+def watermark_timestamp(frame: bytes) -> int:
+    """The timestamp a WATERMARK chunk frame carries."""
+    if len(frame) != HEADER_BYTES + _TIMESTAMP.size:
+        raise PacketFormatError(f"a WATERMARK CHUNK frame has {len(frame) - HEADER_BYTES}"
+                                f" payload bytes, expected {_TIMESTAMP.size}")
+    return _TIMESTAMP.unpack_from(frame, HEADER_BYTES)[0]
 
 
 def payload_bytes(frame: bytes) -> int:

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from collections import deque
 
-from jet.cluster.chunk_packets import FLAG_DONE, chunk_footprint, decode_chunk, payload_bytes
+from jet.cluster.chunk_packets import (FLAG_DONE, FLAG_WATERMARK, WATERMARK_FOOTPRINT, chunk_footprint,
+                                       decode_chunk, payload_bytes, watermark_timestamp)
 from jet.cluster.flow_control import ReceiveWindow
+from jet.core.special_items import IDLE_MESSAGE, MAX_TIMESTAMP, Watermark
 from jet.execution.outbound import OutboundCollector
 from jet.execution.queues import DONE_ITEM
 from jet.execution.tasklet import DONE, MADE_PROGRESS, NO_PROGRESS, WAS_ALREADY_DONE
@@ -16,7 +18,9 @@ class ReceiverTasklet:
 
     The network thread appends received frames to ``frames``; this tasklet unpickles them on
     its worker thread and hands each chunk to its local collector (round-robin, broadcast, or
-    by the partition id each item carries). Only what the collector took is acked, and the
+    by the partition id each item carries). A watermark packet becomes a watermark offered to
+    every local downstream queue of this receiver, where it is coalesced with the other
+    upstream members' and the local processors'. Only what the collector took is acked, and the
     flow-control timer turns the acked bytes into the sender's next limit, so the frames
     waiting here stay within the receive window.
     """
@@ -32,6 +36,7 @@ class ReceiverTasklet:
         self._collector = collector
         self._pending: list | None = None
         self._pending_footprint = 0
+        self._pending_watermark: Watermark | None = None
         self._done_received = False
         self._finished = False
 
@@ -46,7 +51,7 @@ class ReceiverTasklet:
         return self._received_bytes - self._consumed_bytes
 
     def is_buffer_empty(self) -> bool:
-        return not self.frames and self._pending is None
+        return not self.frames and self._pending is None and self._pending_watermark is None
 
     def init(self) -> None:
         pass
@@ -70,18 +75,28 @@ class ReceiverTasklet:
                 progress = True
                 if collector.has_pending:
                     break
+            if self._pending_watermark is not None:
+                if not collector.offer_special(self._pending_watermark):
+                    break
+                self.window.on_item_acked(WATERMARK_FOOTPRINT)
+                self._pending_watermark = None
+                progress = True
             if not self.frames:
                 break
             frame = self.frames.popleft()
             self._consumed_bytes += len(frame)
             header, entries = decode_chunk(frame)
             progress = True
-            if entries:
+            if header.flags & FLAG_WATERMARK:
+                timestamp = watermark_timestamp(frame)
+                self._pending_watermark = (IDLE_MESSAGE if timestamp == MAX_TIMESTAMP
+                                           else Watermark(timestamp))
+            elif entries:
                 self._pending = entries
                 self._pending_footprint = chunk_footprint(payload_bytes(frame), len(entries))
             if header.flags & FLAG_DONE:
                 self._done_received = True
-        if self._done_received and self._pending is None and not self.frames:
+        if self._done_received and self.is_buffer_empty():
             if collector.offer_special(DONE_ITEM):
                 self._finished = True
                 return DONE

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from typing import Callable
 
-from jet.cluster.chunk_packets import chunk_footprint, encode_chunk, payload_bytes
+from jet.cluster.chunk_packets import (WATERMARK_FOOTPRINT, chunk_footprint, encode_chunk,
+                                       encode_watermark, payload_bytes)
 from jet.cluster.flow_control import SendLimit
 from jet.core.inbox import Inbox
+from jet.core.special_items import Watermark
 from jet.execution.inbound import InboundEdgeStream
 from jet.execution.tasklet import DONE, DONE_BIT, MADE_PROGRESS, NO_PROGRESS, PROGRESS_BIT, WAS_ALREADY_DONE
 
@@ -21,7 +23,9 @@ class SenderTasklet:
 
     Every local upstream processor has a queue into this sender, read through an
     InboundEdgeStream like any processor input, so DONE (and later barriers) are aligned before
-    they cross the network. A packet holds at most ``packet_size_limit`` bytes of pickled items
+    they cross the network, and the watermarks of the local upstream processors are coalesced:
+    the sender forwards their minimum (or IDLE) in a packet of its own, after the items drained
+    before it. A packet holds at most ``packet_size_limit`` bytes of pickled items
     (a single larger item travels alone, as a Jet packet may overshoot by one item). Before each
     packet the flow-control limit from the receiver's last ack must allow it.
     """
@@ -44,6 +48,7 @@ class SenderTasklet:
         self._average_item_bytes = 32.0
         self._input_done = False
         self._done_sent = False
+        self._watermark: Watermark | None = None
 
     def init(self) -> None:
         pass
@@ -56,16 +61,25 @@ class SenderTasklet:
             return WAS_ALREADY_DONE
         progress = False
         buffer = self._buffer
-        if not buffer and not self._input_done:
-            result = self._stream.drain_to(buffer)
+        if not buffer and self._watermark is None and not self._input_done:
+            stream = self._stream
+            result = stream.drain_to(buffer)
             progress = bool(result & PROGRESS_BIT)
             self._input_done = bool(result & DONE_BIT)
+            if stream.pending_watermark is not None:
+                self._watermark, stream.pending_watermark = stream.pending_watermark, None
         packets = 0
         while buffer and packets < MAX_PACKETS_PER_CALL and self.send_limit.may_send(self.sent_seq_bytes):
             self._send_packet(buffer)
             packets += 1
             progress = True
-        if self._input_done and not buffer:
+        if self._watermark is not None and not buffer and self.send_limit.may_send(self.sent_seq_bytes):
+            self._send_frame(encode_watermark(*self._route, self._watermark.timestamp))
+            self.sent_seq_bytes += WATERMARK_FOOTPRINT
+            self.packets_sent += 1
+            self._watermark = None
+            progress = True
+        if self._input_done and not buffer and self._watermark is None:
             self._send([], done=True)
             self._done_sent = True
             return DONE

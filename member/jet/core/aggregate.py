@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import _count_elements  # type: ignore[attr-defined]
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Callable, Iterable
 
 from jet.core.functions import whole_item
@@ -30,6 +30,13 @@ class AggregateOperation:
     accumulate_chunk(acc, items) -> acc
     accumulate_keyed_chunk(accumulators: dict, keys: iterable, items: list) -> None
         fold ``items`` into ``accumulators[key]`` (``keys`` lines up with ``items``)
+
+    Two more let windows do less work:
+
+    deduct(acc, acc2) -> acc         undo ``combine(acc, acc2)``: a sliding window subtracts
+                                     the frame that leaves instead of recombining every frame
+    export(acc) -> result            like ``finish`` but leaves ``acc`` usable and unshared
+                                     (early window results); None means ``finish``
     """
 
     create: Callable[[], Any]
@@ -39,13 +46,16 @@ class AggregateOperation:
     accumulate_chunk: Callable[[Any, list], Any] | None = None
     accumulate_keyed_chunk: Callable[[dict, Iterable[Any], list], None] | None = None
     name: str = "aggregate"
+    deduct: Callable[[Any, Any], Any] | None = None
+    export: Callable[[Any], Any] | None = None
 
     def __post_init__(self) -> None:
         for field_name in ("create", "accumulate", "finish"):
             value = getattr(self, field_name)
             if not callable(value):
                 raise TypeError(f"AggregateOperation.{field_name} must be callable, got {value!r}")
-        for field_name in ("combine", "accumulate_chunk", "accumulate_keyed_chunk"):
+        for field_name in ("combine", "accumulate_chunk", "accumulate_keyed_chunk", "deduct",
+                           "export"):
             value = getattr(self, field_name)
             if value is not None and not callable(value):
                 raise TypeError(
@@ -85,12 +95,16 @@ class AggregateOperation:
             acc = get(key, _MISSING)
             accumulators[key] = partial if acc is _MISSING else combine(acc, partial)
 
+    @property
+    def export_fn(self) -> Callable[[Any], Any]:
+        """``export``, or ``finish`` for an operation without one."""
+        return self.export if self.export is not None else self.finish
+
     def with_finish(self, finish: Callable[[Any], Any]) -> "AggregateOperation":
-        """The same operation with ``finish`` applied after this one's finish."""
-        inner = self.finish
-        return AggregateOperation(self.create, self.accumulate, self.combine,
-                                  lambda acc: finish(inner(acc)), self.accumulate_chunk,
-                                  self.accumulate_keyed_chunk, self.name)
+        """The same operation with ``finish`` applied after this one's finish (and export)."""
+        inner, inner_export = self.finish, self.export
+        return replace(self, finish=lambda acc: finish(inner(acc)),
+                       export=None if inner_export is None else lambda acc: finish(inner_export(acc)))
 
 
 def _count_keyed(accumulators: dict, keys: Iterable[Any], items: list) -> None:
@@ -101,12 +115,16 @@ def _add(a: Any, b: Any) -> Any:
     return a + b
 
 
+def _subtract(a: Any, b: Any) -> Any:
+    return a - b
+
+
 def counting() -> AggregateOperation:
     """Counts items; keyed counting runs in C over a whole chunk."""
     return AggregateOperation(
         create=int, accumulate=lambda acc, _item: acc + 1, combine=_add,
         accumulate_chunk=lambda acc, items: acc + len(items),
-        accumulate_keyed_chunk=_count_keyed, name="counting")
+        accumulate_keyed_chunk=_count_keyed, name="counting", deduct=_subtract)
 
 
 def summing(value_fn: Callable[[Any], Any] = _identity) -> AggregateOperation:
@@ -119,4 +137,4 @@ def summing(value_fn: Callable[[Any], Any] = _identity) -> AggregateOperation:
     return AggregateOperation(
         create=int, accumulate=lambda acc, item: acc + value_fn(item), combine=_add,
         accumulate_chunk=lambda acc, items: acc + sum(map(value_fn, items)),
-        accumulate_keyed_chunk=accumulate_keyed, name="summing")
+        accumulate_keyed_chunk=accumulate_keyed, name="summing", deduct=_subtract)

@@ -9,10 +9,12 @@ from typing import Sequence
 from jet.core.inbox import Inbox
 from jet.core.outbox import Outbox
 from jet.core.processor import Context, Processor
+from jet.core.special_items import IDLE_MESSAGE, MAX_TIMESTAMP, MIN_TIMESTAMP, Watermark
 from jet.execution.inbound import InboundEdgeStream
 from jet.execution.outbound import OutboundCollector
 from jet.execution.queues import DONE_ITEM
 from jet.execution.tasklet import DONE, DONE_BIT, MADE_PROGRESS, NO_PROGRESS, PROGRESS_BIT, WAS_ALREADY_DONE
+from jet.execution.watermark_coalescer import create_coalescer
 
 
 class ProcessorState(enum.Enum):
@@ -20,6 +22,9 @@ class ProcessorState(enum.Enum):
 
     PROCESS_INBOX = "process_inbox"
     """Refill the inbox from the current priority group when empty; let the processor process it."""
+    PROCESS_WATERMARK = "process_watermark"
+    """The inbox is empty and a coalesced watermark is due: IDLE goes straight downstream, any
+    other to try_process_watermark until it returns True."""
     COMPLETE_EDGE = "complete_edge"
     """An input ordinal is exhausted: call complete_edge(ordinal) until it returns True."""
     COMPLETE = "complete"
@@ -31,6 +36,7 @@ class ProcessorState(enum.Enum):
 
 
 _PROCESS_INBOX = ProcessorState.PROCESS_INBOX
+_PROCESS_WATERMARK = ProcessorState.PROCESS_WATERMARK
 _COMPLETE_EDGE = ProcessorState.COMPLETE_EDGE
 _COMPLETE = ProcessorState.COMPLETE
 _EMIT_DONE_ITEM = ProcessorState.EMIT_DONE_ITEM
@@ -40,11 +46,16 @@ _END = ProcessorState.END
 class ProcessorTasklet:
     """Moves items from inbound queues through the processor into outbound collectors.
 
-    Each call first hands the outbox's buckets to the collectors. If a bucket cannot be handed
-    over (its downstream queues are full) the processor is not called at all: the tasklet
-    yields, and the backpressure reaches the processor as a full outbox. Otherwise it runs
-    one step of the state machine. Inputs are read by ascending priority: a group of edges is
-    not read at all until every edge of the group before it is done.
+    Each call first hands the outbox's buckets to the collectors, then a watermark the
+    processor forwarded. If a bucket (or that watermark) cannot be handed over (its downstream
+    queues are full) the processor is not called at all: the tasklet yields, and the
+    backpressure reaches the processor as a full outbox. Otherwise it runs one step of the
+    state machine. Inputs are read by ascending priority: a group of edges is not read at all
+    until every edge of the group before it is done.
+
+    Watermarks are coalesced twice: per edge across its queues (``InboundEdgeStream``), then
+    here across the input ordinals; the processor gets the result once the items drained
+    before it are processed.
     """
 
     def __init__(self, name: str, processor: Processor, context: Context,
@@ -68,11 +79,30 @@ class ProcessorTasklet:
         self._current: InboundEdgeStream | None = None
         self._edge_to_complete: int | None = None
         self._completed_ordinal = -1
+        ordinals = sorted(s.ordinal for s in instreams)
+        self._wm_index = {ordinal: index for index, ordinal in enumerate(ordinals)}
+        self._coalescer = create_coalescer(
+            len(ordinals), [f"input ordinal {o} of {name}" for o in ordinals])
+        self._idle_ordinals: set[int] = set()
+        self._pending_wms: deque[Watermark] = deque()
+        self._special_accepted: set[int] = set()
         self.state = _PROCESS_INBOX if instreams else _COMPLETE
         self.items_in = 0
         """Items the processor removed from its inbox (read by metrics, written by this tasklet)."""
         self.items_out = 0
         """Items handed from the outbox to the outbound collectors."""
+        self.last_forwarded_wm = MIN_TIMESTAMP
+        """The last watermark handed to every outbound collector (IDLE excluded)."""
+
+    @property
+    def top_observed_wm(self) -> int:
+        """The highest coalesced watermark any input ordinal delivered (MIN_TIMESTAMP if none)."""
+        return self._coalescer.top_observed_wm
+
+    @property
+    def coalesced_wm(self) -> int:
+        """The last watermark coalesced over the input ordinals (MIN_TIMESTAMP if none)."""
+        return self._coalescer.coalesced_wm
 
     def init(self) -> None:
         self.processor.init(self.outbox, self.context)
@@ -88,6 +118,10 @@ class ProcessorTasklet:
             if blocked:
                 return MADE_PROGRESS if progress else NO_PROGRESS
             progress |= self._process_inbox()
+        elif state is _PROCESS_WATERMARK:
+            if blocked:
+                return MADE_PROGRESS if progress else NO_PROGRESS
+            progress |= self._process_watermark()
         elif state is _COMPLETE_EDGE:
             if blocked:
                 return MADE_PROGRESS if progress else NO_PROGRESS
@@ -111,6 +145,9 @@ class ProcessorTasklet:
             return MADE_PROGRESS if progress else NO_PROGRESS
         else:
             return WAS_ALREADY_DONE
+        if self.outbox.pending_special is not None:
+            # The processor just forwarded a watermark: hand it on now, not at the next call.
+            progress |= self._hand_over_outbox()[0]
         return MADE_PROGRESS if progress else NO_PROGRESS
 
     def _process_inbox(self) -> bool:
@@ -126,15 +163,39 @@ class ProcessorTasklet:
             consumed = before - len(inbox)
             self.items_in += consumed
             progress |= consumed != 0 or self._emitted() != emitted
-        if not inbox:
-            if self._edge_to_complete is not None:
-                self._completed_ordinal, self._edge_to_complete = self._edge_to_complete, None
-                self.state = _COMPLETE_EDGE
-                return True
-            if self._active_ordinals == 0:
-                self.state = _COMPLETE
-                return True
+        if not inbox and self._leave_empty_inbox():
+            return True
         return progress
+
+    def _leave_empty_inbox(self) -> bool:
+        """The inbox is empty: go to what is due (a watermark, an edge to complete, the end)."""
+        if self._pending_wms:
+            self.state = _PROCESS_WATERMARK
+        elif self._edge_to_complete is not None:
+            self._completed_ordinal, self._edge_to_complete = self._edge_to_complete, None
+            self.state = _COMPLETE_EDGE
+        elif self._active_ordinals == 0:
+            self.state = _COMPLETE
+        else:
+            return False
+        return True
+
+    def _process_watermark(self) -> bool:
+        """Offer the first pending watermark; True when it was taken."""
+        watermark = self._pending_wms[0]
+        if watermark.timestamp == MAX_TIMESTAMP:
+            taken = self.outbox.offer_watermark(IDLE_MESSAGE)
+        else:
+            taken = self.processor.try_process_watermark(watermark)
+        if not taken:
+            return False
+        self._pending_wms.popleft()
+        if not self._pending_wms:
+            self._add_pending_wm(self._coalescer.check_wm_history())
+            if not self._pending_wms:
+                self.state = _PROCESS_INBOX
+                self._leave_empty_inbox()
+        return True
 
     def _fill_inbox(self) -> bool:
         """Drain one stream of the current group into the inbox, trying the next stream
@@ -151,10 +212,18 @@ class ProcessorTasklet:
             tried += 1
             if result & PROGRESS_BIT:
                 progress = True
+            watermark = stream.pending_watermark
+            if watermark is not None:
+                stream.pending_watermark = None
+                self._observe_input_wm(stream.ordinal, watermark)
+            elif self._idle_ordinals and self.inbox:
+                self._observe_input_event(stream.ordinal)
             if result & DONE_BIT:
                 group.pop(self._cursor)
                 self._edge_to_complete = stream.ordinal
                 self._active_ordinals -= 1
+                self._idle_ordinals.discard(stream.ordinal)
+                self._add_pending_wm(self._coalescer.queue_done(self._wm_index[stream.ordinal]))
                 if not group:
                     self._next_group()
                 return True
@@ -167,6 +236,25 @@ class ProcessorTasklet:
         self._group = self._groups.popleft() if self._groups else []
         self._cursor = 0
 
+    # -- the second coalescing level: across input ordinals -----------------------------------
+    def _observe_input_event(self, ordinal: int) -> None:
+        if ordinal in self._idle_ordinals:
+            self._idle_ordinals.discard(ordinal)
+            self._coalescer.observe_event(self._wm_index[ordinal])
+
+    def _observe_input_wm(self, ordinal: int, watermark: Watermark) -> None:
+        if self.inbox:
+            self._observe_input_event(ordinal)  # the items drained before it
+        if watermark.timestamp == MAX_TIMESTAMP:
+            self._idle_ordinals.add(ordinal)
+        else:
+            self._idle_ordinals.discard(ordinal)
+        self._add_pending_wm(self._coalescer.observe_wm(self._wm_index[ordinal], watermark))
+
+    def _add_pending_wm(self, watermark: Watermark | None) -> None:
+        if watermark is not None:
+            self._pending_wms.append(watermark)
+
     # -- output -------------------------------------------------------------------------------
     def _emitted(self) -> int:
         buckets = self.outbox.buckets
@@ -175,10 +263,12 @@ class ProcessorTasklet:
         return sum(map(len, buckets))
 
     def _hand_over_outbox(self) -> tuple[bool, bool]:
-        """Give every non-empty bucket to its collector. Returns (progress, blocked): blocked
-        when a bucket is at capacity and could not be handed over."""
+        """Give every non-empty bucket to its collector, then a pending watermark. Returns
+        (progress, blocked): blocked when a bucket at capacity, or the watermark, could not
+        be handed over."""
         progress = blocked = False
-        buckets, capacities = self.outbox.buckets, self.outbox.capacities
+        outbox = self.outbox
+        buckets, capacities = outbox.buckets, outbox.capacities
         for ordinal, collector in enumerate(self._collectors):
             if collector.has_pending:
                 if collector.flush():
@@ -193,11 +283,34 @@ class ProcessorTasklet:
                 buckets[ordinal] = []
                 self.items_out += len(bucket)
                 progress = True
+        if outbox.pending_special is not None:
+            if self._hand_over_special():
+                progress = True
+            else:
+                blocked = True
         return progress, blocked
+
+    def _hand_over_special(self) -> bool:
+        """Offer the outbox's pending watermark to every collector, after all the data before
+        it; True once every collector took it."""
+        outbox = self.outbox
+        if any(outbox.buckets):
+            return False
+        special, accepted = outbox.pending_special, self._special_accepted
+        for index, collector in enumerate(self._collectors):
+            if index not in accepted and collector.offer_special(special):
+                accepted.add(index)
+        if len(accepted) < len(self._collectors):
+            return False
+        accepted.clear()
+        outbox.special_taken()
+        if type(special) is Watermark and special.timestamp != MAX_TIMESTAMP:
+            self.last_forwarded_wm = special.timestamp
+        return True
 
     def _emit_done(self) -> bool:
         """True once all output and then DONE have been accepted by every collector."""
-        if any(self.outbox.buckets):
+        if any(self.outbox.buckets) or self.outbox.pending_special is not None:
             return False
         done = True
         for collector in self._collectors:

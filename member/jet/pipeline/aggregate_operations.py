@@ -43,7 +43,14 @@ def _averaging(value_fn: Callable[[Any], Any]) -> AggregateOperation:
         combine=lambda a, b: (a[0] + b[0], a[1] + b[1]),
         finish=lambda acc: acc[0] / acc[1] if acc[1] else None,
         accumulate_chunk=accumulate_chunk, accumulate_keyed_chunk=accumulate_keyed,
-        name="averaging")
+        name="averaging", deduct=_deduct_average)
+
+
+def _deduct_average(acc: tuple, other: tuple) -> tuple:
+    # When no item is left the sum is zero exactly, whatever float rounding left over, so the
+    # accumulator equals an empty one and a sliding window drops the key.
+    count = acc[1] - other[1]
+    return (acc[0] - other[0], count) if count else (0, 0)
 
 
 def _extreme_by(key_fn: Callable[[Any], Any], larger: bool, name: str) -> AggregateOperation:
@@ -82,7 +89,8 @@ def _to_list() -> AggregateOperation:
 
     return AggregateOperation(create=list, accumulate=accumulate, combine=accumulate_chunk,
                               accumulate_chunk=accumulate_chunk,
-                              accumulate_keyed_chunk=accumulate_keyed, name="to_list")
+                              accumulate_keyed_chunk=accumulate_keyed, name="to_list",
+                              export=list)
 
 
 def _to_set() -> AggregateOperation:
@@ -101,7 +109,8 @@ def _to_set() -> AggregateOperation:
 
     return AggregateOperation(create=set, accumulate=accumulate, combine=combine,
                               accumulate_chunk=lambda acc, items: combine(acc, set(items)),
-                              accumulate_keyed_chunk=accumulate_keyed, name="to_set")
+                              accumulate_keyed_chunk=accumulate_keyed, name="to_set",
+                              export=set)
 
 
 def _all_of(operations: tuple[AggregateOperation, ...]) -> AggregateOperation:
@@ -115,13 +124,20 @@ def _all_of(operations: tuple[AggregateOperation, ...]) -> AggregateOperation:
         def combine(a: list, b: list) -> list:
             return [op.combine(x, y) for op, x, y in zip(operations, a, b)]
 
+    if any(op.deduct is None for op in operations):
+        deduct = None
+    else:
+        def deduct(a: list, b: list) -> list:
+            return [op.deduct(x, y) for op, x, y in zip(operations, a, b)]
+
     return AggregateOperation(
         create=lambda: [op.create() for op in operations],
         accumulate=lambda acc, item: [op.accumulate(a, item) for op, a in zip(operations, acc)],
         combine=combine,
         finish=lambda acc: tuple(op.finish(a) for op, a in zip(operations, acc)),
         accumulate_chunk=lambda acc, items: [op.fold_chunk(a, items) for op, a in zip(operations, acc)],
-        name="all_of(" + ", ".join(op.name for op in operations) + ")")
+        name="all_of(" + ", ".join(op.name for op in operations) + ")", deduct=deduct,
+        export=lambda acc: tuple(op.export_fn(a) for op, a in zip(operations, acc)))
 
 
 def _top_n(n: int, key_fn: Callable[[Any], Any]) -> AggregateOperation:
@@ -131,7 +147,7 @@ def _top_n(n: int, key_fn: Callable[[Any], Any]) -> AggregateOperation:
     return AggregateOperation(
         create=list, accumulate=lambda acc, item: keep(acc + [item]),
         combine=lambda a, b: keep(a + b), accumulate_chunk=lambda acc, items: keep(acc + items),
-        name=f"top_n({n})")
+        name=f"top_n({n})", export=list)
 
 
 class AggregateOperations:

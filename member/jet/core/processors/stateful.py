@@ -1,0 +1,143 @@
+"""Jet's TransformStatefulP: map, filter or flat-map with a state object per key.
+
+State lives in a dict from key to ``[timestamp, state]`` kept in access order (least recently
+used first); the timestamp is the highest event time seen for the key. Time is event time
+only. With a TTL (``ttl_ms > 0``) an event below the current watermark is late, dropped and
+counted, and a watermark evicts, from the least recently used end, every key whose timestamp
+is below ``wm - ttl``; the scan stops at the first key still alive (approximate when events
+come out of order, as in Jet). ``on_evict_fn(state, key, wm)`` may emit, with event time
+``wm``. Without a TTL nothing is ever dropped or evicted. ``complete()`` evicts everything
+(``wm = MAX_TIMESTAMP``) without forwarding a watermark.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from typing import Any, Callable
+
+from jet.core.inbox import Inbox
+from jet.core.processors.base import Supplier
+from jet.core.processors.streaming import StreamingProcessor
+from jet.core.special_items import MAX_TIMESTAMP, MIN_TIMESTAMP, Watermark
+
+KINDS = ("map", "filter", "flat_map")
+
+
+class TransformStatefulP(StreamingProcessor):
+    """Stateful map/filter/flat-map over ``(ts, item)`` pairs, emitting ``(ts, output)`` pairs.
+
+    Keyed: ``fn(state, key, item)``. Global (``key_fn`` None): one state, ``fn(state, item)``;
+    its ``on_evict_fn`` gets key None. For "map" a None output emits nothing; for "filter" the
+    output says whether to keep the item; for "flat_map" it is an iterable of outputs.
+    ``on_evict_fn`` outputs follow the same rule ("filter" emits a non-None one as it is).
+    """
+
+    def __init__(self, kind: str, key_fn: Callable[[Any], Any] | None, ttl_ms: int,
+                 create_fn: Callable[[], Any], fn: Callable[..., Any],
+                 on_evict_fn: Callable[[Any, Any, int], Any] | None = None) -> None:
+        self._kind = kind
+        self._key_fn = key_fn
+        self._ttl_ms = ttl_ms if ttl_ms > 0 else 0
+        self._create_fn = create_fn
+        self._fn = fn
+        self._on_evict_fn = on_evict_fn
+        self.states: dict[Any, list] = OrderedDict() if self._ttl_ms else {}
+        self.current_watermark = MIN_TIMESTAMP
+        self.late_events_dropped = 0
+
+    def process(self, ordinal: int, inbox: Inbox) -> None:
+        if self.emit_unfinished():
+            self.start_emitting(self._transform(inbox.take_chunk()))
+
+    def _transform(self, pairs: list) -> list:
+        states, key_fn, create_fn, fn = self.states, self._key_fn, self._create_fn, self._fn
+        ttl, watermark, kind = self._ttl_ms, self.current_watermark, self._kind
+        touch = states.move_to_end if ttl else None
+        output: list = []
+        append = output.append
+        late = 0
+        for pair in pairs:
+            ts, item = pair
+            if ttl and ts < watermark:
+                late += 1
+                continue
+            key = None if key_fn is None else key_fn(item)
+            entry = states.get(key)
+            if entry is None:
+                entry = states[key] = [ts, create_fn()]
+            else:
+                if ts > entry[0]:
+                    entry[0] = ts
+                if touch is not None:
+                    touch(key)
+            result = fn(entry[1], item) if key_fn is None else fn(entry[1], key, item)
+            if kind == "map":
+                if result is not None:
+                    append((ts, result))
+            elif kind == "filter":
+                if result:
+                    append(pair)
+            elif result is not None:
+                output.extend([(ts, out) for out in result])
+        if late:
+            self.drop_late(late, watermark)
+        return output
+
+    def try_process(self) -> bool:
+        return self.emit_unfinished()
+
+    def try_process_watermark(self, watermark: Watermark) -> bool:
+        if not self.emit_unfinished():
+            return False
+        self.current_watermark = watermark.timestamp
+        if not self._ttl_ms:
+            return self.outbox.offer_watermark(watermark)
+        return self.emit_then_forward(watermark, lambda: self._evict(watermark.timestamp))
+
+    def complete(self) -> bool:
+        return self.emit_final(lambda: self._evict(MAX_TIMESTAMP))
+
+    def _evict(self, watermark: int) -> list:
+        """Remove the expired keys (all of them for MAX) and collect their ``on_evict_fn`` output."""
+        states = self.states
+        if watermark == MAX_TIMESTAMP:
+            expired = list(states)
+        else:
+            threshold = watermark - self._ttl_ms
+            expired = []
+            for key, (ts, _state) in states.items():
+                if ts >= threshold:
+                    break
+                expired.append(key)
+        output: list = []
+        on_evict = self._on_evict_fn
+        for key in expired:
+            _ts, state = states.pop(key)
+            if on_evict is None:
+                continue
+            result = on_evict(state, key, watermark)
+            if self._kind == "flat_map":
+                if result is not None:
+                    output.extend([(watermark, out) for out in result])
+            elif result is not None:
+                output.append((watermark, result))
+        return output
+
+
+def transform_stateful_p(kind: str, key_fn: Callable[[Any], Any] | None, ttl_ms: int,
+                         create_fn: Callable[[], Any], fn: Callable[..., Any],
+                         on_evict_fn: Callable[[Any, Any, int], Any] | None = None) -> Supplier:
+    """Stateful mapping (Jet's mapStateful / filterStateful / flatMapStateful), keyed by
+    ``key_fn`` or global (None); ``ttl_ms`` <= 0 keeps state forever."""
+    where = "transform_stateful_p"
+    if kind not in KINDS:
+        raise ValueError(f"{where}: kind must be one of {KINDS}, got {kind!r}")
+    if not isinstance(ttl_ms, int) or isinstance(ttl_ms, bool):
+        raise TypeError(f"{where}: ttl_ms must be an int (ms), got {ttl_ms!r}")
+    for name, value in (("create_fn", create_fn), ("fn", fn)):
+        if not callable(value):
+            raise TypeError(f"{where}: {name} must be callable, got {value!r}")
+    for name, value in (("key_fn", key_fn), ("on_evict_fn", on_evict_fn)):
+        if value is not None and not callable(value):
+            raise TypeError(f"{where}: {name} must be callable or None, got {value!r}")
+    return lambda: TransformStatefulP(kind, key_fn, ttl_ms, create_fn, fn, on_evict_fn)

@@ -1,0 +1,308 @@
+"""Jet's SlidingWindowP: tumbling and sliding windows, in two stages or in one.
+
+State (as in Jet): ``frames`` maps a frame end to ``{key: accumulator}``; ``next_win_to_emit``
+is the end of the next window to emit (MIN until the first watermark); ``top_ts`` the highest
+frame seen; with a ``deduct`` function a running window holds the sum of the frames of the
+window just emitted, minus the one that left.
+
+An event belongs to the frame ``higher_frame_ts(ts)``; it is late, dropped and counted, when
+that frame is below ``next_win_to_emit`` (which also rejects "partially late" events of frames
+that already fed an emitted window). A watermark ``wm`` emits every window with end <= wm,
+evicts the frames no later window needs, forwards ``wm`` and sets ``next_win_to_emit =
+higher_frame_ts(wm)``. Only windows holding data are visited, so a watermark far ahead costs
+nothing per empty frame. Results come out by window end, keys in order of first appearance.
+
+The hot path folds a whole chunk per frame: a chunk whose events all fall in one frame (the
+usual case) is one call of the operation's chunk fold (``collections.Counter``'s C helper for
+counting); a chunk straddling frames is split per frame with C-level ``compress``.
+"""
+
+from __future__ import annotations
+
+from itertools import compress
+from operator import itemgetter
+from typing import Any, Callable
+
+from jet.core.aggregate import AggregateOperation
+from jet.core.inbox import Inbox
+from jet.core.processors.base import Supplier
+from jet.core.processors.streaming import StreamingProcessor, monotonic_ms
+from jet.core.sliding_window_policy import SlidingWindowPolicy
+from jet.core.special_items import MAX_TIMESTAMP, MIN_TIMESTAMP, Watermark
+from jet.core.window_results import KeyedWindowResult, WindowResult
+
+_MISSING = object()
+_timestamp_of = itemgetter(0)
+_item_of = itemgetter(1)
+
+#: What a processor does with its input and output.
+ACCUMULATE_BY_FRAME = "accumulate-by-frame"  # pairs in, bare per-frame accumulators out (stage 1)
+COMBINE_TO_WINDOW = "combine-to-window"      # per-frame accumulators in, window pairs out (stage 2)
+AGGREGATE_TO_WINDOW = "aggregate-to-window"  # pairs in, window pairs out (single stage)
+
+
+class SlidingWindowP(StreamingProcessor):
+    """One class for the three sliding-window processors (Jet's SlidingWindowP)."""
+
+    def __init__(self, kind: str, key_fn: Callable[[Any], Any] | None,
+                 window_policy: SlidingWindowPolicy, aggregate: AggregateOperation,
+                 keyed: bool, early_results_period_ms: int = 0,
+                 clock_ms: Callable[[], int] = monotonic_ms) -> None:
+        self._kind = kind
+        self._key_fn = key_fn
+        self._policy = (window_policy.to_tumbling_by_frame() if kind == ACCUMULATE_BY_FRAME
+                        else window_policy)
+        self._aggregate = aggregate
+        self._keyed = keyed
+        self._early_period_ms = early_results_period_ms
+        self._clock_ms = clock_ms
+        self._deduct = None if self._policy.is_tumbling() else aggregate.deduct
+        self.frames: dict[int, dict] = {}
+        self.next_win_to_emit = MIN_TIMESTAMP
+        self.current_watermark = MIN_TIMESTAMP
+        self.top_ts = MIN_TIMESTAMP
+        self._running: dict | None = None
+        self._next_early_ms: int | None = None
+        self.late_events_dropped = 0
+
+    # -- input ------------------------------------------------------------------------------
+    def process(self, ordinal: int, inbox: Inbox) -> None:
+        chunk = inbox.take_chunk()
+        if not chunk:
+            return
+        if self._kind == COMBINE_TO_WINDOW:
+            self._combine_frames(chunk)
+        else:
+            self._accumulate_pairs(chunk)
+
+    def _accumulate_pairs(self, pairs: list) -> None:
+        # Not zip(*pairs): its per-pair iterators are GC-tracked and trigger collections.
+        timestamps = list(map(_timestamp_of, pairs))
+        items = list(map(_item_of, pairs))
+        policy = self._policy
+        size, offset = policy.frame_size, policy.frame_offset
+        lowest, highest = min(timestamps), max(timestamps)
+        frame = policy.higher_frame_ts(lowest)
+        if frame == policy.higher_frame_ts(highest):
+            if frame < self.next_win_to_emit:
+                self.drop_late(len(items), self.current_watermark)
+            else:
+                self._fold(frame, items)
+            return
+        if lowest - size > MIN_TIMESTAMP and highest + size < MAX_TIMESTAMP:
+            frames = [t - (t - offset) % size + size for t in timestamps]
+        else:  # near the int64 bounds: clamp as Java does
+            frames = list(map(policy.higher_frame_ts, timestamps))
+        late = 0
+        for frame in sorted(set(frames)):
+            frame_items = list(compress(items, map(frame.__eq__, frames)))
+            if frame < self.next_win_to_emit:
+                late += len(frame_items)
+            else:
+                self._fold(frame, frame_items)
+        if late:
+            self.drop_late(late, self.current_watermark)
+
+    def _fold(self, frame: int, items: list) -> None:
+        """Fold the items of one frame (not late) into it."""
+        accumulators = self.frames.get(frame)
+        if accumulators is None:
+            accumulators = self.frames[frame] = {}
+            if frame > self.top_ts:
+                self.top_ts = frame
+        aggregate = self._aggregate
+        if self._keyed:
+            aggregate.fold_keyed_chunk(accumulators, self._key_fn, items)
+        else:
+            acc = accumulators.get(None, _MISSING)
+            accumulators[None] = aggregate.fold_chunk(
+                aggregate.create() if acc is _MISSING else acc, items)
+
+    def _combine_frames(self, frame_results: list) -> None:
+        higher_frame_ts = self._policy.higher_frame_ts
+        combine, create = self._aggregate.combine, self._aggregate.create
+        frames = self.frames
+        for result in frame_results:
+            frame = higher_frame_ts(result.end - 1)
+            if frame < self.next_win_to_emit:
+                self.drop_late(1, self.current_watermark)
+                continue
+            accumulators = frames.get(frame)
+            if accumulators is None:
+                accumulators = frames[frame] = {}
+                if frame > self.top_ts:
+                    self.top_ts = frame
+            acc = accumulators.get(result.key, _MISSING)
+            # A fresh accumulator first: the partial may be shared (a local edge, a test input).
+            accumulators[result.key] = combine(create() if acc is _MISSING else acc, result.result)
+
+    # -- output ----------------------------------------------------------------------------
+    def try_process_watermark(self, watermark: Watermark) -> bool:
+        if not self.emit_then_forward(watermark, lambda: self._close_windows(watermark.timestamp)):
+            return False
+        self.next_win_to_emit = self._policy.higher_frame_ts(watermark.timestamp)
+        self.current_watermark = watermark.timestamp
+        return True
+
+    def complete(self) -> bool:
+        policy = self._policy
+        return self.emit_final(lambda: self._close_windows(
+            min(MAX_TIMESTAMP, self.top_ts + policy.window_size - policy.frame_size)))
+
+    def try_process(self) -> bool:
+        if not self._early_period_ms or not self.emit_unfinished() or not self.frames:
+            return self._unfinished is None
+        now = self._clock_ms()
+        if self._next_early_ms is None:
+            self._next_early_ms = now + self._early_period_ms
+        if now < self._next_early_ms:
+            return True
+        self._next_early_ms = now + self._early_period_ms
+        return self.start_emitting(self._early_windows())
+
+    def _window_ends(self, limit: int) -> list[int]:
+        """Ends of the windows holding data, from ``next_win_to_emit`` to ``limit``, ascending."""
+        policy = self._policy
+        step, reach = policy.frame_size, policy.window_size - policy.frame_size
+        ends: list[int] = []
+        # Frames stay until their last window is out, so the lowest may be below this.
+        covered = self.next_win_to_emit - step  # the highest end not to list again
+        for frame in sorted(self.frames):
+            if frame > limit:
+                break
+            start = max(frame, covered + step)
+            stop = min(frame + reach, limit)
+            if start <= stop:
+                ends.extend(range(start, stop + 1, step))
+                covered = ends[-1]
+        return ends
+
+    def _recompute(self, end: int) -> dict:
+        """The accumulators of the window ending at ``end``, combined afresh from its frames."""
+        policy = self._policy
+        combine, create = self._aggregate.combine, self._aggregate.create
+        window: dict = {}
+        get = self.frames.get
+        for frame in range(end - policy.window_size + policy.frame_size, end + 1, policy.frame_size):
+            for key, acc in get(frame, {}).items():
+                current = window.get(key, _MISSING)
+                window[key] = combine(create() if current is _MISSING else current, acc)
+        return window
+
+    def _close_windows(self, limit: int) -> list:
+        """The results of every window with end <= ``limit``; evicts the frames they free."""
+        policy = self._policy
+        frames = self.frames
+        output: list = []
+        for end in self._window_ends(limit):
+            leaving = end - policy.window_size + policy.frame_size
+            if policy.is_tumbling():
+                self._append_results(output, end, frames.pop(end, None) or {}, False)
+            elif self._deduct is not None:
+                self._append_results(output, end, self._add_leading_frame(end), False)
+                self._deduct_frame(frames.pop(leaving, None))
+            else:
+                self._append_results(output, end, self._recompute(end), False)
+                frames.pop(leaving, None)
+        return output
+
+    def _add_leading_frame(self, end: int) -> dict:
+        """The running window, moved on to the window ending at ``end``."""
+        running = self._running
+        if running is None:
+            running = self._running = self._recompute(end)
+            return running
+        combine, create = self._aggregate.combine, self._aggregate.create
+        for key, acc in self.frames.get(end, {}).items():
+            current = running.get(key, _MISSING)
+            running[key] = combine(create() if current is _MISSING else current, acc)
+        return running
+
+    def _deduct_frame(self, leaving: dict | None) -> None:
+        """Take the frame that left out of the running window, dropping emptied accumulators."""
+        if not leaving:
+            return
+        running, deduct, empty = self._running, self._aggregate.deduct, self._aggregate.create()
+        for key, acc in leaving.items():
+            remaining = deduct(running[key], acc)
+            if remaining == empty:
+                del running[key]
+            else:
+                running[key] = remaining
+
+    def _early_windows(self) -> list:
+        """Early results of every window from the next one up to the highest frame's last one."""
+        policy = self._policy
+        limit = min(MAX_TIMESTAMP, self.top_ts + policy.window_size - policy.frame_size)
+        output: list = []
+        for end in self._window_ends(limit):
+            window = self.frames.get(end, {}) if policy.is_tumbling() else self._recompute(end)
+            self._append_results(output, end, window, True)
+        return output
+
+    def _append_results(self, output: list, end: int, window: dict, is_early: bool) -> None:
+        policy = self._policy
+        start = end - policy.window_size
+        if self._kind == ACCUMULATE_BY_FRAME:
+            output.extend([KeyedWindowResult(start, end, key, acc) for key, acc in window.items()])
+            return
+        finish = self._aggregate.export_fn if is_early else self._aggregate.finish
+        last_instant = end - 1
+        if self._keyed:
+            output.extend([(last_instant, KeyedWindowResult(start, end, key, finish(acc), is_early))
+                           for key, acc in window.items()])
+        else:
+            output.extend([(last_instant, WindowResult(start, end, finish(acc), is_early))
+                           for acc in window.values()])
+
+
+def _check(where: str, window_policy: Any, aggregate: Any, needs_combine: bool) -> None:
+    if not isinstance(window_policy, SlidingWindowPolicy):
+        raise TypeError(f"{where}: window_policy must be a SlidingWindowPolicy, got {window_policy!r}")
+    if not isinstance(aggregate, AggregateOperation):
+        raise TypeError(f"{where}: aggregate must be an AggregateOperation, got {aggregate!r}")
+    if needs_combine and aggregate.combine is None:
+        raise ValueError(f"{where}: aggregate {aggregate.name!r} has no combine function, which"
+                         " this window needs (two stages, or a sliding window)")
+
+
+def _check_key_fn(where: str, key_fn: Any) -> None:
+    if key_fn is not None and not callable(key_fn):
+        raise TypeError(f"{where}: key_fn must be callable or None, got {key_fn!r}")
+
+
+def accumulate_by_frame_p(key_fn: Callable[[Any], Any] | None, window_policy: SlidingWindowPolicy,
+                          aggregate: AggregateOperation) -> Supplier:
+    """Stage one: ``(ts, item)`` pairs in, a bare ``KeyedWindowResult(frame start, frame end,
+    key, accumulator)`` per (frame, key) out once the watermark passes the frame (key None
+    without ``key_fn``)."""
+    _check("accumulate_by_frame_p", window_policy, aggregate, needs_combine=False)
+    _check_key_fn("accumulate_by_frame_p", key_fn)
+    return lambda: SlidingWindowP(ACCUMULATE_BY_FRAME, key_fn, window_policy, aggregate,
+                                  keyed=key_fn is not None)
+
+
+def combine_to_sliding_window_p(window_policy: SlidingWindowPolicy, aggregate: AggregateOperation,
+                                keyed: bool = True) -> Supplier:
+    """Stage two: stage one's per-frame results in, ``(end - 1, KeyedWindowResult)`` pairs out
+    (``(end - 1, WindowResult)`` when not ``keyed``)."""
+    _check("combine_to_sliding_window_p", window_policy, aggregate, needs_combine=True)
+    return lambda: SlidingWindowP(COMBINE_TO_WINDOW, None, window_policy, aggregate, keyed=keyed)
+
+
+def aggregate_to_sliding_window_p(key_fn: Callable[[Any], Any] | None,
+                                  window_policy: SlidingWindowPolicy, aggregate: AggregateOperation,
+                                  early_results_period_ms: int = 0,
+                                  clock_ms: Callable[[], int] = monotonic_ms) -> Supplier:
+    """Single stage: ``(ts, item)`` pairs in, window result pairs out; with
+    ``early_results_period_ms`` > 0 also early results (``is_early=True``) every period of
+    ``clock_ms`` (a monotonic clock in ms)."""
+    where = "aggregate_to_sliding_window_p"
+    _check(where, window_policy, aggregate, needs_combine=not window_policy.is_tumbling())
+    _check_key_fn(where, key_fn)
+    if not isinstance(early_results_period_ms, int) or early_results_period_ms < 0:
+        raise ValueError(f"{where}: early_results_period_ms must be an int >= 0, got"
+                         f" {early_results_period_ms!r}")
+    return lambda: SlidingWindowP(AGGREGATE_TO_WINDOW, key_fn, window_policy, aggregate,
+                                  keyed=key_fn is not None,
+                                  early_results_period_ms=early_results_period_ms, clock_ms=clock_ms)
