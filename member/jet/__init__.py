@@ -2,7 +2,9 @@
 
 from jet.connectors import Sinks, Sources
 from jet.core import DAG, AggregateOperation, Edge, Processor, Vertex
-from jet.pipeline import AggregateOperations, Pipeline
+from jet.core.window_results import KeyedWindowResult, WindowResult
+from jet.pipeline import (AggregateOperations, Pipeline, PipelineDefinitionError, StreamSourceStage, StreamStage,
+                          WindowDefinition)
 
 
 def connect(addresses, token=None, tls=None):
@@ -18,6 +20,7 @@ def local_cluster(members: int = 2, threads=None, **settings):
     return _local_cluster(members, threads, **settings)
 
 
-__all__ = ["AggregateOperation", "AggregateOperations", "DAG", "Edge", "Pipeline", "Processor",
-           "Sinks", "Sources", "Vertex", "connect", "local_cluster"]
+__all__ = ["AggregateOperation", "AggregateOperations", "DAG", "Edge", "KeyedWindowResult", "Pipeline",
+           "PipelineDefinitionError", "Processor", "Sinks", "Sources", "StreamSourceStage", "StreamStage",
+           "Vertex", "WindowDefinition", "WindowResult", "connect", "local_cluster"]
 __version__ = "0.1.0"

@@ -1,8 +1,13 @@
 """The Pipeline API and its planner (Pipeline -> core DAG)."""
 
 from jet.pipeline.aggregate_operations import AggregateOperations
+from jet.pipeline.errors import PipelineDefinitionError
 from jet.pipeline.pipeline import Pipeline
-from jet.pipeline.stages import BatchStage, PipelineDefinitionError, SinkStage, StageWithKey
+from jet.pipeline.stages import (BatchStage, GeneralStage, SinkStage, StageWithKey, StageWithKeyAndWindow,
+                                 StageWithWindow)
+from jet.pipeline.stream_stages import StreamSourceStage, StreamStage, StreamStageWithKey
+from jet.pipeline.window_definition import WindowDefinition
 
-__all__ = ["AggregateOperations", "BatchStage", "Pipeline", "PipelineDefinitionError", "SinkStage",
-           "StageWithKey"]
+__all__ = ["AggregateOperations", "BatchStage", "GeneralStage", "Pipeline", "PipelineDefinitionError",
+           "SinkStage", "StageWithKey", "StageWithKeyAndWindow", "StageWithWindow", "StreamSourceStage",
+           "StreamStage", "StreamStageWithKey", "WindowDefinition"]

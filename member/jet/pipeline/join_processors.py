@@ -6,6 +6,7 @@ from typing import Any, Callable
 
 from jet.core.inbox import Inbox
 from jet.core.processors import ChunkEmittingProcessor
+from jet.core.special_items import Watermark
 
 _NO_MATCH = [None]
 
@@ -48,11 +49,17 @@ class HashJoinP(ChunkEmittingProcessor):
             if not self.emit_list(self._pending):
                 return
             self._pending = None
-        get, key_fn, mapper = self._table.get, self._key_fn, self._mapper
-        chunk = inbox.take_chunk(max(self.outbox.capacities, default=1024))
-        joined = [mapper(item, match) for item in chunk for match in get(key_fn(item), _NO_MATCH)]
+        joined = self._join(inbox.take_chunk(max(self.outbox.capacities, default=1024)))
         if not self.emit_list(joined):
             self._pending = joined
+
+    def _join(self, chunk: list) -> list:
+        get, key_fn, mapper = self._table.get, self._key_fn, self._mapper
+        return [mapper(item, match) for item in chunk for match in get(key_fn(item), _NO_MATCH)]
+
+    def try_process_watermark(self, watermark: Watermark) -> bool:
+        # What was joined before the watermark goes out before it.
+        return self.complete() and self.outbox.offer_watermark(watermark)
 
     def complete(self) -> bool:
         if self._pending is not None:
@@ -60,3 +67,13 @@ class HashJoinP(ChunkEmittingProcessor):
                 return False
             self._pending = None
         return True
+
+
+class TimestampedHashJoinP(HashJoinP):
+    """A joiner of a stream with timestamps: items arrive as (timestamp, item) pairs, and each
+    joined result keeps its item's timestamp."""
+
+    def _join(self, chunk: list) -> list:
+        get, key_fn, mapper = self._table.get, self._key_fn, self._mapper
+        return [(ts, mapper(item, match)) for ts, item in chunk
+                for match in get(key_fn(item), _NO_MATCH)]

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
-from jet.connectors.base import Source
+from jet.connectors.base import Source, StreamSource
 from jet.core.dag import DAG
-from jet.pipeline.stages import BatchStage, PipelineDefinitionError
+from jet.pipeline.errors import PipelineDefinitionError
+from jet.pipeline.stages import BatchStage
+from jet.pipeline.stream_checks import check_stream_rules
+from jet.pipeline.stream_stages import StreamSourceStage
 from jet.pipeline.transforms import Transform
 
 
@@ -20,14 +23,17 @@ class Pipeline:
     def create(cls) -> "Pipeline":
         return cls()
 
-    def read_from(self, source: Source) -> BatchStage:
-        """A stage emitting the items of ``source`` (see ``jet.Sources``)."""
+    def read_from(self, source: Source) -> BatchStage | StreamSourceStage:
+        """A stage emitting the items of ``source`` (see ``jet.Sources``): a ``BatchStage``, or
+        for a stream source a ``StreamSourceStage`` whose ``with_*`` methods choose the
+        timestamps."""
         if not isinstance(source, Source):
             raise PipelineDefinitionError(f"read_from needs a source from jet.Sources, got {source!r}")
-        transform = Transform("source", [], connector=source,
+        stream = isinstance(source, StreamSource)
+        transform = Transform("source", [], connector=source, stream=stream,
                               local_parallelism=source.local_parallelism, pipeline=self)
         self._add(transform)
-        return BatchStage(self, transform)
+        return StreamSourceStage(self, transform) if stream else BatchStage(self, transform)
 
     def set_preserve_order(self, preserve_order: bool) -> "Pipeline":
         """Keep the order of each source partition through unkeyed stages (as Jet does: their
@@ -49,6 +55,7 @@ class Pipeline:
         if not any(t.kind == "sink" for t in self._transforms):
             raise PipelineDefinitionError("the pipeline has no sink: write a stage to a sink")
         for transform in self._transforms:
+            check_stream_rules(transform)
             if transform.kind != "sink" and not transform.downstream:
                 raise PipelineDefinitionError(
                     f"stage {transform.name!r} leads nowhere: write it to a sink or use it in"

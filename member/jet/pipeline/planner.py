@@ -10,6 +10,8 @@
   ``<name>-joiner`` over a higher-priority edge: the whole table is in before the first item.
 - Preserve-order makes the edges into unkeyed stages isolated and caps their parallelism at
   the upstream's.
+
+Streams (event time, windows, stateful mapping) are planned by ``stream_planner.StreamPlanning``.
 """
 
 from __future__ import annotations
@@ -22,8 +24,9 @@ from jet.core.edge import Edge
 from jet.core.functions import entry_key
 from jet.core.partitioner import HASH_PARTITIONER
 from jet.core.processors import (TransformP, accumulate_by_key_p, accumulate_p, aggregate_by_key_p,
-                                 aggregate_p, combine_by_key_p, combine_p, fused_p)
-from jet.pipeline.join_processors import HashJoinCollectP, HashJoinP
+                                 aggregate_p, combine_by_key_p, combine_p)
+from jet.pipeline.join_processors import HashJoinCollectP, HashJoinP, TimestampedHashJoinP
+from jet.pipeline.stream_planner import StreamPlanning, chain_p, watermark_frame_ms
 from jet.pipeline.transforms import Input, Transform
 
 
@@ -55,7 +58,7 @@ def _pass_through() -> TransformP:
     return TransformP(lambda chunk: chunk)
 
 
-class Planner:
+class Planner(StreamPlanning):
     """One planning of one pipeline."""
 
     def __init__(self, pipeline: Any, default_local_parallelism: int = LOCAL_PARALLELISM_USE_DEFAULT) -> None:
@@ -70,6 +73,9 @@ class Planner:
         self.in_ordinals: dict[str, int] = {}
         self.out_ordinals: dict[str, int] = {}
         self.lp: dict[Transform, int] = {}
+        self.emits_pairs: dict[Transform, bool] = {}
+        self.converters: dict[Transform, Vertex] = {}
+        self.frame_ms = watermark_frame_ms(self.transforms)
 
     # -- parallelism ----------------------------------------------------------------------------
     def _effective_lp(self, transform: Transform) -> int:
@@ -99,6 +105,7 @@ class Planner:
                 continue
             handler = getattr(self, f"_plan_{transform.kind}")
             handler(transform)
+            self.emits_pairs.setdefault(transform, self.pairs_out(transform))
         return self.dag
 
     def _vertex(self, name: str, supplier: Callable[[], Any], lp: int) -> Vertex:
@@ -115,21 +122,29 @@ class Planner:
         return edge
 
     def _connect_input(self, source: Input, dest: Vertex, keyed: bool = False,
-                       setup: Callable[[Edge], Edge] | None = None) -> Edge:
-        """The edge from an input's upstream vertex: rebalanced, custom, isolated or unicast."""
-        upstream = self.output_vertex[source.transform]
+                       setup: Callable[[Edge], Edge] | None = None, pairs: bool | None = None) -> Edge:
+        """The edge from an input's upstream vertex: custom (the stage's own routing comes
+        first), rebalanced, isolated or unicast. ``pairs`` is the representation the stage
+        takes (timestamped pairs or bare items; None: either), converted when needed."""
+        if pairs is None:
+            upstream = self.output_vertex[source.transform]
+        else:
+            upstream = self.converted_output(source.transform, pairs)
+        if setup is not None:
+            return self._connect(upstream, dest, setup)
         if source.rebalance:
             if source.rebalance_key is not None:
                 return self._connect(upstream, dest,
                                      lambda e: e.partitioned(source.rebalance_key).distributed())
             return self._connect(upstream, dest, lambda e: e.distributed())
-        if setup is not None:
-            return self._connect(upstream, dest, setup)
         if self.pipeline.preserve_order and not keyed:
             return self._connect(upstream, dest, lambda e: e.isolated())
         return self._connect(upstream, dest)
 
     def _plan_source(self, transform: Transform) -> None:
+        if transform.stream:
+            self._plan_stream_source(transform)
+            return
         vertex = self._vertex(self.names[transform], transform.connector.supplier,
                               self._effective_lp(transform))
         self.output_vertex[transform] = vertex
@@ -137,7 +152,7 @@ class Planner:
     def _plan_sink(self, transform: Transform) -> None:
         vertex = self._vertex(self.names[transform], transform.connector.supplier,
                               self._effective_lp(transform))
-        self._connect_input(transform.inputs[0], vertex)
+        self._connect_input(transform.inputs[0], vertex, pairs=False)
         self.output_vertex[transform] = vertex
 
     def _fusable_chain(self, first: Transform) -> list[Transform]:
@@ -163,10 +178,14 @@ class Planner:
                 steps.append((stage.kind, stage.fn))
         names = [self.names[stage] for stage in chain]
         name = names[0] if len(chain) == 1 else "fused(" + ", ".join(names) + ")"
-        vertex = self._vertex(name, fused_p(steps, names), self._effective_lp(transform))
+        pairs_in = self.emits_pairs[transform.inputs[0].transform]
+        pairs_out = self.chain_output_pairs(chain[-1], pairs_in)
+        vertex = self._vertex(name, chain_p(steps, names, pairs_in, pairs_out),
+                              self._effective_lp(transform))
         self._connect_input(transform.inputs[0], vertex)
         for stage in chain:
             self.output_vertex[stage] = vertex
+            self.emits_pairs[stage] = pairs_out
 
     _plan_map = _plan_filter = _plan_flat_map = _plan_peek = _plan_stateless
 
@@ -176,12 +195,12 @@ class Planner:
         source = transform.inputs[0]
         if operation.combine is None or source.rebalance:
             vertex = self._vertex(name, aggregate_by_key_p(key_fn, operation), lp)
-            self._connect_input(source, vertex, keyed=True,
+            self._connect_input(source, vertex, keyed=True, pairs=False,
                                 setup=lambda e: e.partitioned(key_fn).distributed())
         else:
             prepare = self._vertex(f"{name}-prepare", accumulate_by_key_p(key_fn, operation), lp)
             vertex = self._vertex(name, combine_by_key_p(operation), lp)
-            self._connect_input(source, prepare, keyed=True,
+            self._connect_input(source, prepare, keyed=True, pairs=False,
                                 setup=lambda e: e.partitioned(key_fn, HASH_PARTITIONER))
             self._connect(prepare, vertex, lambda e: e.partitioned(entry_key).distributed())
         self.output_vertex[transform] = vertex
@@ -190,13 +209,13 @@ class Planner:
         name, operation = self.names[transform], transform.operation
         if operation.combine is None:
             vertex = self._vertex(name, aggregate_p(operation), 1)
-            self._connect_input(transform.inputs[0], vertex,
+            self._connect_input(transform.inputs[0], vertex, pairs=False,
                                 setup=lambda e: e.all_to_one(name).distributed())
         else:
             prepare = self._vertex(f"{name}-prepare", accumulate_p(operation),
                                    self._effective_lp(transform))
             vertex = self._vertex(name, combine_p(operation), 1)
-            self._connect_input(transform.inputs[0], prepare)
+            self._connect_input(transform.inputs[0], prepare, pairs=False)
             self._connect(prepare, vertex, lambda e: e.all_to_one(name).distributed())
         self.output_vertex[transform] = vertex
 
@@ -204,16 +223,19 @@ class Planner:
         name = self.names[transform]
         primary, lookup = transform.inputs
         key_fn, other_key_fn, mapper = transform.key_fn, transform.other_key_fn, transform.fn
-        joiner = self._vertex(f"{name}-joiner", lambda: HashJoinP(key_fn, mapper),
+        joiner_class = TimestampedHashJoinP if self.emits_pairs[primary.transform] else HashJoinP
+        joiner = self._vertex(f"{name}-joiner", lambda: joiner_class(key_fn, mapper),
                               self._effective_lp(transform))
         collector = self._vertex(f"{name}-collector", lambda: HashJoinCollectP(other_key_fn), 1)
         self._connect_input(primary, joiner)
-        self._connect_input(lookup, collector, setup=lambda e: e.broadcast().distributed())
+        self._connect_input(lookup, collector, pairs=False,
+                            setup=lambda e: e.broadcast().distributed())
         self._connect(collector, joiner, lambda e: e.broadcast().priority(-1))
         self.output_vertex[transform] = joiner
 
     def _plan_merge(self, transform: Transform) -> None:
         vertex = self._vertex(self.names[transform], _pass_through, self._effective_lp(transform))
+        pairs = self.pairs_out(transform)
         for source in transform.inputs:
-            self._connect_input(source, vertex)
+            self._connect_input(source, vertex, pairs=pairs)
         self.output_vertex[transform] = vertex

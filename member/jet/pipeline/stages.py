@@ -1,32 +1,31 @@
-"""The fluent stage API: each call adds a transform and returns the stage for its output."""
+"""The fluent stage API: each call adds a transform and returns the stage for its output.
+
+Stages never import the pipeline: they add transforms through the ``TransformGraph`` protocol,
+so ``pipeline.py`` depends on this module and not the other way round. Stream stages extend
+these classes in ``stream_stages.py``. Mistakes that depend on what kind of stage an operation
+is applied to (a window on a batch stage, an aggregation without a window on a stream) are
+reported by ``Pipeline.validate`` at submission, naming the stage.
+"""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable, Iterable
+from typing import Any, Callable, Iterable
 
 from jet.connectors.base import Sink
 from jet.core.aggregate import AggregateOperation
 from jet.core.functions import as_key_fn
-from jet.pipeline.transforms import Input, Transform
+from jet.pipeline.errors import PipelineDefinitionError, require_callable, require_operation
+from jet.pipeline.transforms import Input, Transform, TransformGraph
+from jet.pipeline.window_definition import SessionWindowDefinition, WindowDefinition
 
-if TYPE_CHECKING:
-    from jet.pipeline.pipeline import Pipeline
-
-
-class PipelineDefinitionError(ValueError):
-    """The pipeline is malformed; the message names the stage at fault."""
-
-
-def _require_callable(fn: Any, stage: str, argument: str) -> None:
-    if not callable(fn):
-        raise PipelineDefinitionError(
-            f"stage {stage!r}: {argument} must be callable, got {type(fn).__name__} {fn!r}")
+__all__ = ["BatchStage", "GeneralStage", "PipelineDefinitionError", "SinkStage", "Stage",
+           "StageWithKey", "StageWithKeyAndWindow", "StageWithWindow"]
 
 
 class Stage:
     """Common to every stage: naming and parallelism."""
 
-    def __init__(self, pipeline: "Pipeline", transform: Transform) -> None:
+    def __init__(self, pipeline: TransformGraph, transform: Transform) -> None:
         self._pipeline = pipeline
         self._transform = transform
 
@@ -51,25 +50,33 @@ class Stage:
         return self
 
 
-class BatchStage(Stage):
-    """A stage whose output other stages can read."""
+class GeneralStage(Stage):
+    """A stage whose output other stages can read: what batch and stream stages share.
 
-    def __init__(self, pipeline: "Pipeline", transform: Transform,
+    Every method returns a stage of the same kind as this one (batch or stream)."""
+
+    def __init__(self, pipeline: TransformGraph, transform: Transform,
                  rebalance: bool = False, rebalance_key: Callable[[Any], Any] | None = None) -> None:
         super().__init__(pipeline, transform)
         self._rebalance = rebalance
         self._rebalance_key = rebalance_key
 
+    def _keyed(self, key_fn: Callable[[Any], Any]) -> "StageWithKey":
+        return StageWithKey(self, key_fn)
+
     def _input(self) -> Input:
         return Input(self._transform, self._rebalance, self._rebalance_key)
 
-    def _add(self, kind: str, inputs: list[Input], **fields: Any) -> "BatchStage":
+    def _add(self, kind: str, inputs: list[Input], **fields: Any) -> Any:
+        """A new transform reading ``inputs``, a stream (with timestamps) when this stage is."""
+        fields.setdefault("stream", self._transform.stream)
+        fields.setdefault("timestamped", self._transform.timestamped)
         transform = Transform(kind, inputs, pipeline=self._pipeline, **fields)
         self._pipeline._add(transform)
-        return BatchStage(self._pipeline, transform)
+        return type(self)(self._pipeline, transform)
 
-    def _own(self, other: Any, what: str) -> "BatchStage":
-        if not isinstance(other, BatchStage):
+    def _own(self, other: Any, what: str) -> "GeneralStage":
+        if not isinstance(other, GeneralStage):
             raise PipelineDefinitionError(f"stage {self.name!r}: {what} needs a stage, got {other!r}")
         if other._pipeline is not self._pipeline:
             raise PipelineDefinitionError(
@@ -79,60 +86,82 @@ class BatchStage(Stage):
         return other
 
     # -- stateless --------------------------------------------------------------------------
-    def map(self, fn: Callable[[Any], Any]) -> "BatchStage":
+    def map(self, fn: Callable[[Any], Any]) -> Any:
         """Emit ``fn(item)`` for each item."""
-        _require_callable(fn, "map", "the mapping function")
+        require_callable(fn, "map", "the mapping function")
         return self._add("map", [self._input()], fn=fn)
 
-    def filter(self, fn: Callable[[Any], Any]) -> "BatchStage":
+    def filter(self, fn: Callable[[Any], Any]) -> Any:
         """Keep the items for which ``fn(item)`` is truthy."""
-        _require_callable(fn, "filter", "the predicate")
+        require_callable(fn, "filter", "the predicate")
         return self._add("filter", [self._input()], fn=fn)
 
-    def flat_map(self, fn: Callable[[Any], Iterable[Any]]) -> "BatchStage":
+    def flat_map(self, fn: Callable[[Any], Iterable[Any]]) -> Any:
         """Emit every item of the iterable ``fn(item)``."""
-        _require_callable(fn, "flat-map", "the function")
+        require_callable(fn, "flat-map", "the function")
         return self._add("flat_map", [self._input()], fn=fn)
 
-    def peek(self, format_fn: Callable[[Any], str] = str) -> "BatchStage":
+    def peek(self, format_fn: Callable[[Any], str] = str) -> Any:
         """Log every item passing through (at INFO), unchanged."""
-        _require_callable(format_fn, "peek", "the format function")
+        require_callable(format_fn, "peek", "the format function")
         return self._add("peek", [self._input()], fn=format_fn)
 
-    def rebalance(self, key_fn: Callable[[Any], Any] | None = None) -> "BatchStage":
+    def rebalance(self, key_fn: Callable[[Any], Any] | None = None) -> Any:
         """Spread the next stage's input over the whole cluster: round-robin, or by key."""
         if key_fn is not None:
-            _require_callable(key_fn, self.name, "the rebalance key function")
-        return BatchStage(self._pipeline, self._transform, True, key_fn)
+            require_callable(key_fn, self.name, "the rebalance key function")
+        return type(self)(self._pipeline, self._transform, True, key_fn)
 
-    # -- aggregation ------------------------------------------------------------------------
+    # -- aggregation and state ------------------------------------------------------------------
     def grouping_key(self, key_fn: Callable[[Any], Any]) -> "StageWithKey":
-        """Group the items by ``key_fn(item)`` for a keyed aggregation."""
-        _require_callable(key_fn, self.name, "the grouping key function")
-        return StageWithKey(self, as_key_fn(key_fn))
+        """Group the items by ``key_fn(item)`` for a keyed aggregation, window or state."""
+        require_callable(key_fn, self.name, "the grouping key function")
+        return self._keyed(as_key_fn(key_fn))
 
-    def aggregate(self, operation: AggregateOperation) -> "BatchStage":
-        """Aggregate all items into one result."""
-        _check_operation(operation, "aggregate")
+    def aggregate(self, operation: AggregateOperation) -> Any:
+        """Aggregate all items into one result (a batch stage; a stream needs a window first)."""
+        require_operation(operation, "aggregate")
         return self._add("aggregate", [self._input()], operation=operation)
 
+    def window(self, definition: WindowDefinition) -> "StageWithWindow":
+        """Group a stream's events into windows (see ``WindowDefinition``), then ``aggregate``."""
+        _require_window(definition, self.name)
+        return StageWithWindow(self, None, definition)
+
+    def map_stateful(self, create_fn: Callable[[], Any],
+                     map_fn: Callable[[Any, Any], Any]) -> Any:
+        """Emit ``map_fn(state, item)`` (unless None) with one state for the whole stage, made by
+        ``create_fn()``; runs on one processor in the cluster."""
+        return _stateful(self, "map", None, 0, create_fn, map_fn, None)
+
+    def filter_stateful(self, create_fn: Callable[[], Any],
+                        filter_fn: Callable[[Any, Any], Any]) -> Any:
+        """Keep the items for which ``filter_fn(state, item)`` is truthy (one global state)."""
+        return _stateful(self, "filter", None, 0, create_fn, filter_fn, None)
+
+    def flat_map_stateful(self, create_fn: Callable[[], Any],
+                          flat_map_fn: Callable[[Any, Any], Iterable[Any]]) -> Any:
+        """Emit every item of ``flat_map_fn(state, item)`` (one global state)."""
+        return _stateful(self, "flat_map", None, 0, create_fn, flat_map_fn, None)
+
     # -- joining ----------------------------------------------------------------------------
-    def hash_join(self, other: "BatchStage", key_fn: Callable[[Any], Any],
+    def hash_join(self, other: "GeneralStage", key_fn: Callable[[Any], Any],
                   other_key_fn: Callable[[Any], Any],
-                  mapper: Callable[[Any, Any], Any]) -> "BatchStage":
-        """Enrich each item with the items of ``other`` (the lookup side) whose
+                  mapper: Callable[[Any, Any], Any]) -> Any:
+        """Enrich each item with the items of ``other`` (the lookup side, a batch stage) whose
         ``other_key_fn`` equals the item's ``key_fn``: emits ``mapper(item, match)`` per match,
         or ``mapper(item, None)`` when there is none (a left outer join)."""
         other = self._own(other, "hash_join")
         for argument, fn in (("key_fn", key_fn), ("other_key_fn", other_key_fn), ("mapper", mapper)):
-            _require_callable(fn, "hash-join", argument)
+            require_callable(fn, "hash-join", argument)
         return self._add("hash_join", [self._input(), other._input()], key_fn=as_key_fn(key_fn),
                          other_key_fn=as_key_fn(other_key_fn), fn=mapper)
 
-    def merge(self, other: "BatchStage") -> "BatchStage":
-        """The items of both stages."""
+    def merge(self, other: "GeneralStage") -> Any:
+        """The items of both stages (two batch stages, or two streams)."""
         other = self._own(other, "merge")
-        return self._add("merge", [self._input(), other._input()])
+        both_timestamped = self._transform.timestamped and other._transform.timestamped
+        return self._add("merge", [self._input(), other._input()], timestamped=both_timestamped)
 
     # -- sink ---------------------------------------------------------------------------------
     def write_to(self, sink: Sink) -> "SinkStage":
@@ -146,26 +175,108 @@ class BatchStage(Stage):
         return SinkStage(self._pipeline, transform)
 
 
-class StageWithKey:
-    """A stage grouped by a key, ready for a keyed aggregation."""
+class BatchStage(GeneralStage):
+    """A stage of a finite input."""
 
-    def __init__(self, stage: BatchStage, key_fn: Callable[[Any], Any]) -> None:
+
+class StageWithKey:
+    """A stage grouped by a key: a keyed aggregation, window or stateful mapping follows."""
+
+    def __init__(self, stage: GeneralStage, key_fn: Callable[[Any], Any]) -> None:
         self._stage = stage
         self._key_fn = key_fn
 
-    def aggregate(self, operation: AggregateOperation) -> BatchStage:
-        """Aggregate the items of each key; emits (key, result) pairs."""
-        _check_operation(operation, "group-and-aggregate")
+    def aggregate(self, operation: AggregateOperation) -> Any:
+        """Aggregate the items of each key; emits (key, result) pairs (a batch stage)."""
+        require_operation(operation, "group-and-aggregate")
         return self._stage._add("group_aggregate", [self._stage._input()], key_fn=self._key_fn,
                                 operation=operation)
+
+    def window(self, definition: WindowDefinition) -> "StageWithKeyAndWindow":
+        """Group each key's events into windows, then ``aggregate``: emits KeyedWindowResults."""
+        _require_window(definition, self._stage.name)
+        return StageWithKeyAndWindow(self._stage, self._key_fn, definition)
+
+    def map_stateful(self, ttl_ms: int, create_fn: Callable[[], Any],
+                     map_fn: Callable[[Any, Any, Any], Any] | None = None,
+                     on_evict_fn: Callable[[Any, Any, int], Any] | None = None) -> Any:
+        """Emit ``map_fn(state, key, item)`` (unless None) with one state per key from
+        ``create_fn()``. With ``ttl_ms > 0`` (event time; needs timestamps) a key whose latest
+        event is more than ``ttl_ms`` behind the watermark is evicted, emitting
+        ``on_evict_fn(state, key, watermark)`` unless None; ``map_stateful(create_fn, map_fn)``
+        keeps state forever, as Jet's overload does."""
+        ttl_ms, create_fn, map_fn = _without_ttl_overload(ttl_ms, create_fn, map_fn)
+        return _stateful(self._stage, "map", self._key_fn, ttl_ms, create_fn, map_fn, on_evict_fn)
+
+    def filter_stateful(self, ttl_ms: int, create_fn: Callable[[], Any],
+                        filter_fn: Callable[[Any, Any], Any] | None = None) -> Any:
+        """Keep the items for which ``filter_fn(state, item)`` is truthy, one state per key
+        (``ttl_ms`` as in :meth:`map_stateful`)."""
+        ttl_ms, create_fn, filter_fn = _without_ttl_overload(ttl_ms, create_fn, filter_fn)
+        return _stateful(self._stage, "filter", self._key_fn, ttl_ms, create_fn, filter_fn, None)
+
+    def flat_map_stateful(self, ttl_ms: int, create_fn: Callable[[], Any],
+                          flat_map_fn: Callable[[Any, Any, Any], Iterable[Any]] | None = None,
+                          on_evict_fn: Callable[[Any, Any, int], Iterable[Any]] | None = None) -> Any:
+        """Emit every item of ``flat_map_fn(state, key, item)``, one state per key; an evicted
+        key emits every item of ``on_evict_fn(state, key, watermark)``."""
+        ttl_ms, create_fn, flat_map_fn = _without_ttl_overload(ttl_ms, create_fn, flat_map_fn)
+        return _stateful(self._stage, "flat_map", self._key_fn, ttl_ms, create_fn, flat_map_fn,
+                         on_evict_fn)
+
+
+class StageWithWindow:
+    """A stage with a window definition: ``aggregate`` gives the windows' results."""
+
+    def __init__(self, stage: GeneralStage, key_fn: Callable[[Any], Any] | None,
+                 definition: WindowDefinition) -> None:
+        self._stage = stage
+        self._key_fn = key_fn
+        self._definition = definition
+
+    @property
+    def window_definition(self) -> WindowDefinition:
+        return self._definition
+
+    def aggregate(self, operation: AggregateOperation) -> Any:
+        """Aggregate each window: emits ``WindowResult(start, end, result, is_early)``, or
+        ``KeyedWindowResult(start, end, key, result, is_early)`` per key of a keyed stage."""
+        name = "session-window" if isinstance(self._definition, SessionWindowDefinition) \
+            else "sliding-window"
+        require_operation(operation, name)
+        return self._stage._add("window_aggregate", [self._stage._input()], name=name,
+                                key_fn=self._key_fn, operation=operation, window=self._definition,
+                                timestamped=True)
+
+
+class StageWithKeyAndWindow(StageWithWindow):
+    """A keyed stage with a window definition."""
 
 
 class SinkStage(Stage):
     """The end of a branch."""
 
 
-def _check_operation(operation: Any, stage: str) -> None:
-    if not isinstance(operation, AggregateOperation):
+def _require_window(definition: Any, stage: str) -> None:
+    if not isinstance(definition, WindowDefinition):
         raise PipelineDefinitionError(
-            f"stage {stage!r}: expected an AggregateOperation (see jet.AggregateOperations),"
-            f" got {type(operation).__name__} {operation!r}")
+            f"stage {stage!r}: window() needs a WindowDefinition (tumbling, sliding or session),"
+            f" got {type(definition).__name__} {definition!r}")
+
+
+def _without_ttl_overload(ttl_ms: Any, create_fn: Any, fn: Any) -> tuple[Any, Any, Any]:
+    """Jet's ``mapStateful(createFn, mapFn)`` overload: no TTL."""
+    if fn is None and callable(ttl_ms):
+        return 0, ttl_ms, create_fn
+    return ttl_ms, create_fn, fn
+
+
+def _stateful(stage: GeneralStage, kind: str, key_fn: Callable[[Any], Any] | None, ttl_ms: Any,
+              create_fn: Any, fn: Any, on_evict_fn: Any) -> Any:
+    name = f"{kind.replace('_', '-')}-stateful-{'global' if key_fn is None else 'keyed'}"
+    require_callable(create_fn, name, "create_fn")
+    require_callable(fn, name, f"the {kind.replace('_', '-')} function")
+    if on_evict_fn is not None:
+        require_callable(on_evict_fn, name, "on_evict_fn")
+    return stage._add(f"{kind}_stateful", [stage._input()], name=name, key_fn=key_fn,
+                      ttl_ms=ttl_ms, create_fn=create_fn, fn=fn, on_evict_fn=on_evict_fn)

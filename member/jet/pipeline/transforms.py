@@ -3,18 +3,26 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, Protocol
 
 from jet.core.aggregate import AggregateOperation
+from jet.core.event_time import EventTimePolicy
 
 STATELESS_KINDS = ("map", "filter", "flat_map", "peek")
+STATEFUL_KINDS = ("map_stateful", "filter_stateful", "flat_map_stateful")
 
-#: Jet's default stage names, by kind.
+#: Jet's default stage names, by kind (stateful and window stages name themselves).
 DEFAULT_NAMES = {
     "map": "map", "filter": "filter", "flat_map": "flat-map", "peek": "peek",
     "group_aggregate": "group-and-aggregate", "aggregate": "aggregate",
-    "hash_join": "hash-join", "merge": "merge",
+    "hash_join": "hash-join", "merge": "merge", "add_timestamps": "add-timestamps",
 }
+
+
+class TransformGraph(Protocol):
+    """What a stage needs of its pipeline: a place to add the transforms it creates."""
+
+    def _add(self, transform: "Transform") -> None: ...
 
 
 @dataclass(eq=False)
@@ -29,7 +37,14 @@ class Input:
 @dataclass(eq=False)
 class Transform:
     """One stage of a pipeline. ``kind`` is source, map, filter, flat_map, peek,
-    group_aggregate, aggregate, hash_join, merge or sink."""
+    group_aggregate, aggregate, hash_join, merge, sink, or for streams add_timestamps,
+    window_aggregate, map_stateful, filter_stateful, flat_map_stateful.
+
+    ``stream`` says the stage's output is unbounded, ``timestamped`` that its items have event
+    time (they travel as ``(timestamp, item)`` pairs). A stream source stage has ``stream`` set
+    and ``timestamps_chosen`` once one of its ``with_*`` methods was called; its
+    ``event_time_policy`` is None without timestamps.
+    """
 
     kind: str
     inputs: list[Input]
@@ -42,6 +57,14 @@ class Transform:
     connector: Any = None
     downstream: list["Transform"] = field(default_factory=list)
     pipeline: Any = None
+    stream: bool = False
+    timestamped: bool = False
+    timestamps_chosen: bool = False
+    event_time_policy: EventTimePolicy | None = None
+    window: Any = None
+    ttl_ms: int = 0
+    create_fn: Callable[[], Any] | None = None
+    on_evict_fn: Callable[..., Any] | None = None
 
     def __post_init__(self) -> None:
         if not self.name:

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from itertools import chain
+from itertools import chain, compress, repeat
+from operator import itemgetter
 from typing import Any, Callable, Iterable
 
 from jet.core.chain_contract import ChainContract
@@ -13,6 +14,8 @@ from jet.core.processor import Context, Processor
 from jet.core.processors.base import ChunkFn, Supplier
 
 _STEP_KINDS = ("map", "filter", "flat_map")
+_timestamp_of = itemgetter(0)
+_item_of = itemgetter(1)
 
 
 def compile_chain(steps: Sequence[tuple[str, Callable[[Any], Any]]]) -> ChunkFn:
@@ -50,6 +53,43 @@ def compile_chain(steps: Sequence[tuple[str, Callable[[Any], Any]]]) -> ChunkFn:
         return list(items)
 
     return run_chain
+
+
+def compile_timestamped_chain(steps: Sequence[tuple[str, Callable[[Any], Any]]],
+                              unwrap: bool = False) -> ChunkFn:
+    """Like :func:`compile_chain`, over a chunk of timestamped pairs ``(ts, item)``.
+
+    The functions see only the items; every output keeps the timestamp of the item it came
+    from. The output chunk holds pairs, or the bare items when ``unwrap`` is true (before a
+    sink). Timestamps and items run as two aligned C-level sequences: a map maps the items, a
+    filter compresses both by one list of verdicts, a flat-map repeats each timestamp as many
+    times as its item gave results.
+    """
+    compile_chain(steps)  # the same checks of kinds and functions
+    steps = tuple(steps)
+
+    def run_timestamped_chain(chunk: list) -> list:
+        timestamps: Iterable[int] = list(map(_timestamp_of, chunk))
+        items: Iterable[Any] = list(map(_item_of, chunk))
+        for kind, fn in steps:
+            if kind == "map":
+                items = map(fn, items)
+            elif kind == "filter":
+                items = items if type(items) is list else list(items)
+                verdicts = list(map(fn, items))
+                timestamps, items = compress(timestamps, verdicts), compress(items, verdicts)
+            else:
+                results = list(map(fn, items))
+                try:
+                    counts = list(map(len, results))
+                except TypeError:  # iterators (generators): made into lists to count them
+                    results = list(map(list, results))
+                    counts = list(map(len, results))
+                timestamps = chain.from_iterable(map(repeat, timestamps, counts))
+                items = chain.from_iterable(results)
+        return list(items) if unwrap else list(zip(timestamps, items))
+
+    return run_timestamped_chain
 
 
 class TransformP(Processor):
