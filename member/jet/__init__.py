@@ -1,6 +1,6 @@
 """Jet for Python: low-latency DAG processing, run on a laptop or on Kubernetes."""
 
-from jet.connectors import Sinks, Sources
+from jet.connectors import SimpleEvent, SinkBuilder, Sinks, SourceBuilder, Sources
 from jet.core import DAG, AggregateOperation, Edge, Processor, Vertex
 from jet.core.window_results import KeyedWindowResult, WindowResult
 from jet.pipeline import (AggregateOperations, Pipeline, PipelineDefinitionError, StreamSourceStage, StreamStage,
@@ -21,6 +21,7 @@ def local_cluster(members: int = 2, threads=None, **settings):
 
 
 __all__ = ["AggregateOperation", "AggregateOperations", "DAG", "Edge", "KeyedWindowResult", "Pipeline",
-           "PipelineDefinitionError", "Processor", "Sinks", "Sources", "StreamSourceStage", "StreamStage",
-           "Vertex", "WindowDefinition", "WindowResult", "connect", "local_cluster"]
+           "PipelineDefinitionError", "Processor", "SimpleEvent", "SinkBuilder", "Sinks", "SourceBuilder", "Sources",
+           "StreamSourceStage", "StreamStage", "Vertex", "WindowDefinition", "WindowResult", "connect",
+           "local_cluster"]
 __version__ = "0.1.0"

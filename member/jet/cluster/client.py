@@ -20,6 +20,7 @@ from jet.cluster import messages
 from jet.cluster.auth import TlsConfig, load_cluster_token
 from jet.cluster.coordinator import JobStatus
 from jet.cluster.job_history import UnknownJobError
+from jet.cluster.observables import READ_WAIT_S, ObservableIterator, UnknownObservableError
 from jet.cluster.transport import ControlCallError, PeerConnection
 from jet.core.dag import DAG, DagValidationError
 from jet.execution.errors import JobCancelledError, JobFailedError, JobTimeoutError
@@ -86,6 +87,26 @@ class Job:
             raise KeyError(f"job {self.name} has no result named {name!r}; its results are"
                            f" {sorted(results)}")
         return results[name]
+
+    def observable(self, name: str) -> ObservableIterator:
+        """The items of the job's ``Sinks.observable(name)`` as they come, from the first one
+        member 0 still keeps. The iterator ends when the job has completed and everything was
+        read; when the job failed or was cancelled it raises that error (``JobFailedError``,
+        ``JobCancelledError``) after the items that came before. Each ``observable`` call is
+        a reader of its own. :class:`UnknownObservableError` when the job has no such sink."""
+        if not isinstance(name, str) or not name:
+            raise ValueError(f"job.observable needs the name of a Sinks.observable sink, got {name!r}")
+
+        def read(from_sequence: int, wait_s: float = READ_WAIT_S) -> tuple[dict[str, Any], list]:
+            header, blob = self._client._call_raw(
+                messages.OBSERVABLE_READ, {"job_id": self.id, "name": name, "from": from_sequence,
+                                           "wait_s": wait_s}, timeout_s=wait_s + CALL_TIMEOUT_S)
+            if header.get("error") == UnknownObservableError.__name__:
+                raise UnknownObservableError(header.get("message", name))
+            return header, cloudpickle.loads(blob) if blob else []  # from member 0, like results()
+
+        first = read(0, 0.0)  # an unknown job or observable fails here, not at the first next()
+        return ObservableIterator(read, name, job_failure, first)
 
     def cancel(self) -> None:
         """Cancel the job on every member; it ends FAILED with :class:`JobCancelledError`."""

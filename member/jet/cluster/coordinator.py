@@ -38,6 +38,7 @@ from jet.cluster import messages
 from jet.cluster.distributed_plan import partition_owners
 from jet.cluster.job_execution import ExecutionOutcome, PlanMessage, decode_report
 from jet.cluster.job_history import FinishedJobs, UnknownJobError
+from jet.cluster.observables import ObservableStore, UnknownObservableError, observable_names
 from jet.cluster.settings import ControlSettings
 from jet.core.dag import DAG, DagValidationError
 
@@ -114,6 +115,8 @@ class _JobRun:
         self.results: dict[int, dict[str, list]] = {}
         """Named results per member, from the members' outcome reports."""
         self.final_metrics: dict[int, dict[str, dict[str, int]]] = {}
+        self.observable_names = observable_names(dag)
+        """The names of the job's observable sinks."""
 
 
 class JobCoordinator:
@@ -133,6 +136,8 @@ class JobCoordinator:
         self._finished = FinishedJobs(self.control.max_finished_jobs, self.control.finished_job_ttl_s, clock)
         self._latest: str | None = None
         self._lost: dict[int, str] = {}
+        self.observables = ObservableStore()
+        """The buffers of the jobs' observable sinks."""
         self._pool = ThreadPoolExecutor(max_workers=max(4, 2 * member_count), thread_name_prefix="jet-coord")
 
     # -- client side -------------------------------------------------------------------------
@@ -208,6 +213,7 @@ class JobCoordinator:
         """Drop finished jobs and their results (the caller holds the condition)."""
         for job_id in job_ids:
             self._jobs.pop(job_id, None)
+            self.observables.forget(job_id)
             log.info("job %s is forgotten (the coordinator keeps %s)", job_id, self._finished.describe())
 
     # -- member side ------------------------------------------------------------------------
@@ -220,6 +226,29 @@ class JobCoordinator:
                 for name, items in run.results[member].items():
                     merged.setdefault(name, []).extend(items)
         return merged
+
+    def observable_publish(self, job_id: str, name: str, capacity: int, items: list) -> None:
+        """Items of a running job's observable sink (those of an ended or unknown job are dropped)."""
+        with self._changed:
+            run = self._jobs.get(job_id)
+            if run is None or run.record.status.is_terminal:
+                return
+        self.observables.publish(job_id, name, capacity, items)
+
+    def observable_read(self, job_id: str, name: str, from_sequence: int, max_items: int,
+                        wait_s: float) -> tuple[list, dict[str, Any]]:
+        """Items of an observable from ``from_sequence`` (waiting up to ``wait_s`` for one) and the
+        reply header: ``next``, ``lost``, ``ended`` and, once ended, the job's record."""
+        run = self._run_of(job_id)
+        if name not in run.observable_names:
+            raise UnknownObservableError(f"job {run.record.name} ({job_id}) has no observable named {name!r}; "
+                                         f"its observables are {run.observable_names}")
+        items, next_sequence, lost, ended = self.observables.read(
+            job_id, name, from_sequence, max_items, wait_s, lambda: run.record.status.is_terminal)
+        header: dict[str, Any] = {"next": next_sequence, "lost": lost, "ended": ended}
+        if ended:
+            header["job"] = run.record.to_header()
+        return items, header
 
     def metrics(self, job_id: str) -> dict[str, dict[str, int]]:
         """Items in and out per vertex over the cluster: final counts of finished members, live
@@ -416,6 +445,7 @@ class JobCoordinator:
             run.dag = run.dag_bytes = None
             self._forget(self._finished.add(record.job_id, record.completion_time))
             self._changed.notify_all()
+        self.observables.wake()
         log.info("job %s %s in %.2f s", record.job_id, record.status.value,
                  record.completion_time - (record.start_time or record.submission_time))
         self._notify(record)

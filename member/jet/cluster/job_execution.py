@@ -25,6 +25,7 @@ import cloudpickle
 from jet.cluster import messages
 from jet.cluster.distributed_plan import DistributedExecutionPlan
 from jet.cluster.network import MemberNetwork
+from jet.cluster.observables import Publisher, register_publisher, unregister_publisher
 from jet.core.dag import DAG
 from jet.core.edge import EdgeConfig
 from jet.execution.errors import JobCancelledError, JobFailedError
@@ -119,8 +120,12 @@ class JobExecution:
 
     def __init__(self, plan_message: PlanMessage, dag_bytes: bytes, *, network: MemberNetwork,
                  service: TaskletExecutionService, on_done: Callable[[ExecutionOutcome, "JobExecution"], None],
-                 edge_defaults: EdgeConfig | None = None, flow_control_period_ms: int = 100) -> None:
-        """Unpickle the DAG (bytes from an authenticated peer only), build the plan, register it."""
+                 edge_defaults: EdgeConfig | None = None, flow_control_period_ms: int = 100,
+                 publish_observable: Callable[[str, str, int, list], None] | None = None) -> None:
+        """Unpickle the DAG (bytes from an authenticated peer only), build the plan, register it.
+
+        ``publish_observable(job_id, name, capacity, items)`` takes the items of the job's
+        observable sinks on this member (see :mod:`jet.cluster.observables`)."""
         self.message = plan_message
         self.job_id = plan_message.job_id
         self.execution_id = plan_message.execution_id
@@ -146,6 +151,9 @@ class JobExecution:
         peers = {m for m in range(plan_message.member_count) if m != self.member_index}
         network.register(self.execution_id, self.plan.receivers, self.plan.senders, peers,
                          self._peer_lost)
+        self._publisher = None if publish_observable is None else _job_publisher(publish_observable, self.job_id)
+        if self._publisher is not None:
+            register_publisher(self.job_id, self.member_index, self._publisher)
 
     @property
     def started(self) -> bool:
@@ -188,6 +196,8 @@ class JobExecution:
                             self.job_id, self.execution_id, self.member_index, CLEANUP_WAIT_S,
                             ", ".join(self._future.running_tasklets()))
         self._network.unregister(self.execution_id)
+        if self._publisher is not None:
+            unregister_publisher(self.job_id, self.member_index, self._publisher)
 
     def _peer_lost(self, peer: int, error: BaseException) -> None:
         failure = JobFailedError(f"member {peer} was lost: {error}", tasklet=f"connection to member {peer}",
@@ -219,3 +229,9 @@ class JobExecution:
                       self.execution_id, self.member_index, outcome.tasklet, outcome.error, outcome.traceback)
         self.report = encode_report(outcome, self.plan.results if outcome.ok else {}, self.plan.vertex_metrics())
         self._on_done(outcome, self)
+
+
+def _job_publisher(publish: Callable[[str, str, int, list], None], job_id: str) -> Publisher:
+    def publish_for_job(name: str, capacity: int, items: list) -> None:
+        publish(job_id, name, capacity, items)
+    return publish_for_job

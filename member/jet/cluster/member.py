@@ -27,7 +27,8 @@ from jet.cluster.coordinator import (EXECUTION_DONE_STATE, EXECUTION_RUNNING_STA
 from jet.cluster.job_execution import ExecutionOutcome, JobExecution, PlanMessage, decode_report
 from jet.cluster.member_http import MemberHttpServer, MemberMetrics
 from jet.cluster.network import MemberNetwork
-from jet.cluster.packets import FrameType, frame_type
+from jet.cluster.observables import READ_MAX_ITEMS, READ_WAIT_S, UnknownObservableError
+from jet.cluster.packets import FrameType, PacketFormatError, frame_type
 from jet.cluster.peers import PeerAddress, parse_peers, wait_for_peers
 from jet.cluster.server_limits import ServerLimits
 from jet.cluster.settings import MemberSettings
@@ -268,7 +269,8 @@ class Member:
         try:
             execution = JobExecution(message, blob, network=self.network, service=self.service,
                                      on_done=self._report, edge_defaults=self.edge_defaults,
-                                     flow_control_period_ms=self.settings.flow_control_period_ms)
+                                     flow_control_period_ms=self.settings.flow_control_period_ms,
+                                     publish_observable=self._publish_observable)
         except Exception as e:  # the user's supplier or an unpicklable DAG: the traceback goes to the job
             raise JobInitError(f"{type(e).__name__}: {e}\n{traceback.format_exc()}") from e
         with self._lock:
@@ -360,7 +362,13 @@ class Member:
                 return
             except Exception as e:  # noqa: BLE001 - retried; the coordinator asks after it anyway
                 remaining = deadline - time.monotonic()
-                if remaining <= 0 or self.stopped.is_set():
+                if self.stopped.is_set():
+                    # The whole member is going away (its cluster is shutting down, or it was
+                    # told to stop): the coordinator counts it lost, which is not an error here.
+                    log.info("member %d is stopping; the end of job %s was not reported: %s",
+                             self.index, outcome.job_id, e)
+                    return
+                if remaining <= 0:
                     log.error("member %d could not report the end of job %s to the coordinator in %d attempts "
                               "over %.1f s: %s", self.index, outcome.job_id, attempt, retry_s, e)
                     return
@@ -414,6 +422,36 @@ class Member:
         results = self._require_coordinator().results(messages.require(header, "job_id", str))
         return {}, cloudpickle.dumps(results)
 
+    def _publish_observable(self, job_id: str, name: str, capacity: int, items: list) -> None:
+        """An observable sink's items on this member go to member 0 (in place on member 0 itself)."""
+        if self.coordinator is not None:
+            self.coordinator.observable_publish(job_id, name, capacity, items)
+            return
+        payload = messages.encode_message({"job_id": job_id, "name": name, "capacity": capacity},
+                                          cloudpickle.dumps(items))
+        self.call_member(0, messages.OBSERVABLE_ITEMS, payload, self.settings.control.control_timeout_ms / 1000)
+
+    def _observable_items(self, peer: int, header: dict, blob: bytes) -> dict:
+        items = cloudpickle.loads(blob) if blob else []  # from an authenticated member
+        self._require_coordinator().observable_publish(
+            messages.require(header, "job_id", str), messages.require(header, "name", str),
+            messages.require(header, "capacity", int), items)
+        return {}
+
+    def _observable_read(self, peer: int, header: dict, blob: bytes) -> tuple[dict, bytes]:
+        wait_s = min(float(header.get("wait_s", READ_WAIT_S)), MAX_WAIT_S)
+        max_items = max(1, min(int(header.get("max_items", READ_MAX_ITEMS)), READ_MAX_ITEMS))
+        from_sequence = messages.require(header, "from", int)
+        if from_sequence < 0:
+            raise PacketFormatError(f"observable_read: 'from' must be a sequence number >= 0, got {from_sequence}")
+        try:
+            items, reply = self._require_coordinator().observable_read(
+                messages.require(header, "job_id", str), messages.require(header, "name", str),
+                from_sequence, max_items, wait_s)
+        except UnknownObservableError as e:
+            return {"error": type(e).__name__, "message": str(e)}, b""
+        return reply, cloudpickle.dumps(items) if items else b""
+
     def _latest_job(self) -> dict | None:
         record = self.coordinator.latest() if self.coordinator else None
         return None if record is None else record.to_header()
@@ -435,11 +473,12 @@ class Member:
         messages.EXECUTION_STATE: (_execution_state, COORDINATOR_ONLY),
         # Members tell each other (and the coordinator) about themselves.
         messages.EXECUTION_DONE: (_execution_done, MEMBERS), messages.LEAVING: (_leaving, MEMBERS),
+        messages.OBSERVABLE_ITEMS: (_observable_items, MEMBERS),
         # Clients (and members) submit and follow jobs.
         messages.PING: (_ping, ANYONE), messages.SUBMIT: (_submit, ANYONE),
         messages.JOB_STATUS: (_job_status, ANYONE), messages.JOB_WAIT: (_job_wait, ANYONE),
         messages.CANCEL_JOB: (_cancel_job, ANYONE), messages.JOB_METRICS: (_job_metrics, ANYONE),
-        messages.JOB_RESULTS: (_job_results, ANYONE),
+        messages.JOB_RESULTS: (_job_results, ANYONE), messages.OBSERVABLE_READ: (_observable_read, ANYONE),
     }
     """Each control message's handler and the roles that may send it."""
 

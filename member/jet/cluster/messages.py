@@ -3,8 +3,9 @@
 A control payload is ``u32 header length | JSON header | blob``. The header is plain JSON, so a
 reply can be read without unpickling anything (a client does not unpickle what a member says);
 the blob carries the cloudpickled DAG of ``submit`` and ``init`` (unpickled by a member only after
-the transport authenticated the caller) and the named results of a job (``execution_done`` from a
-member, ``job_results`` to a client that asks for them).
+the transport authenticated the caller), the named results of a job (``execution_done`` from a
+member, ``job_results`` to a client that asks for them) and an observable's items
+(``observable_items`` from a member, ``observable_read`` to a client).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ JOB_WAIT = "job_wait"
 CANCEL_JOB = "cancel_job"
 JOB_METRICS = "job_metrics"
 JOB_RESULTS = "job_results"
+OBSERVABLE_READ = "observable_read"
 PING = "ping"
 # Coordinator -> every member.
 INIT = "init"
@@ -32,6 +34,7 @@ EXECUTION_METRICS = "execution_metrics"
 EXECUTION_STATE = "execution_state"
 # Member -> coordinator.
 EXECUTION_DONE = "execution_done"
+OBSERVABLE_ITEMS = "observable_items"
 # Member -> every other member.
 LEAVING = "leaving"
 

@@ -6,6 +6,7 @@ from typing import Any, Callable, Sequence
 
 from jet.connectors.base import Sink
 from jet.connectors.file_sinks import FileSinkP, prepare_directory, to_json
+from jet.connectors.observable import DEFAULT_OBSERVABLE_CAPACITY, ObservableSinkSupplier, check_observable_args
 from jet.core.inbox import Inbox
 from jet.core.processor import Processor
 from jet.core.processors import logger_sink_p, noop_p
@@ -36,16 +37,31 @@ class Sinks:
         return Sink(f"list({name})", lambda: ListResultSinkP(name), 1)
 
     @staticmethod
-    def files(directory: str, format_fn: Callable[[Any], str] = str) -> Sink:
-        """One text file per sink processor in ``directory``, one ``format_fn(item)`` per line."""
-        return Sink(f"files({directory})", lambda: FileSinkP(directory, format_fn, ""), 1,
+    def files(directory: str, format_fn: Callable[[Any], str] = str, max_file_bytes: int | None = None) -> Sink:
+        """One text file per sink processor in ``directory``, one ``format_fn(item)`` per line.
+
+        On a stream the files are flushed every second; with ``max_file_bytes`` each processor
+        rolls over to a new file (``part-<index>-<sequence>``) when the next line would not fit."""
+        _check_max_file_bytes(max_file_bytes, "Sinks.files")
+        return Sink(f"files({directory})", lambda: FileSinkP(directory, format_fn, "", max_file_bytes), 1,
                     lambda: prepare_directory(directory, "Sinks.files"))
 
     @staticmethod
-    def jsonl(directory: str) -> Sink:
-        """One JSON-lines file per sink processor in ``directory`` (tuples as JSON arrays)."""
-        return Sink(f"jsonl({directory})", lambda: FileSinkP(directory, to_json, ".jsonl"), 1,
+    def jsonl(directory: str, max_file_bytes: int | None = None) -> Sink:
+        """One JSON-lines file per sink processor in ``directory`` (tuples as JSON arrays); flushed
+        and rolled on streams as :meth:`files`."""
+        _check_max_file_bytes(max_file_bytes, "Sinks.jsonl")
+        return Sink(f"jsonl({directory})", lambda: FileSinkP(directory, to_json, ".jsonl", max_file_bytes), 1,
                     lambda: prepare_directory(directory, "Sinks.jsonl"))
+
+    @staticmethod
+    def observable(name: str, capacity: int = DEFAULT_OBSERVABLE_CAPACITY) -> Sink:
+        """Results a client follows as they come: ``for item in job.observable(name)``.
+
+        Member 0 keeps the newest ``capacity`` items; a reader further behind loses the oldest
+        (with a warning). Needs a cluster (``jet.local_cluster`` or ``jet.connect``)."""
+        check_observable_args(name, capacity)
+        return Sink(f"observable({name})", ObservableSinkSupplier(name, capacity), 1)
 
     @staticmethod
     def logger(format_fn: Callable[[Any], str] = str) -> Sink:
@@ -66,3 +82,8 @@ class Sinks:
         items. The Spark side runs in ``jet spark-sink``. See docs/spark.md."""
         from jet.connectors.spark.stages import spark_sink
         return spark_sink(format, path, mode, options, partition_by, schema)
+
+
+def _check_max_file_bytes(value: int | None, what: str) -> None:
+    if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 1):
+        raise ValueError(f"{what}: max_file_bytes must be None (no rolling) or an int >= 1, got {value!r}")

@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+import codecs
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, Callable
 
-from jet.connectors.base import Source
+from jet.connectors.base import Source, StreamSource
 from jet.connectors.file_sources import CsvSourceP, LinesSourceP, matching_files, parse_json_lines
+from jet.connectors.stream_sources import FileWatcherP, ItemStreamP, SocketSourceP, check_directory
+from jet.core.event_time import EventTimePolicy
+from jet.core.processor import Processor
 from jet.core.processors import items_source_p
 
 
 class Sources:
-    """Factories of batch sources for ``Pipeline.read_from``."""
+    """Factories of sources for ``Pipeline.read_from``: batch sources and stream sources."""
 
     @staticmethod
     def items(items: Iterable[Any], name: str = "items") -> Source:
@@ -58,3 +62,57 @@ class Sources:
         SQL); ``fn`` must be picklable by cloudpickle. See docs/spark.md."""
         from jet.connectors.spark.stages import spark_query
         return spark_query(fn, as_dicts=as_dicts, name=name)
+
+    # -- streams ------------------------------------------------------------------------------
+    @staticmethod
+    def item_stream(items_per_second: int, generator_fn: Callable[[int, int], Any] | None = None,
+                    name: str = "item-stream") -> StreamSource:
+        """Jet's test stream: ``items_per_second`` events in total, split over every source
+        processor of the cluster, each ``SimpleEvent(timestamp, sequence)`` (or
+        ``generator_fn(timestamp, sequence)``) stamped with the time it is due (epoch ms), so
+        a source that falls behind shows as latency. Use ``with_native_timestamps(lag)``."""
+        if not isinstance(items_per_second, int) or isinstance(items_per_second, bool) or items_per_second < 1:
+            raise ValueError(f"Sources.item_stream: items_per_second must be an int >= 1, got {items_per_second!r}")
+        if generator_fn is not None and not callable(generator_fn):
+            raise TypeError(f"Sources.item_stream: generator_fn must be callable(timestamp, sequence), "
+                            f"got {generator_fn!r}")
+
+        def policy_supplier(policy: EventTimePolicy | None) -> Callable[[], Processor]:
+            return lambda: ItemStreamP(items_per_second, generator_fn, policy)
+
+        return StreamSource(name, policy_supplier(None), 1, policy_supplier=policy_supplier,
+                            native_timestamps=True)
+
+    @staticmethod
+    def socket(host: str, port: int, encoding: str = "utf-8") -> StreamSource:
+        """The text lines (without terminators) a TCP server at ``host:port`` sends; one
+        processor in the cluster connects, and the source ends when the server closes."""
+        if not isinstance(host, str) or not host:
+            raise ValueError(f"Sources.socket: host must be a non-empty str, got {host!r}")
+        if not isinstance(port, int) or isinstance(port, bool) or not 0 < port < 65536:
+            raise ValueError(f"Sources.socket: port must be an int in 1..65535, got {port!r}")
+        _check_encoding(encoding, "Sources.socket")
+        return StreamSource(f"socket({host}:{port})", lambda: SocketSourceP(host, port, encoding), 1)
+
+    @staticmethod
+    def file_watcher(directory: str, pattern: str = "*", encoding: str = "utf-8", *,
+                     shared: bool = True) -> StreamSource:
+        """Lines appended, after the job started, to the files of ``directory`` whose names match
+        ``pattern``, and lines of files created there (content present at the start is skipped).
+
+        ``shared=True`` (default): every member sees the same directory (one machine, a shared
+        volume) and each file is read by one processor of the cluster. ``shared=False``: each
+        member watches its own local directory and emits every line found there (Jet's way)."""
+        if not isinstance(directory, str) or not directory:
+            raise ValueError(f"Sources.file_watcher: directory must be a non-empty str, got {directory!r}")
+        _check_encoding(encoding, "Sources.file_watcher")
+        return StreamSource(f"file_watcher({directory})",
+                            lambda: FileWatcherP(directory, pattern, encoding, shared), 1,
+                            lambda: check_directory(directory, "Sources.file_watcher"))
+
+
+def _check_encoding(encoding: str, what: str) -> None:
+    try:
+        codecs.lookup(encoding)
+    except (LookupError, TypeError) as error:
+        raise ValueError(f"{what}: unknown encoding {encoding!r}") from error
