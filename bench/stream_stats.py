@@ -29,7 +29,7 @@ class RunRecords:
 
     results: list[tuple[float, int, str, int]] = field(default_factory=list)  # (receive ms, end ms, key, count)
     late: list[tuple[float, int]] = field(default_factory=list)  # (wall ms, late events dropped)
-    behind_ms: dict[str, float] = field(default_factory=dict)  # generator file -> last (wall - due)
+    generators: dict[str, tuple[float, float, int]] = field(default_factory=dict)  # file -> last (wall, due, emitted)
 
     @classmethod
     def read(cls, directory: str) -> "RunRecords":
@@ -43,7 +43,7 @@ class RunRecords:
                     elif len(fields) == 3 and fields[0] == LATE:
                         records.late.append((float(fields[1]), int(fields[2])))
                     elif len(fields) == 4 and fields[0] == GENERATOR:
-                        records.behind_ms[path] = float(fields[1]) - float(fields[2])
+                        records.generators[path] = (float(fields[1]), float(fields[2]), int(fields[3]))
         return records
 
 
@@ -59,6 +59,8 @@ class RunSummary:
     events_expected: int
     late: int | None
     behind_ms: float | None
+    generated_per_s: float | None
+    rate: float
     growth_ms: float | None
 
     def percentile(self, fraction: float) -> float | None:
@@ -75,7 +77,8 @@ class RunSummary:
         if self.results < self.results_expected:
             reasons.append(f"{self.results_expected - self.results:,} of {self.results_expected:,} results missing")
         if self.behind_ms is not None and self.behind_ms > SATURATED_BEHIND_MS:
-            reasons.append(f"generator {self.behind_ms / 1000:.1f} s behind")
+            reasons.append(f"generator {self.behind_ms / 1000:.1f} s ({self.behind_ms * self.rate / 1000:,.0f} events)"
+                           f" behind, at {self.generated_per_s:,.0f} events/s")
         if self.growth_ms is not None and self.growth_ms > SATURATED_GROWTH_MS:
             reasons.append(f"latency grew {self.growth_ms / 1000:.1f} s")
         return "; ".join(reasons)
@@ -92,6 +95,7 @@ def summarize(records: RunRecords, start_ms: float, seconds: float, warmup_s: fl
               keys: int, window_ms: int) -> RunSummary:
     """Statistics of one run."""
     ends = measured_window_ends(start_ms, seconds, warmup_s, window_ms)
+    generators = list(records.generators.values())
     wanted = set(ends)
     measured = [result for result in records.results if result[1] in wanted]
     latency_by_end: dict[int, list[float]] = {}
@@ -109,5 +113,8 @@ def summarize(records: RunRecords, start_ms: float, seconds: float, warmup_s: fl
         events_counted=sum(result[3] for result in measured),
         events_expected=round(rate * window_ms / 1000) * len(ends),
         late=sum(count for wall, count in records.late if wall >= start_ms + warmup_s * 1000),
-        behind_ms=max(records.behind_ms.values()) if records.behind_ms else None,
+        behind_ms=max((wall - due for wall, due, _ in generators), default=None),
+        generated_per_s=(sum(emitted for _, _, emitted in generators) * 1000
+                         / max(1.0, max(wall for wall, _, _ in generators) - start_ms)) if generators else None,
+        rate=rate,
         growth_ms=growth)
