@@ -89,7 +89,6 @@ def run_processes(commands: list[tuple[list[str], dict[str, str]]], out_dir: str
                 raise RuntimeError(f"{commands[0][0]} did not start (see {out_dir}/process-*.log):\n"
                                    + Path(out_dir, "process-0.log").read_text()[-3000:])
             time.sleep(0.05)
-        time.sleep(0.05)  # the first process writes the file whole before linking it; read after
         start = float(Path(start_file).read_text())
         time.sleep(max(0.0, (start + (seconds + grace_s) * 1000 - now_ms()) / 1000))
         return start

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 import os
+import threading
 import time
 from typing import Iterable
 
@@ -63,7 +64,7 @@ def shared_start_ms(path: str, delay_ms: float = 500.0) -> int:
     """The run's start (wall ms), agreed by every process: the first to ask fixes it at now +
     ``delay_ms``; the others read it. ``os.link`` makes the first writer win atomically."""
     if not os.path.exists(path):
-        draft = f"{path}.{os.getpid()}"
+        draft = f"{path}.{os.getpid()}-{threading.get_ident()}"  # Flink's thread mode: one process
         with open(draft, "w") as out:
             out.write(str(round(now_ms() + delay_ms)))
         try:
