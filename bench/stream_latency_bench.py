@@ -29,7 +29,6 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
@@ -79,9 +78,9 @@ def run_processes(commands: list[tuple[list[str], dict[str, str]]], out_dir: str
     processes = []
     try:
         for index, (command, env) in enumerate(commands):
-            log = open(os.path.join(out_dir, f"process-{index}.log"), "w")
-            processes.append(subprocess.Popen(command, cwd=HERE, env={**os.environ, **env}, stdout=log,
-                                              stderr=subprocess.STDOUT, start_new_session=True))
+            with open(os.path.join(out_dir, f"process-{index}.log"), "w") as log:
+                processes.append(subprocess.Popen(command, cwd=HERE, env={**os.environ, **env}, stdout=log,
+                                                  stderr=subprocess.STDOUT, start_new_session=True))
         launched = time.monotonic()
         while not os.path.exists(start_file):
             failed = [p for p in processes if p.poll() is not None]
@@ -171,7 +170,7 @@ def plan(args: argparse.Namespace) -> list[Run]:
     for rate in args.rates:
         for system in args.systems:
             if system == "pyflink":
-                runs.append(Run(system, rate, args.flink_parallelism))
+                runs.extend(Run(system, rate, parallelism) for parallelism in args.flink_parallelism)
             else:
                 runs.extend(Run(system, rate, members) for members in args.members)
     return runs
@@ -202,7 +201,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         help="events per second, comma separated")
     parser.add_argument("--members", type=comma_ints, default=[1, 2],
                         help="Jet members (and Bytewax processes), comma separated")
-    parser.add_argument("--flink-parallelism", type=int, default=2)
+    parser.add_argument("--flink-parallelism", type=comma_ints, default=[2], help="PyFlink's parallelism")
     parser.add_argument("--seconds", type=float, default=20.0, help="length of each run")
     parser.add_argument("--warmup", type=float, default=3.0, help="seconds of each run not measured")
     parser.add_argument("--grace", type=float, default=2.0, help="seconds after a run for its last windows")
@@ -211,6 +210,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     args = parser.parse_args(argv)
     if args.seconds <= args.warmup + 2 * WINDOW_MS / 1000:
         parser.error(f"--seconds ({args.seconds}) must exceed --warmup ({args.warmup}) by at least 2 windows")
+    if "pyflink" in args.systems and not os.access(args.flink_python, os.X_OK):
+        parser.error(f"--flink-python {args.flink_python} is not an executable; make the PyFlink environment as"
+                     f" bench/requirements-stream.txt says, or leave pyflink out of --systems")
     return args
 
 
