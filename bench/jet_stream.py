@@ -25,6 +25,7 @@ KEYS = 100
 WINDOW_MS = 1000
 ALLOWED_LAG_MS = 50
 SUBMIT_TIMEOUT_S = 60.0
+LATE_EVENTS = "lateEventsDropped"  # Job.metrics()' name, Jet's
 
 
 def key_of(timestamp: int, sequence: int) -> int:
@@ -60,9 +61,7 @@ def pipeline(rate: int, out_dir: str) -> Pipeline:
 
 def late_events_dropped(metrics: dict[str, Any]) -> int | None:
     """Sum of ``lateEventsDropped`` over the job's vertices, or None if the metrics lack it."""
-    found = [value.get("lateEventsDropped", value.get("late_events_dropped"))
-             for value in metrics.values() if isinstance(value, dict)]
-    found = [value for value in found if value is not None]
+    found = [figures[LATE_EVENTS] for figures in metrics.values() if LATE_EVENTS in figures]
     return sum(found) if found else None
 
 
