@@ -97,6 +97,7 @@ class Member:
         self._departed: set[int] = set()
         """Peers that said they are stopping: their streams closing is no loss worth a warning."""
         self.executions: dict[int, JobExecution] = {}
+        self.metrics.watch_executions(lambda: list(self.executions.values()))
         self._lock = threading.Lock()
         self._reports = ThreadPoolExecutor(max_workers=4, thread_name_prefix="jet-report")
         self.connected = threading.Event()
@@ -270,7 +271,8 @@ class Member:
             execution = JobExecution(message, blob, network=self.network, service=self.service,
                                      on_done=self._report, edge_defaults=self.edge_defaults,
                                      flow_control_period_ms=self.settings.flow_control_period_ms,
-                                     publish_observable=self._publish_observable)
+                                     publish_observable=self._publish_observable,
+                                     progress_log_interval_ms=self.settings.progress_log_interval_ms)
         except Exception as e:  # the user's supplier or an unpicklable DAG: the traceback goes to the job
             raise JobInitError(f"{type(e).__name__}: {e}\n{traceback.format_exc()}") from e
         with self._lock:
