@@ -44,7 +44,8 @@ class Pace(MapFunction):
         self._rate, self._parallelism, self._start_file, self._out_dir = rate, parallelism, start_file, out_dir
 
     def open(self, runtime_context) -> None:
-        from stream_records import GENERATOR_REPORT_PERIOD_MS, PacedSequence, RecordWriter, claim_partition, shared_start_ms
+        from stream_records import (GENERATOR_REPORT_PERIOD_MS, PacedSequence, RecordWriter, claim_partition,
+                                    shared_start_ms)
         # Claimed, not asked: the thread mode's runtime context cannot tell the subtask index in 2.3.
         index = claim_partition(self._start_file, self._parallelism)
         self._sequence = PacedSequence(self._rate, shared_start_ms(self._start_file), index, self._parallelism)
@@ -160,7 +161,7 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    # Run from the imported module so the functions pickle by reference (by value, from
-    # __main__, cloudpickle trips over a lock); the workers import it from the shipped file.
+    # Run from the imported module so the functions pickle by reference: the workers import
+    # them from the shipped file instead of unpickling this module's globals by value.
     import pyflink_stream
     pyflink_stream.main()

@@ -190,7 +190,8 @@ def comma_systems(text: str) -> list[str]:
     systems = [part for part in text.split(",") if part]
     unknown = [name for name in systems if name not in SYSTEMS]
     if unknown or not systems:
-        raise argparse.ArgumentTypeError(f"unknown system(s) {unknown or text!r}; expected some of {', '.join(SYSTEMS)}")
+        raise argparse.ArgumentTypeError(f"unknown system(s) {unknown or text!r}; expected some of"
+                                         f" {', '.join(SYSTEMS)}")
     return systems
 
 
