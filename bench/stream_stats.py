@@ -12,6 +12,7 @@ from __future__ import annotations
 import glob
 import math
 import os
+import statistics
 from dataclasses import dataclass, field
 
 from stream_records import GENERATOR, LATE, RESULT
@@ -103,10 +104,9 @@ def summarize(records: RunRecords, start_ms: float, seconds: float, warmup_s: fl
         latency_by_end.setdefault(end, []).append(received - end)
     growth = None
     if len(latency_by_end) >= 2 * TREND_WINDOWS:
-        ordered = [sorted(latency_by_end[end]) for end in sorted(latency_by_end)]
-        first = [lat for window in ordered[:TREND_WINDOWS] for lat in window]
-        last = [lat for window in ordered[-TREND_WINDOWS:] for lat in window]
-        growth = sorted(last)[len(last) // 2] - sorted(first)[len(first) // 2]
+        by_window = [latency_by_end[end] for end in sorted(latency_by_end)]
+        first, last = sum(by_window[:TREND_WINDOWS], []), sum(by_window[-TREND_WINDOWS:], [])
+        growth = statistics.median(last) - statistics.median(first)
     return RunSummary(
         windows=len(ends), results=len(measured), results_expected=len(ends) * keys,
         latencies_ms=[received - end for received, end, _key, _count in measured],
