@@ -40,16 +40,14 @@ class StreamEmitter:
         return self._mapper is not None
 
     def add(self, items: list, partition: int = 0, now_ms: int = 0,
-            timestamps: list[int] | None = None, top_timestamp: int | None = None) -> None:
-        """Queue ``items`` (a list this emitter now owns); ``timestamps`` are their native ones,
-        ``top_timestamp`` the highest of them if known."""
+            timestamps: list[int] | None = None) -> None:
+        """Queue ``items`` (a list this emitter now owns); ``timestamps`` are their native ones."""
         mapper = self._mapper
         if mapper is None:
             if items:
                 self._pending.append(items)
             return
-        pairs, watermark = mapper.map_chunk(items, partition, now_ms, timestamps,
-                                            top_timestamp=top_timestamp)
+        pairs, watermark = mapper.map_chunk(items, partition, now_ms, timestamps)
         if pairs:
             self._pending.append(pairs if type(pairs) is list else list(pairs))
         if watermark is not None:

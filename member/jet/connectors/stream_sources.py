@@ -107,7 +107,7 @@ class ItemStreamP(Processor):
             events = list(map(tuple.__new__, repeat(SimpleEvent), zip(timestamps, sequences)))
         else:
             events = list(map(self._generator_fn, timestamps, sequences))
-        emitter.add(events, 0, now_ms, timestamps, timestamps[-1])  # due times ascend
+        emitter.add(events, 0, now_ms, timestamps)
         emitter.flush(self.outbox)
         return False
 

@@ -155,13 +155,11 @@ class EventTimeMapper:
             self._idle_at_ms.append(deadline)
 
     def map_chunk(self, items: list, partition: int, now_ms: int,
-                  timestamps: Sequence[int] | None = None, *,
-                  top_timestamp: int | None = None) -> tuple[list, Watermark | None]:
+                  timestamps: Sequence[int] | None = None) -> tuple[list, Watermark | None]:
         """Stamp ``items`` of ``partition``: the pairs, and the watermark to emit after them.
 
         ``timestamps`` are the source's native timestamps, used when the policy has neither a
-        timestamp function nor ingestion time; ``top_timestamp``, their maximum when the source
-        knows it (saves a pass over the chunk). An empty chunk gives ``([], None)``; a source
+        timestamp function nor ingestion time. An empty chunk gives ``([], None)``; a source
         with nothing to emit calls :meth:`on_idle` instead.
         """
         if not items:
@@ -171,10 +169,8 @@ class EventTimeMapper:
                              f" [0, {len(self._watermarks)}); call add_partitions() first")
         if self._ingestion:
             timestamps = [now_ms] * len(items)
-            top_timestamp = now_ms
         elif self._timestamp_fn is not None:
             timestamps = list(map(self._timestamp_fn, items))
-            top_timestamp = None
         elif timestamps is None:
             raise ValueError("EventTimeMapper: the policy has no timestamp_fn and the source gave"
                              " no native timestamps")
@@ -182,7 +178,7 @@ class EventTimeMapper:
             raise ValueError(f"EventTimeMapper.map_chunk: {len(timestamps)} timestamps for"
                              f" {len(items)} items")
         pairs = list(zip(timestamps, items))
-        top = max(timestamps) if top_timestamp is None else top_timestamp
+        top = max(timestamps)
         self._wm_policies[partition].report_event(top)
         if self._idle_timeout_ms:
             self._idle_at_ms[partition] = now_ms + self._idle_timeout_ms
