@@ -33,14 +33,39 @@ EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report a command ended by Ctrl
 
 RUN_EPILOG = f"""\b
 Exit codes:
-  {EXIT_COMPLETED}    the job completed
+  {EXIT_COMPLETED}    the job completed, or a streaming job ran for its --timeout and was stopped
   {EXIT_JOB_FAILED}    the job failed (its error is printed, the user's frames first), or the
        local members did not start
   {EXIT_REJECTED}    usage error, or the job file was rejected (missing, does not compile,
        raises, defines no job, a missing input or a bad stage); nothing ran
-  {EXIT_TIMED_OUT}    the job ran longer than --timeout and was cancelled
+  {EXIT_TIMED_OUT}    the job ran longer than --timeout and was cancelled (a batch job)
   {EXIT_INTERRUPTED}  interrupted (Ctrl-C); the job was cancelled
 """
+
+
+class Duration(click.ParamType):
+    """A positive duration in seconds: a plain number (seconds) or one with a unit, ms, s, m or h."""
+
+    name = "duration"
+    _UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> float:
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            seconds = float(value)
+        else:
+            text = str(value).strip().lower()
+            unit = next((u for u in ("ms", "s", "m", "h") if text.endswith(u)), "")
+            try:
+                seconds = float(text[:len(text) - len(unit)]) * self._UNITS.get(unit, 1.0)
+            except ValueError:
+                self.fail(f"{value!r} is not a duration: expected seconds (10, 2.5) or a number with"
+                          " a unit (500ms, 10s, 2m, 1h)", param, ctx)
+        if not seconds > 0 or seconds == float("inf"):
+            self.fail(f"{value!r}: a duration must be above 0 and finite", param, ctx)
+        return seconds
+
+
+DURATION = Duration()
 
 
 def load_job_file(path: str, args: tuple[str, ...] = (), entrypoint: str | None = None,
@@ -74,8 +99,12 @@ def _exit(code: int, message: str) -> None:
                    " bench/README.md); 1 runs the member inside this process.")
 @click.option("--threads", type=click.IntRange(min=1), default=None,
               help="Cooperative worker threads per member (default 1).")
-@click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=None,
-              help="Cancel the job and exit 3 if it runs longer than this many seconds.")
+@click.option("--timeout", type=DURATION, default=None, metavar="DURATION",
+              help="Seconds, or a number with a unit: 500ms, 10s, 2m, 1h. A batch job: cancel it"
+                   " and exit 3 if it runs longer."
+                   " A streaming job (one that reads a stream source): its run time; it is then"
+                   " cancelled, the summary printed, and the exit code is 0. Without it a"
+                   " streaming job runs until Ctrl-C (exit 130) or until its sources end.")
 @click.option("--entrypoint", default=None,
               help="The name FILE defines the job under (default: pipeline, else dag).")
 @click.option("--output", type=click.Path(dir_okay=False, writable=True), default=None,
@@ -89,7 +118,9 @@ def run(file: str, args: tuple[str, ...], members: int | None, threads: int | No
     """Run the job defined in FILE (a pipeline or a DAG), passing it ARGS.
 
     Prints the first items of each Sinks.list sink (all of them with --output) and the job's
-    run time, from its start on the members to its end (start-up and teardown not counted)."""
+    run time, from its start on the members to its end (start-up and teardown not counted).
+    A streaming job runs until Ctrl-C or its --timeout; its live table adds each vertex's
+    watermark lag and late events, and the latest items of its observable sinks."""
     threads = threads or default_cooperative_threads()
     members = members or DEFAULT_LOCAL_MEMBERS
     if output is not None and not os.access(os.path.dirname(os.path.abspath(output)), os.W_OK):
@@ -108,6 +139,10 @@ def run(file: str, args: tuple[str, ...], members: int | None, threads: int | No
     if output is not None:
         write_json_lines(outcome.results, output)
     print_results(outcome.results, sys.stdout, SHOWN_ITEMS, written_to=output)
+    if outcome.stopped:
+        click.echo(f"streaming job stopped after its run time (--timeout {timeout:g} s); it ran"
+                   f" {outcome.job_seconds:.2f} s on the members", err=True)
+        return
     click.echo(f"job completed in {outcome.job_seconds:.2f} s (from its start on the members to its"
                " end; start-up and teardown not counted)", err=True)
 

@@ -83,7 +83,8 @@ def load_job(path: str, args: tuple[str, ...] = (), entrypoint: str | None = Non
 
 
 def to_dag(job: Pipeline | DAG, default_local_parallelism: int) -> DAG:
-    """The DAG to submit: a Pipeline is checked (sources and sinks opened) and planned."""
+    """The DAG to submit: a Pipeline is checked (sources and sinks opened) and planned (and
+    marked ``is_streaming`` by the planner when it reads a stream)."""
     if isinstance(job, Pipeline):
         job.preflight()
         return job.to_dag(default_local_parallelism)

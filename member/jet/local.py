@@ -2,7 +2,8 @@
 
 ``jet.local_cluster`` and ``jet run`` use it. It sits above the cluster and the connectors (the
 cluster layer does not know Spark): a job with Spark sources or sinks gets them run in a local
-SparkSession (``local[*]``, started once per process) next to the job.
+SparkSession (``local[*]``, started once per process) next to the job. Spark *stream* stages
+run as streaming queries for as long as the job runs, and stop when it ends or is cancelled.
 """
 
 from __future__ import annotations
@@ -13,22 +14,36 @@ from typing import Any, Mapping
 from jet.cluster.client import Job, as_dag
 from jet.cluster.local_cluster import LocalCluster as _MembersOnly
 from jet.connectors.spark.driver import start_spark_side
+from jet.connectors.spark.streaming_driver import stop_spark_streams
 from jet.execution.errors import JobTimeoutError
 
 
 class LocalJob:
-    """A cluster job and the thread running its Spark side; joins both."""
+    """A cluster job and the thread running its Spark side; joins both, and stops the Spark
+    side's streaming queries once the job has ended (or is cancelled)."""
 
     def __init__(self, job: Job, spark_side: threading.Thread) -> None:
         self._job = job
         self._spark_side = spark_side
 
     def join(self, timeout: float | None = None) -> None:
-        self._job.join(timeout)
+        try:
+            self._job.join(timeout)
+        except JobTimeoutError:
+            raise  # still running: so are its streams
+        except BaseException:
+            stop_spark_streams(self._job.id)
+            raise
+        stop_spark_streams(self._job.id)
         self._spark_side.join(timeout)  # Spark sinks finish writing after the job
         if self._spark_side.is_alive():
             raise JobTimeoutError(f"the Spark side of job {self._job.name} did not finish within"
                                   f" {timeout} s", [self._spark_side.name])
+
+    def cancel(self) -> None:
+        """Cancel the job; its Spark streaming queries stop."""
+        self._job.cancel()
+        stop_spark_streams(self._job.id)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._job, name)

@@ -14,8 +14,11 @@ from datetime import datetime
 from typing import Any
 
 from jet.core import DAG
+from jet.execution import JobTimeoutError
 from jet.execution.runner import start
+from jet.latest_results import LatestResults, observable_names
 from jet.progress import ProgressDisplay
+from jet.execution.progress_log import is_streaming
 
 log = logging.getLogger("jet.run")
 
@@ -72,10 +75,13 @@ class ClusterBoot:
 @dataclass(frozen=True)
 class RunOutcome:
     """A finished job: its ``Sinks.list`` results and how long it ran, from its start on the
-    members to its end (what the coordinator logs as ``COMPLETED in``)."""
+    members to its end (what the coordinator logs as ``COMPLETED in``). ``stopped``: a streaming
+    job that ``jet run`` cancelled after its run time (``--timeout``); its results are what the
+    list sinks held then."""
 
     results: dict[str, list]
     job_seconds: float
+    stopped: bool = False
 
 
 def _cluster_job_seconds(info: dict[str, Any]) -> float:
@@ -91,35 +97,71 @@ def run_locally(dag: DAG, name: str, members: int, threads: int, timeout: float 
                 boot: ClusterBoot | None) -> RunOutcome:
     """Run ``dag`` with a progress display: in this process when ``members`` is 1 (and the job
     has no Spark stages), else on the members ``boot`` starts. On KeyboardInterrupt the job is
-    cancelled (in this process) or ends with its members (``boot.close()``)."""
+    cancelled (in this process) or ends with its members (``boot.close()``).
+
+    ``timeout`` bounds a batch job (``JobTimeoutError`` after cancelling it); a streaming job
+    (:func:`~jet.execution.progress_log.is_streaming`) runs that long and is then cancelled, which is
+    its normal end (``RunOutcome.stopped``); without ``timeout`` it runs until interrupted or
+    until its sources end."""
     from jet.connectors.spark.driver import spark_stages
 
+    streaming = is_streaming(dag)
     if members == 1 and spark_stages(dag) != ([], []):
         members = 2  # Spark tasks reach members over gRPC: run a local cluster
-    if members == 1:  # (on members, the coordinator logs the DAG it runs)
-        log.info("job DAG:\n%s", dag.to_dot(default_local_parallelism=threads))
-        job = start(dag, threads, job_name=name)
-        started = time.perf_counter()
-        try:
-            with ProgressDisplay(job.metrics, title=name):
-                results = job.join(timeout)
-        except KeyboardInterrupt:
-            job.cancel()
-            raise
-        return RunOutcome(results, time.perf_counter() - started)
+    if members == 1:
+        return _run_in_process(dag, name, threads, timeout, streaming)
     boot = boot or ClusterBoot(members, threads)
     job = None
     try:
         job = boot.get().new_job(dag, {"name": name})  # with its Spark side, if it has Spark stages
-        with ProgressDisplay(job.metrics, title=name):
-            job.join(timeout)
-        return RunOutcome(job.results(), _cluster_job_seconds(job.info()))
+        latest = LatestResults().follow(job, observable_names(dag))
+        with ProgressDisplay(job.metrics, title=name, results_fn=latest.items, streaming=streaming):
+            if streaming:
+                stopped = _run_for(job, timeout)
+            else:
+                stopped = False
+                job.join(timeout)
+        return RunOutcome(job.results(), _cluster_job_seconds(job.info()), stopped)
     except KeyboardInterrupt:
         if job is not None:
             _cancel_and_wait(job)
         raise
     finally:
         boot.close()
+
+
+def _run_in_process(dag: DAG, name: str, threads: int, timeout: float | None, streaming: bool) -> RunOutcome:
+    """Run ``dag`` on one member in this process; its observable sinks publish to the table."""
+    log.info("job DAG:\n%s", dag.to_dot(default_local_parallelism=threads))  # (a coordinator logs it on members)
+    latest = LatestResults()
+    with latest.publish_for(name):
+        job = start(dag, threads, job_name=name)
+        started = time.perf_counter()
+        try:
+            shown = lambda: {**job.results(), **latest.items()}  # noqa: E731 - list sinks, observables
+            with ProgressDisplay(job.metrics, title=name, results_fn=shown, streaming=streaming):
+                if streaming:
+                    stopped = _run_for(job, timeout)
+                    results = job.results()
+                else:
+                    stopped, results = False, job.join(timeout)
+        except KeyboardInterrupt:
+            job.cancel()
+            raise
+    return RunOutcome(results, time.perf_counter() - started, stopped)
+
+
+def _run_for(job: Any, duration_s: float | None) -> bool:
+    """Let a streaming ``job`` run for ``duration_s`` (until it ends without it), then cancel it
+    and wait for it to end; True when it was stopped so, False when it ended by itself (its
+    failure is raised)."""
+    try:
+        job.join(duration_s)
+        return False
+    except JobTimeoutError:
+        log.info("stopping the streaming job after its run time of %s s", duration_s)
+        _cancel_and_wait(job)
+        return True
 
 
 def _cancel_and_wait(job: Any) -> None:
@@ -129,4 +171,4 @@ def _cancel_and_wait(job: Any) -> None:
         job.cancel()
         job.join(CANCEL_WAIT_S)
     except Exception as error:  # noqa: BLE001 - a cancelled job ends in an error; members stop anyway
-        log.debug("cancelled job %s ended: %s", job.id, error)
+        log.debug("cancelled job %s ended: %s", getattr(job, "id", job), error)

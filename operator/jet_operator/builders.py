@@ -29,6 +29,8 @@ def render_member_yaml(spec: JetJobSpec) -> str:
     if spec.cooperative_threads is not None:
         settings["cooperative_threads"] = spec.cooperative_threads
     settings["flow_control_period_ms"] = spec.flow_control_period_millis
+    if spec.progress_log_interval_seconds is not None:
+        settings["progress_log_interval_ms"] = spec.progress_log_interval_seconds * 1000
     settings["edge_defaults"] = {
         "queue_size": spec.edge_defaults.queue_size,
         "packet_size_limit": spec.edge_defaults.packet_size_limit,

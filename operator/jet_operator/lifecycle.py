@@ -4,7 +4,8 @@ Phases, in the order a healthy job goes through them:
 
 - ``Pending``: member pods do not exist yet or are not all scheduled;
 - ``Starting``: members are scheduled, not all ready, or the coordinator has not started the job;
-- ``Running``: the coordinator (member 0) reports the job RUNNING;
+- ``Running``: the coordinator (member 0) reports the job RUNNING (a streaming job stays so until
+  it is suspended or deleted: no completion is no hang, and nothing times it out);
 - ``Completing``: the coordinator reports COMPLETING, or COMPLETED while a Spark driver is still
   running (the sink driver writes the job's output after the job has handed it over);
 - ``Completed``: the coordinator reports COMPLETED and every Spark driver succeeded (members are

@@ -7,6 +7,14 @@ executors on Kubernetes (client mode: the driver is the pod, executors are pods 
 A driver finds the job's Spark vertices on the members by the job's id, which member 0's
 coordinator chooses when it submits the job: the operator creates the drivers once member 0
 has reported that id, and passes it as ``--job-id``.
+
+A streaming job's drivers are the same pods and commands: a driver finds the pipeline's
+stream stages (``Sources.spark_stream``, ``Sinks.spark_stream``) itself and runs their
+Structured Streaming queries for as long as the stream or the job runs, so it is long-lived
+and not expected to complete while the job runs (no deadline, no liveness probe; it logs a
+progress line per query every 30 s). A driver that fails fails the JetJob with the end of its
+log, as for batch; a stream source's driver whose query ended (``available_now``) succeeds
+while the job goes on; the sink's driver stops its query once the job's sink has completed.
 """
 
 from __future__ import annotations

@@ -83,6 +83,8 @@ class JetJobSpec:
     cooperative_threads: int | None = None
     edge_defaults: EdgeDefaults = EdgeDefaults()
     flow_control_period_millis: int = 100
+    progress_log_interval_seconds: int | None = None
+    """How often a streaming job's members log their progress (None: the members' default)."""
     spark: SparkSpec | None = None
     restart_policy: RestartPolicy = RestartPolicy()
     state: str = STATE_RUNNING
@@ -126,6 +128,8 @@ def parse_spec(spec: Mapping[str, Any]) -> JetJobSpec:
             ),
         ),
         flow_control_period_millis=int(spec.get("flowControlPeriodMillis", 100)),
+        progress_log_interval_seconds=_optional_int(spec.get("progressLogIntervalSeconds"),
+                                                    "spec.progressLogIntervalSeconds", minimum=0),
         spark=_parse_spark(spec.get("spark")),
         restart_policy=RestartPolicy(
             type=restart.get("type", RESTART_NEVER),
@@ -135,6 +139,14 @@ def parse_spec(spec: Mapping[str, Any]) -> JetJobSpec:
         state=spec.get("state", STATE_RUNNING),
         tls_enabled=_tls_enabled(spec.get("tls")),
     )
+
+
+def _optional_int(value: Any, field_name: str, minimum: int) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise ValueError(f"{field_name} must be an integer >= {minimum}, got {value!r}")
+    return value
 
 
 def _tls_enabled(tls: Any) -> bool:

@@ -30,6 +30,11 @@ def _in_the_repository(monkeypatch: pytest.MonkeyPatch) -> None:
     ("enrichment.py", "pipeline", False),
     ("grouped_average.py", "pipeline", False),
     ("spark_wordcount.py", "pipeline", True),
+    ("stream_wordcount.py", "pipeline", False),
+    ("stream_trades.py", "pipeline", False),
+    ("stream_sessions.py", "pipeline", False),
+    ("stream_enrichment.py", "pipeline", False),
+    ("spark_streaming.py", "pipeline", True),
 ])
 def test_manifest_of_each_example_is_valid_and_runnable(example: str, entrypoint: str, spark: bool) -> None:
     code, output = manifest(f"examples/{example}", "--name", "example")
@@ -42,7 +47,9 @@ def test_manifest_of_each_example_is_valid_and_runnable(example: str, entrypoint
 
 
 def test_every_example_is_covered() -> None:
-    covered = {"wordcount.py", "wordcount_dag.py", "enrichment.py", "grouped_average.py", "spark_wordcount.py"}
+    covered = {"wordcount.py", "wordcount_dag.py", "enrichment.py", "grouped_average.py", "spark_wordcount.py",
+               "stream_wordcount.py", "stream_trades.py", "stream_sessions.py", "stream_enrichment.py",
+               "spark_streaming.py"}
     assert {path.name for path in EXAMPLES_DIR.glob("*.py")} == covered
 
 

@@ -41,6 +41,7 @@ from jet.cluster.job_history import FinishedJobs, UnknownJobError
 from jet.cluster.observables import ObservableStore, UnknownObservableError, observable_names
 from jet.cluster.settings import ControlSettings
 from jet.core.dag import DAG, DagValidationError
+from jet.execution.vertex_metrics import merge_vertex_metrics
 
 log = logging.getLogger("jet.cluster.coordinator")
 
@@ -251,7 +252,8 @@ class JobCoordinator:
         return items, header
 
     def metrics(self, job_id: str) -> dict[str, dict[str, int]]:
-        """Items in and out per vertex over the cluster: final counts of finished members, live
+        """Each vertex's figures over the cluster (counts summed, watermarks merged as
+        :mod:`jet.execution.vertex_metrics` says): final figures of finished members, live
         counts asked from the others (a member that cannot answer is left out)."""
         run = self._run_of(job_id)
         with self._changed:
@@ -264,13 +266,7 @@ class JobCoordinator:
                 per_member[member] = messages.decode_message(reply)[0]["metrics"]
             except Exception as e:  # noqa: BLE001 - metrics are best effort
                 log.debug("no metrics from member %d: %s", member, e)
-        total: dict[str, dict[str, int]] = {}
-        for metrics in per_member.values():
-            for vertex, counts in metrics.items():
-                summed = total.setdefault(vertex, {})
-                for key, value in counts.items():
-                    summed[key] = summed.get(key, 0) + value
-        return total
+        return merge_vertex_metrics(per_member.values())
 
     def on_execution_done(self, outcome: ExecutionOutcome, results: dict[str, list] | None = None,
                           metrics: dict[str, dict[str, int]] | None = None) -> None:

@@ -31,6 +31,7 @@ from jet.core.edge import EdgeConfig
 from jet.execution.errors import JobCancelledError, JobFailedError
 from jet.execution.job_future import ExecutionFuture
 from jet.execution.plan import MemberTopology
+from jet.execution.progress_log import ProgressLog, is_streaming
 from jet.execution.service import TaskletExecutionService
 
 log = logging.getLogger("jet.cluster.job_execution")
@@ -78,7 +79,7 @@ def encode_report(outcome: ExecutionOutcome, results: dict[str, list],
     """The header and blob of an execution's end report (``execution_done``); results that
     cannot be pickled are left out with an error in the log (the job itself succeeded)."""
     blob = b""
-    if outcome.ok and results:
+    if (outcome.ok or outcome.cancelled) and results:
         try:
             blob = cloudpickle.dumps(results)
         except Exception as e:  # noqa: BLE001 - say why the results cannot travel
@@ -121,11 +122,13 @@ class JobExecution:
     def __init__(self, plan_message: PlanMessage, dag_bytes: bytes, *, network: MemberNetwork,
                  service: TaskletExecutionService, on_done: Callable[[ExecutionOutcome, "JobExecution"], None],
                  edge_defaults: EdgeConfig | None = None, flow_control_period_ms: int = 100,
-                 publish_observable: Callable[[str, str, int, list], None] | None = None) -> None:
+                 publish_observable: Callable[[str, str, int, list], None] | None = None,
+                 progress_log_interval_ms: int = 0) -> None:
         """Unpickle the DAG (bytes from an authenticated peer only), build the plan, register it.
 
         ``publish_observable(job_id, name, capacity, items)`` takes the items of the job's
-        observable sinks on this member (see :mod:`jet.cluster.observables`)."""
+        observable sinks on this member (see :mod:`jet.cluster.observables`). A streaming job
+        logs its progress every ``progress_log_interval_ms`` (0: never)."""
         self.message = plan_message
         self.job_id = plan_message.job_id
         self.execution_id = plan_message.execution_id
@@ -148,6 +151,9 @@ class JobExecution:
             cooperative_threads=service.cooperative_threads, edge_defaults=edge_defaults,
             flow_control_period_ms=flow_control_period_ms, job_id=self.job_id)
         self._tasklets = self.plan.build()
+        self._progress_log = (ProgressLog(f"job {self.job_id} on member {self.member_index}",
+                                          self.plan.vertex_metrics, progress_log_interval_ms)
+                              if progress_log_interval_ms > 0 and is_streaming(dag) else None)
         peers = {m for m in range(plan_message.member_count) if m != self.member_index}
         network.register(self.execution_id, self.plan.receivers, self.plan.senders, peers,
                          self._peer_lost)
@@ -168,6 +174,8 @@ class JobExecution:
             pending = self._pending_failure
         if pending is not None:
             self._future.fail(pending)
+        if self._progress_log is not None:
+            self._progress_log.start()
         self._future.add_done_callback(self._completed)
 
     def cancel(self, reason: str) -> None:
@@ -217,6 +225,8 @@ class JobExecution:
                          name=f"{REPORT_THREAD_PREFIX}{self.execution_id}").start()
 
     def _finish(self, future: ExecutionFuture) -> None:
+        if self._progress_log is not None:
+            self._progress_log.stop()
         outcome = ExecutionOutcome.of_failure(self.job_id, self.execution_id, self.member_index, future.failure)
         if outcome.ok:
             log.info("job %s: execution %d completed on member %d", self.job_id, self.execution_id,
@@ -227,7 +237,9 @@ class JobExecution:
         else:
             log.error("job %s: execution %d failed on member %d in %s: %s\n%s", self.job_id,
                       self.execution_id, self.member_index, outcome.tasklet, outcome.error, outcome.traceback)
-        self.report = encode_report(outcome, self.plan.results if outcome.ok else {}, self.plan.vertex_metrics())
+        # A cancelled execution reports what its list sinks held: a streaming job ends so.
+        results = self.plan.results if outcome.ok or outcome.cancelled else {}
+        self.report = encode_report(outcome, results, self.plan.vertex_metrics())
         self._on_done(outcome, self)
 
 

@@ -97,6 +97,7 @@ class Member:
         self._departed: set[int] = set()
         """Peers that said they are stopping: their streams closing is no loss worth a warning."""
         self.executions: dict[int, JobExecution] = {}
+        self.metrics.watch_executions(lambda: list(self.executions.values()))
         self._lock = threading.Lock()
         self._reports = ThreadPoolExecutor(max_workers=4, thread_name_prefix="jet-report")
         self.connected = threading.Event()
@@ -270,7 +271,8 @@ class Member:
             execution = JobExecution(message, blob, network=self.network, service=self.service,
                                      on_done=self._report, edge_defaults=self.edge_defaults,
                                      flow_control_period_ms=self.settings.flow_control_period_ms,
-                                     publish_observable=self._publish_observable)
+                                     publish_observable=self._publish_observable,
+                                     progress_log_interval_ms=self.settings.progress_log_interval_ms)
         except Exception as e:  # the user's supplier or an unpicklable DAG: the traceback goes to the job
             raise JobInitError(f"{type(e).__name__}: {e}\n{traceback.format_exc()}") from e
         with self._lock:
@@ -362,7 +364,13 @@ class Member:
                 return
             except Exception as e:  # noqa: BLE001 - retried; the coordinator asks after it anyway
                 remaining = deadline - time.monotonic()
-                if remaining <= 0 or self.stopped.is_set():
+                if self.stopped.is_set():
+                    # The whole member is going away (its cluster is shutting down, or it was
+                    # told to stop): the coordinator counts it lost, which is not an error here.
+                    log.info("member %d is stopping; the end of job %s was not reported: %s",
+                             self.index, outcome.job_id, e)
+                    return
+                if remaining <= 0:
                     log.error("member %d could not report the end of job %s to the coordinator in %d attempts "
                               "over %.1f s: %s", self.index, outcome.job_id, attempt, retry_s, e)
                     return

@@ -6,8 +6,10 @@
   "message", "startTime", "completionTime"}`` (a failed job's message holds the user's traceback);
   only with ``Authorization: Bearer <cluster token>`` (or ``Bearer`` the read-only
   :func:`~jet.cluster.auth.job_status_credential` of the token, which the operator sends), 401 without; 404 on the other members;
-- ``GET /metrics``: Prometheus text (jobs submitted/completed/failed, executions per member), open
-  for scraping (counts only).
+- ``GET /metrics``: Prometheus text (jobs submitted/completed/failed, executions per member, and
+  per vertex and processor of the running executions Jet's ``receivedCount``, ``emittedCount``,
+  ``topObservedWm``, ``coalescedWm``, ``lastForwardedWm``, ``lastForwardedWmLatency`` and
+  ``lateEventsDropped``: :mod:`jet.cluster.vertex_collector`), open for scraping (figures only).
 
 The server binds the member's own host (see ``MemberSettings.bind_host``).
 """
@@ -20,12 +22,13 @@ import logging
 import socket
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Callable
+from typing import Any, Callable, Iterable
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
 from jet.cluster.auth import job_status_credential
+from jet.cluster.vertex_collector import VertexMetricsCollector
 
 log = logging.getLogger("jet.cluster.http")
 
@@ -51,6 +54,10 @@ class MemberMetrics:
                              registry=self.registry)
         self.info = Gauge("jet_member_info", "This member (value 1)", list(labels), registry=self.registry)
         self.info.labels(**labels).set(1)
+
+    def watch_executions(self, executions: Callable[[], Iterable[Any]]) -> None:
+        """Export the per-vertex figures of the executions ``executions()`` returns at each scrape."""
+        self.registry.register(VertexMetricsCollector(executions))
 
     def text(self) -> bytes:
         return generate_latest(self.registry)

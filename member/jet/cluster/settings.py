@@ -26,6 +26,7 @@ import yaml
 
 from jet.cluster.auth import MEMBER_KEY_ENV, MEMBER_KEY_FILE_ENV, TlsConfig, load_cluster_token, load_member_key
 from jet.cluster.server_limits import DEFAULT_CLIENT_CALLS, DEFAULT_CLIENT_STREAMS
+from jet.execution.progress_log import DEFAULT_PROGRESS_LOG_INTERVAL_MS
 
 EDGE_DEFAULTS_KEY = "edge_defaults"
 LOOPBACK_HOST = "127.0.0.1"
@@ -108,6 +109,8 @@ class MemberSettings:
     tls_ca_file: str | None = None
     control: ControlSettings = field(default_factory=ControlSettings)
     """The bounds of the control plane's waits and the coordinator's job history."""
+    progress_log_interval_ms: int = DEFAULT_PROGRESS_LOG_INTERVAL_MS
+    """A streaming job's progress in the log: a line per vertex this often (0: never)."""
 
     @classmethod
     def load(cls, flags: Mapping[str, Any] | None = None, environ: Mapping[str, str] | None = None,
@@ -226,6 +229,7 @@ _SPECS: dict[str, _Spec] = {name: _Spec(name, *parser) for name, parser in {
     "tls_cert_file": _TEXT,
     "tls_key_file": _TEXT,
     "tls_ca_file": _TEXT,
+    "progress_log_interval_ms": _COUNT,
     **{name: _POSITIVE for name in ("init_timeout_ms", "control_timeout_ms", "cancel_grace_ms",
                                     "report_wait_ms", "report_retry_ms", "max_finished_jobs",
                                     "finished_job_ttl_s")},

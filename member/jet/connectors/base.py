@@ -50,3 +50,12 @@ class StreamSource(Source):
         field(default=None, compare=False)
     native_timestamps: bool = False
     partition_idle_timeout_ms: int = DEFAULT_IDLE_TIMEOUT_MS
+
+    def set_partition_idle_timeout(self, timeout_ms: int) -> "StreamSource":
+        """Jet's ``setPartitionIdleTimeout``: a source partition without events for
+        ``timeout_ms`` stops holding the watermark back (0: never idle). Returns this source."""
+        if not isinstance(timeout_ms, int) or isinstance(timeout_ms, bool) or timeout_ms < 0:
+            raise ValueError(f"{self.name}: the partition idle timeout must be an int of ms >= 0,"
+                             f" got {timeout_ms!r}")
+        object.__setattr__(self, "partition_idle_timeout_ms", timeout_ms)  # Jet's setter mutates
+        return self

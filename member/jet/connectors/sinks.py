@@ -83,6 +83,19 @@ class Sinks:
         from jet.connectors.spark.stages import spark_sink
         return spark_sink(format, path, mode, options, partition_by, schema)
 
+    @staticmethod
+    def spark_stream(format: str, path: str | None = None, checkpoint_location: str | None = None, *,
+                     output_mode: str = "append", partition_by: Sequence[str] | None = None,
+                     schema: Any = None, trigger_interval_ms: int | None = None, **options: Any) -> Sink:
+        """Spark Structured Streaming reads the items as a stream and writes them with any Spark
+        streaming sink (``writeStream.format(format).outputMode(output_mode)
+        .option("checkpointLocation", checkpoint_location).start(path)``); rows as for
+        :meth:`spark`. The Spark side runs in ``jet spark-sink``. See docs/spark.md."""
+        from jet.connectors.spark.streaming_sink import spark_stream_sink
+        return spark_stream_sink(format, path, checkpoint_location, output_mode=output_mode,
+                                 partition_by=partition_by, schema=schema,
+                                 trigger_interval_ms=trigger_interval_ms, **options)
+
 
 def _check_max_file_bytes(value: int | None, what: str) -> None:
     if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 1):

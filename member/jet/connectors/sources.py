@@ -110,6 +110,20 @@ class Sources:
                             lambda: FileWatcherP(directory, pattern, encoding, shared), 1,
                             lambda: check_directory(directory, "Sources.file_watcher"))
 
+    @staticmethod
+    def spark_stream(format: str, path: str | None = None, *, schema: Any = None, as_dicts: bool = False,
+                     available_now: bool = False, checkpoint_location: str | None = None,
+                     name: str | None = None, **options: Any) -> StreamSource:
+        """A stream of the rows Spark Structured Streaming reads
+        (``spark.readStream.format(format).options(**options)[.schema(schema)].load(path)``: files,
+        ``rate``, Kafka where Spark has the connector), each micro-batch written into the job
+        exactly once per row. Items have no native timestamps: follow with ``with_timestamps``
+        or ``with_ingestion_timestamps``. The stream ends when its Spark query does
+        (``available_now=True`` reads what is there, then ends). See docs/spark.md."""
+        from jet.connectors.spark.streaming_source import spark_stream_source
+        return spark_stream_source(format, path, schema=schema, as_dicts=as_dicts, available_now=available_now,
+                                   checkpoint_location=checkpoint_location, name=name, **options)
+
 
 def _check_encoding(encoding: str, what: str) -> None:
     try:

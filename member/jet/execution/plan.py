@@ -14,6 +14,7 @@ from jet.execution.outbound import (BroadcastCollector, OutboundCollector, Parti
                                     RoundRobinCollector, SingleTargetCollector)
 from jet.execution.processor_tasklet import ProcessorTasklet
 from jet.execution.queues import UNBOUNDED, SpscQueue
+from jet.execution.vertex_metrics import vertex_metrics
 
 
 @dataclass(frozen=True)
@@ -96,13 +97,9 @@ class ExecutionPlan:
         return tasklets
 
     def vertex_metrics(self) -> dict[str, dict[str, int]]:
-        """Items in and out per vertex on this member so far."""
-        metrics: dict[str, dict[str, int]] = {}
-        for tasklet in self.tasklets:
-            counts = metrics.setdefault(tasklet.context.vertex_name, {"in": 0, "out": 0})
-            counts["in"] += tasklet.items_in
-            counts["out"] += tasklet.items_out
-        return metrics
+        """Each vertex's figures on this member so far: items in and out, watermarks, late
+        events dropped (see :mod:`jet.execution.vertex_metrics`)."""
+        return vertex_metrics(self.tasklets)
 
     def _context(self, vertex: Vertex, local_index: int) -> Context:
         topology = self.topology

@@ -19,6 +19,7 @@ from __future__ import annotations
 import logging
 from typing import Any, Callable
 
+from jet.connectors.base import StreamSource
 from jet.core.dag import DAG, LOCAL_PARALLELISM_USE_DEFAULT, Vertex
 from jet.core.edge import Edge
 from jet.core.functions import entry_key
@@ -100,6 +101,8 @@ class Planner(StreamPlanning):
 
     # -- building -------------------------------------------------------------------------------
     def plan(self) -> DAG:
+        if any(isinstance(t.connector, StreamSource) for t in self.transforms):
+            self.dag.is_streaming = True  # runs until cancelled: jet run, members' progress lines
         for transform in self.transforms:
             if transform in self.output_vertex:
                 continue

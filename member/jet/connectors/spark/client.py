@@ -157,12 +157,15 @@ def _alive(links: list[MemberLink], position: int) -> MemberLink:
     return link
 
 
-def wait_for_vertex(options: JetOptions, kind: str) -> dict[int, int]:
+def wait_for_vertex(options: JetOptions, kind: str | tuple[str, ...]) -> dict[int, int]:
     """Wait (up to ``ready_timeout``) until every processor of the job's Spark ``kind`` vertex
-    runs; return {processor global index: member index}. A clear error names what is missing.
+    (one of ``kind`` when a tuple) runs; return {processor global index: member index}. A
+    clear error names what is missing.
 
     A member that is not ready for Spark yet (it has not loaded the job, or broke the stream of
     a request it could not handle yet) is asked again, on a new link when the old one is dead."""
+    kinds = (kind,) if isinstance(kind, str) else kind
+    kind = " or ".join(kinds)
     deadline = time.monotonic() + options.ready_timeout_s
     links = connect_all(options)
     delay, last = 0.05, "no member answered"
@@ -180,7 +183,7 @@ def wait_for_vertex(options: JetOptions, kind: str) -> dict[int, int]:
                     continue
                 if reply.get("ended") and not reply.get("processors"):
                     raise JetSparkError(reply["ended"])
-                if reply.get("kind") not in (None, kind):
+                if reply.get("kind") not in (None, *kinds):
                     raise JetSparkError(f"vertex {options.vertex!r} of job {options.job!r} is a Spark "
                                         f"{reply['kind']}, not a Spark {kind}")
                 seen.append(f"member {link.member}: {reply.get('vertices')}")

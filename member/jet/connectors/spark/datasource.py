@@ -42,7 +42,7 @@ class JetDataSource(DataSource):
     def schema(self) -> StructType:
         """Inferred from the first items of the job's Spark sink (read without ``.schema(...)``)."""
         options = self._options()
-        owners = wait_for_vertex(options, "sink")
+        owners = wait_for_vertex(options, ("sink", "stream-sink"))
         deadline = time.monotonic() + options.send_timeout_s
         links = [MemberLink(options.members[m], m, options.token, options.tls()) for m in sorted(set(owners.values()))]
         try:
@@ -77,6 +77,23 @@ class JetDataSource(DataSource):
         owners = wait_for_vertex(options, "sink")
         return JetReader(options, owners, schema.fieldNames())
 
+    def streamWriter(self, schema: StructType, overwrite: bool) -> Any:
+        """``writeStream.format("jet")``: each micro-batch into the job's Spark stream source."""
+        from jet.connectors.spark.streaming_datasource import JetStreamWriter
+
+        options = self._options()
+        owners = wait_for_vertex(options, "stream-source")
+        return JetStreamWriter(options, [options.members[owners[i]] for i in range(len(owners))],
+                               [owners[i] for i in range(len(owners))], schema.fieldNames())
+
+    def streamReader(self, schema: StructType) -> Any:
+        """``spark.readStream.format("jet")``: the job's Spark stream sink, as a stream."""
+        from jet.connectors.spark.streaming_datasource import JetStreamReader
+
+        # No wait for the vertex: Spark makes readers again when it plans a micro-batch, maybe
+        # after the sink has completed (the driver waits for it before starting the query).
+        return JetStreamReader(self._options(), schema.fieldNames())
+
 
 @dataclass
 class JetCommitMessage(WriterCommitMessage):
@@ -103,30 +120,9 @@ class JetWriter(DataSourceArrowWriter):
         context = TaskContext.get()
         partition = context.partitionId() if context else 0
         attempt = context.attemptNumber() if context else 0
-        processor = partition % len(self.addresses)
-        options = self.options
-        what = f"Spark partition {partition} (attempt {attempt}) -> {options.vertex!r}#{processor}"
-        link = MemberLink(self.addresses[processor], self.members[processor], options.token,
-                          options.tls())
-        base = {"op": p.ROWS, "job": options.job, "vertex": options.vertex, "proc": processor,
-                "part": partition}
-        position, sent_seq = 0, 0
-        try:
-            for batch in iterator:
-                columns = [column.to_pylist() for column in batch.columns]
-                rows = columns_to_items(columns, self.names, options.row_type)
-                step = options.chunk_rows
-                for start in range(0, len(rows), step):
-                    chunk = rows[start:start + step]
-                    link.wait_to_send(sent_seq, options.send_timeout_s, what)
-                    payload_bytes = link.send({**base, "start": position, "n": len(chunk)}, chunk)
-                    sent_seq += chunk_footprint(payload_bytes, len(chunk))
-                    position += len(chunk)
-            link.request({"op": p.FLUSH, "job": options.job, "vertex": options.vertex, "proc": processor},
-                         timeout_s=options.send_timeout_s)
-        finally:
-            link.close()
-        return JetCommitMessage(partition, position, attempt)
+        rows = send_partition(self.options, self.addresses, self.members, self.names, iterator,
+                              partition, attempt)
+        return JetCommitMessage(partition, rows, attempt)
 
     def commit(self, messages: list[JetCommitMessage | None]) -> None:
         """Every task succeeded: tell the members each partition's final row count."""
@@ -139,6 +135,35 @@ class JetWriter(DataSourceArrowWriter):
             return
         tell_members(self.options, {"op": p.ABORT, "reason": "the Spark write job was aborted"},
                      set(self.members))
+
+
+def send_partition(options: JetOptions, addresses: list[str], members: list[int], names: list[str],
+                   batches: Iterator[Any], partition: int, attempt: int, routing: dict | None = None) -> int:
+    """Stream one Spark partition (Arrow batches) to its source processor ``partition % N``
+    under the member's flow control, then wait until every row is queued there; returns the
+    row count. ``routing`` adds header fields (a stream's query and micro-batch ids)."""
+    processor = partition % len(addresses)
+    what = f"Spark partition {partition} (attempt {attempt}) -> {options.vertex!r}#{processor}"
+    link = MemberLink(addresses[processor], members[processor], options.token, options.tls())
+    base = {"op": p.ROWS, "job": options.job, "vertex": options.vertex, "proc": processor,
+            "part": partition, **(routing or {})}
+    position, sent_seq = 0, 0
+    try:
+        for batch in batches:
+            columns = [column.to_pylist() for column in batch.columns]
+            rows = columns_to_items(columns, names, options.row_type)
+            step = options.chunk_rows
+            for start in range(0, len(rows), step):
+                chunk = rows[start:start + step]
+                link.wait_to_send(sent_seq, options.send_timeout_s, what)
+                payload_bytes = link.send({**base, "start": position, "n": len(chunk)}, chunk)
+                sent_seq += chunk_footprint(payload_bytes, len(chunk))
+                position += len(chunk)
+        link.request({"op": p.FLUSH, "job": options.job, "vertex": options.vertex, "proc": processor},
+                     timeout_s=options.send_timeout_s)
+    finally:
+        link.close()
+    return position
 
 
 @dataclass

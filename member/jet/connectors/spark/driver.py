@@ -24,6 +24,8 @@ from jet.connectors.spark.client import tell_members, wait_for_vertex
 from jet.connectors.spark.options import DEFAULT_READY_TIMEOUT_S, JetOptions, default_tls_ca_file
 from jet.connectors.spark.stages import (SparkReadSpec, SparkSink, SparkSinkSupplier, SparkSource,
                                         SparkSourceSupplier, SparkWriteSpec)
+from jet.connectors.spark.streaming_sink import SparkStreamSink, SparkStreamSinkSupplier, SparkStreamWriteSpec
+from jet.connectors.spark.streaming_source import SparkStreamReadSpec, SparkStreamSource, SparkStreamSourceSupplier
 
 log = logging.getLogger("jet.connectors.spark.driver")
 SOURCE_ROOT = str(Path(jet.__file__).resolve().parents[1])
@@ -46,8 +48,13 @@ def load_pipeline(path: str, entrypoint: str = "pipeline", args: Sequence[str] =
     return pipeline
 
 
-def spark_stages(job: Any) -> tuple[list[tuple[str, SparkReadSpec]], list[tuple[str, SparkWriteSpec]]]:
-    """(vertex name, spec) of every Spark source and Spark sink of a Pipeline or a DAG."""
+ReadSpec = SparkReadSpec | SparkStreamReadSpec
+WriteSpec = SparkWriteSpec | SparkStreamWriteSpec
+
+
+def spark_stages(job: Any) -> tuple[list[tuple[str, ReadSpec]], list[tuple[str, WriteSpec]]]:
+    """(vertex name, spec) of every Spark source and Spark sink (batch or stream) of a Pipeline
+    or a DAG."""
     from jet.core.dag import DAG
 
     if isinstance(job, DAG):
@@ -56,9 +63,10 @@ def spark_stages(job: Any) -> tuple[list[tuple[str, SparkReadSpec]], list[tuple[
         from jet.pipeline.planner import unique_names
         suppliers = [(name, transform.connector.supplier)
                      for transform, name in unique_names(job.transforms).items()
-                     if isinstance(transform.connector, (SparkSource, SparkSink))]
-    sources = [(name, s.spec) for name, s in suppliers if isinstance(s, SparkSourceSupplier)]
-    sinks = [(name, s.spec) for name, s in suppliers if isinstance(s, SparkSinkSupplier)]
+                     if isinstance(transform.connector, (SparkSource, SparkSink, SparkStreamSource, SparkStreamSink))]
+    sources = [(name, s.spec) for name, s in suppliers
+               if isinstance(s, (SparkSourceSupplier, SparkStreamSourceSupplier))]
+    sinks = [(name, s.spec) for name, s in suppliers if isinstance(s, (SparkSinkSupplier, SparkStreamSinkSupplier))]
     return sources, sinks
 
 
@@ -188,6 +196,8 @@ def run_spark_side(spark: Any, pipeline: Any, members: Sequence[str], token: str
                    ready_timeout_s: float = DEFAULT_READY_TIMEOUT_S, tls_ca_file: str | None = None) -> None:
     """Run the Spark side of every Spark stage of ``pipeline`` concurrently (one thread per
     stage: a sink must be read while the sources are still written) and raise the first error.
+    Stream stages run as long-lived streaming queries
+    (:mod:`jet.connectors.spark.streaming_driver`), until their stream or the job ends.
 
     ``tls_ca_file`` (default ``$JET_TLS_CA_FILE``): the CA to verify TLS members with."""
     tls_ca_file = tls_ca_file or default_tls_ca_file()
@@ -199,15 +209,20 @@ def run_spark_side(spark: Any, pipeline: Any, members: Sequence[str], token: str
         write_tasks = _write_task_limit(spark, pipeline, source_specs, sink_specs, len(members))
     except ValueError as error:  # the sources fail the job with it, so nothing waits for rows
         refusal = error
-    work = [(write_source, vertex, spec, spec.row_type) for vertex, spec in source_specs]
-    work += [(read_sink, vertex, spec, "tuple") for vertex, spec in sink_specs]
+    from jet.connectors.spark.streaming_driver import (  # it imports this module
+        forget_stream_control, run_stream_sink, run_stream_source)
+
+    work = [(run_stream_source if isinstance(spec, SparkStreamReadSpec) else write_source, vertex, spec,
+             spec.row_type) for vertex, spec in source_specs]
+    work += [(run_stream_sink if isinstance(spec, SparkStreamWriteSpec) else read_sink, vertex, spec, "tuple")
+             for vertex, spec in sink_specs]
     errors: list[BaseException] = []
 
     def run(action, vertex, spec, row_type) -> None:
         options = JetOptions(job_id, vertex, tuple(members), token, ready_timeout_s=ready_timeout_s,
                              row_type=row_type, driver_reports_failure=True, tls_ca_file=tls_ca_file)
         try:
-            if action is write_source:
+            if action in (write_source, run_stream_source):
                 action(spark, spec, options, write_tasks, refusal)
             else:
                 action(spark, spec, options)
@@ -219,5 +234,6 @@ def run_spark_side(spark: Any, pipeline: Any, members: Sequence[str], token: str
         thread.start()
     for thread in threads:
         thread.join()
+    forget_stream_control(job_id)
     if errors:
         raise errors[0]

@@ -21,6 +21,7 @@ from jet.cluster.flow_control import ReceiveWindow
 from jet.cluster.network import MemberNetwork, register_default_frame_handler
 from jet.cluster.packets import FrameType
 from jet.connectors.spark import protocol as p
+from jet.connectors.spark.stream_endpoints import MicroBatchCommits, StreamSinkEndpoint
 
 log = logging.getLogger("jet.connectors.spark")
 
@@ -172,6 +173,8 @@ class VertexEndpoints:
         self.total = total
         self.processors: dict[int, Any] = {}
         self.counts: dict[int, int] | None = None
+        self.commits = MicroBatchCommits()  # a stream source's committed micro-batches
+        self.ended = False  # a stream source's Spark query ended
         self.abort_reason: str | None = None
         self.changed = threading.Condition()
 
@@ -184,10 +187,14 @@ def register_endpoint(member: int, job: str, vertex: str, kind: str, index: int,
         entry = _REGISTRY.get(key)
         if entry is None or entry.kind != kind:
             entry = _REGISTRY[key] = VertexEndpoints(key, kind, total)
-        endpoint = (SourceEndpoint(entry, index) if kind == "source"
-                    else SinkEndpoint(entry, index, **kwargs))
+        endpoint = _ENDPOINT_TYPES[kind](entry, index, **kwargs)
         entry.processors[index] = endpoint
     return endpoint
+
+
+_ENDPOINT_TYPES = {"source": SourceEndpoint, "stream-source": SourceEndpoint, "sink": SinkEndpoint,
+                   "stream-sink": StreamSinkEndpoint}
+SOURCE_KINDS = ("source", "stream-source")
 
 
 def _record_ended(key: VertexKey) -> None:
@@ -201,6 +208,8 @@ def _record_ended(key: VertexKey) -> None:
 def unregister_endpoint(endpoint: Any) -> None:
     if isinstance(endpoint, SinkEndpoint):
         endpoint.abandon()
+    elif isinstance(endpoint, StreamSinkEndpoint) and not endpoint.finished:
+        _record_ended(endpoint.vertex.key)
     key = endpoint.vertex.key
     with _REGISTRY_LOCK:
         entry = _REGISTRY.get(key)
@@ -236,6 +245,9 @@ class SparkHub:
             self._probe(peer, header, entry)
             return
         rid = header.get("rid")
+        if entry is None and op == p.STATE:  # the stream sink has finished here (or never ran)
+            self._reply(peer, {"op": p.STATE, "rid": rid, "processors": {}})
+            return
         if entry is None:
             with _REGISTRY_LOCK:
                 known = sorted(v for m, j, v in _REGISTRY if m == self.member and j == key[1])
@@ -250,14 +262,21 @@ class SparkHub:
                 endpoint.enqueue(peer, header, frame, offset, int(self._period_s * 1e9))
         elif op == p.FLUSH:
             self._reply(peer, {"op": p.FLUSHED, "rid": rid})
-        elif op in (p.COMMIT, p.ABORT):
+        elif op in (p.COMMIT, p.ABORT, p.END):
             with entry.changed:
-                if op == p.COMMIT:
-                    entry.counts = {int(k): int(v) for k, v in header["counts"].items()}
-                else:
+                counts = {int(k): int(v) for k, v in header.get("counts", {}).items()}
+                if op == p.END:
+                    entry.ended = True
+                elif op == p.ABORT:
                     entry.abort_reason = str(header.get("reason") or "the Spark write was aborted")
+                elif "batch" in header:
+                    entry.commits.add(str(header["query"]), int(header["batch"]), counts)
+                else:
+                    entry.counts = counts
                 entry.changed.notify_all()
             self._reply(peer, {"op": p.OK, "rid": rid})
+        elif op in (p.STATE, p.FETCH, p.TRIM):
+            self._stream_sink_request(peer, entry, header)
         elif op == p.PULL:
             endpoint = self._processor(peer, entry, header)
             if endpoint is not None:
@@ -272,12 +291,39 @@ class SparkHub:
         else:
             self._reply(peer, {"op": p.ERROR, "rid": rid, "message": f"unknown Spark request {op!r}"})
 
+    def _stream_sink_request(self, peer: int, entry: VertexEndpoints, header: dict) -> None:
+        """``state`` of every local processor, ``fetch`` a range of one, ``trim`` committed ones."""
+        rid, op = header.get("rid"), header["op"]
+        if entry.kind != "stream-sink":
+            self._reply(peer, {"op": p.ERROR, "rid": rid, "message": f"Spark vertex {entry.key[2]!r} is a"
+                               f" {entry.kind}, not a stream sink: it has no {op!r}"})
+            return
+        if op == p.STATE:
+            states = {str(i): e.state() for i, e in list(entry.processors.items())}
+            self._reply(peer, {"op": p.STATE, "rid": rid, "processors": states})
+        elif op == p.TRIM:
+            for index, end in header["ends"].items():
+                endpoint = entry.processors.get(int(index))
+                if endpoint is not None:
+                    endpoint.trim(int(end))
+            self._reply(peer, {"op": p.OK, "rid": rid})
+        else:
+            endpoint = self._processor(peer, entry, header)
+            if endpoint is None:
+                return
+            try:
+                items = endpoint.fetch(int(header["start"]), int(header["end"]), int(header["n"]))
+            except ValueError as error:
+                self._reply(peer, {"op": p.ERROR, "rid": rid, "message": str(error)})
+                return
+            self._reply(peer, {"op": p.FETCH, "rid": rid, "n": len(items)}, items)
+
     def _processor(self, peer: int, entry: VertexEndpoints, header: dict) -> Any:
         endpoint = entry.processors.get(int(header.get("proc", -1)))
         if endpoint is None:
-            self._reply(peer, {"op": p.ERROR, "message": f"member {self.member} runs no processor "
-                               f"#{header.get('proc')} of Spark vertex {entry.key[2]!r}"
-                               f" (it runs {sorted(entry.processors)})"})
+            self._reply(peer, {"op": p.ERROR, "rid": header.get("rid"),
+                               "message": f"member {self.member} runs no processor #{header.get('proc')}"
+                                          f" of Spark vertex {entry.key[2]!r} (it runs {sorted(entry.processors)})"})
         return endpoint
 
     def _probe(self, peer: int, header: dict, entry: VertexEndpoints | None) -> None:
@@ -314,7 +360,7 @@ class SparkHub:
         """One ack per writer attempt of every Spark source processor of this member."""
         now = time.monotonic_ns()
         with _REGISTRY_LOCK:
-            entries = [e for k, e in _REGISTRY.items() if k[0] == self.member and e.kind == "source"]
+            entries = [e for k, e in _REGISTRY.items() if k[0] == self.member and e.kind in SOURCE_KINDS]
         for entry in entries:
             for endpoint in list(entry.processors.values()):
                 with endpoint.lock:

@@ -35,9 +35,11 @@ class SparkSourceP(ChunkEmittingProcessor):
     speculative attempt already delivered are dropped when another attempt sends them again.
     """
 
+    endpoint_kind = "source"
+
     def __init__(self) -> None:
         self._endpoint: spark_hub.SourceEndpoint | None = None
-        self._emitted: dict[int, int] = {}
+        self._emitted: dict[Any, int] = {}  # rows emitted per row key (see _row_key)
         self._chunk: list | None = None
         self._chunk_ack: tuple[int, int] | None = None
 
@@ -48,7 +50,7 @@ class SparkSourceP(ChunkEmittingProcessor):
     def init(self, outbox: Outbox, context: Context) -> None:
         super().init(outbox, context)
         self._endpoint = spark_hub.register_endpoint(
-            context.member_index, context.job_id, context.vertex_name, "source",
+            context.member_index, context.job_id, context.vertex_name, self.endpoint_kind,
             context.global_index, context.total_parallelism)
 
     def complete(self) -> bool:
@@ -62,13 +64,14 @@ class SparkSourceP(ChunkEmittingProcessor):
             if not endpoint.frames:
                 break
             peer, header, frame, offset, footprint = endpoint.frames.popleft()
-            partition, start = int(header["part"]), int(header["start"])
-            emitted = self._emitted.get(partition, 0)
+            key, start = self._row_key(header), int(header["start"])
+            end = start + int(header["n"])
+            # rows of a settled key (all emitted and forgotten) count as emitted to their end
+            emitted = end if self._is_settled(key) else self._emitted.get(key, 0)
             if start > emitted:
                 raise SparkWriteFailedError(
-                    f"Spark partition {partition}: rows from position {start} arrived but only "
+                    f"{self._describe(key)}: rows from position {start} arrived but only "
                     f"{emitted} were emitted (a writer skipped rows)")
-            end = start + int(header["n"])
             if end <= emitted:  # a retried or speculative attempt re-sending rows: drop them
                 endpoint.consumed(peer, footprint)
                 spark_hub.SourceEndpoint.dropped_rows_total += end - start
@@ -77,8 +80,19 @@ class SparkSourceP(ChunkEmittingProcessor):
             spark_hub.SourceEndpoint.dropped_rows_total += emitted - start
             self._chunk = rows if start == emitted else rows[emitted - start:]
             self._chunk_ack = (peer, footprint)
-            self._emitted[partition] = end
+            self._emitted[key] = end
         return self._finished()
+
+    def _row_key(self, header: dict) -> Any:
+        """What row positions count in: the Spark partition."""
+        return int(header["part"])
+
+    def _is_settled(self, key: Any) -> bool:
+        """Whether every row of ``key`` is emitted and forgotten (later rows are duplicates)."""
+        return False
+
+    def _describe(self, key: Any) -> str:
+        return f"Spark partition {key}"
 
     def _finished(self) -> bool:
         if self._chunk is not None or self._endpoint.frames:

@@ -14,7 +14,11 @@ Requests (``op``): ``probe`` (which processors of a vertex run here), ``rows`` (
 Spark partition's rows from ``start``), ``flush`` (answered once every earlier frame of this
 stream is queued), ``commit`` (final row count of every partition), ``abort`` (fail the
 source with a reason), ``pull`` (credit for more chunks of a sink processor), ``sample`` (the
-first items of a sink processor, for schema inference). Replies: ``ack`` (absolute
+first items of a sink processor, for schema inference). Streams add ``end`` (a stream source's
+Spark query ended: complete once every committed micro-batch is emitted), ``state`` (each
+stream sink processor's appended and committed positions), ``fetch`` (a stream sink's items
+in a range of positions) and ``trim`` (Spark committed them); a stream write's ``rows`` and
+``commit`` carry the Spark query id and micro-batch id. Replies: ``ack`` (absolute
 flow-control limit of a writer attempt), ``probe``, ``flushed``, ``ok``, ``chunk``,
 ``sample``, ``error``.
 """
@@ -34,6 +38,7 @@ _LENGTH = struct.Struct(">BI")
 
 # request ops
 PROBE, ROWS, FLUSH, COMMIT, ABORT, PULL, SAMPLE = "probe", "rows", "flush", "commit", "abort", "pull", "sample"
+END, STATE, FETCH, TRIM = "end", "state", "fetch", "trim"
 # reply ops
 ACK, FLUSHED, OK, CHUNK, ERROR = "ack", "flushed", "ok", "chunk", "error"
 

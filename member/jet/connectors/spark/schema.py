@@ -31,7 +31,8 @@ def _spark_type(value: Any, where: str) -> T.DataType:
 
 
 def infer_schema(items: Iterable[Any]) -> T.StructType:
-    """A StructType from sample items: a dict's keys name the columns, a tuple's columns are
+    """A StructType from sample items: a dict's keys name the columns, a named tuple's fields
+    (``KeyedWindowResult``: start, end, key, result, is_early) too, a tuple's columns are
     ``_1, _2, ...`` (as Spark names them), anything else is one column ``value``. A column's
     type is that of its first non-None value (StringType when all are None)."""
     items = list(items)
@@ -43,7 +44,7 @@ def infer_schema(items: Iterable[Any]) -> T.StructType:
         names = list(first)
         columns = [[item.get(name) for item in items if isinstance(item, dict)] for name in names]
     elif isinstance(first, tuple):
-        names = [f"_{i + 1}" for i in range(len(first))]
+        names = list(getattr(first, "_fields", ())) or [f"_{i + 1}" for i in range(len(first))]
         columns = [[item[i] for item in items if isinstance(item, tuple) and len(item) > i]
                    for i in range(len(first))]
     else:

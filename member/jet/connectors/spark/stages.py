@@ -105,7 +105,7 @@ class SparkSink(Sink):
     spec: SparkWriteSpec | None = field(default=None, compare=False)
 
 
-def _check_format(format: Any, what: str) -> None:
+def check_format(format: Any, what: str) -> None:
     if not isinstance(format, str) or not format.strip():
         raise ValueError(f"{what}: format must be a Spark format name such as 'parquet', got {format!r}")
 
@@ -134,7 +134,7 @@ def local_input_path(format: str, path: str | None) -> str | None:
     return None if len(url.scheme) > 1 else path  # one letter: a Windows drive
 
 
-def check_local_input(format: str, path: str | None) -> None:
+def check_local_input(format: str, path: str | None, what: str = "Sources.spark") -> None:
     """Refuse a source whose local input does not exist, as ``Sources.files`` does, before the
     job and its Spark side start."""
     local = local_input_path(format, path)
@@ -142,7 +142,7 @@ def check_local_input(format: str, path: str | None) -> None:
         return
     found = glob.glob(local) if glob.has_magic(local) else os.path.exists(local)
     if not found:
-        raise FileNotFoundError(f"Sources.spark: no file or directory matches {path!r}"
+        raise FileNotFoundError(f"{what}: no file or directory matches {path!r}"
                                 f" (the {format} input; relative to {os.getcwd()})")
 
 
@@ -150,7 +150,7 @@ def spark_source(format: str, path: str | None = None, options: dict[str, str] |
                  schema: Any = None, *, as_dicts: bool = False) -> SparkSource:
     """Rows Spark reads with ``spark.read.format(format).options(options).load(path)``; a local
     input of a file format that does not exist is refused when the job is submitted."""
-    _check_format(format, "Sources.spark")
+    check_format(format, "Sources.spark")
     spec = SparkReadSpec(format, path, _options(options, "Sources.spark"), schema, None, _row_type(as_dicts))
     name = f"spark-{format}({path})" if path else f"spark-{format}"
     return SparkSource(name, SparkSourceSupplier(spec), 1, spec=spec,
@@ -170,7 +170,7 @@ def spark_sink(format: str, path: str | None, mode: str = "errorifexists",
                options: dict[str, str] | None = None, partition_by: list[str] | tuple[str, ...] | None = None,
                schema: Any = None, buffer_items: int = DEFAULT_SINK_BUFFER_ITEMS) -> SparkSink:
     """Items Spark writes with ``df.write.format(format).mode(mode).save(path)``."""
-    _check_format(format, "Sinks.spark")
+    check_format(format, "Sinks.spark")
     if mode not in SAVE_MODES:
         raise ValueError(f"Sinks.spark: mode must be one of {', '.join(SAVE_MODES)}, got {mode!r}")
     if isinstance(partition_by, str):
