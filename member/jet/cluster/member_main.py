@@ -14,6 +14,7 @@ from jet.cluster.member import Member
 from jet.cluster.peers import member_index_from_pod_name
 from jet.cluster.settings import MemberSettings, SettingsError
 from jet.core.dag import DAG
+from jet.execution.gc_tuning import settle_member_heap
 
 log = logging.getLogger("jet.cluster.member")
 CLUSTER_READY_TIMEOUT_S = 300.0
@@ -51,6 +52,7 @@ def run_member(flags: Mapping[str, Any], config_file: str | None = None,
     def bring_up() -> None:
         try:
             member.start()
+            settle_member_heap()
             if job_supplier is not None and member.index == 0:
                 member.wait_until_cluster_ready(CLUSTER_READY_TIMEOUT_S)
                 try:

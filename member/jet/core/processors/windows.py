@@ -77,11 +77,13 @@ class SlidingWindowP(StreamingProcessor):
 
     def _accumulate_pairs(self, pairs: list) -> None:
         # Not zip(*pairs): its per-pair iterators are GC-tracked and trigger collections.
-        timestamps = list(map(_timestamp_of, pairs))
+        # A chunk holds few distinct timestamps (a source stamps runs of events alike), so the
+        # set is small and its min and max cost far less than two passes over the chunk.
+        distinct = set(map(_timestamp_of, pairs))
         items = list(map(_item_of, pairs))
         policy = self._policy
         size, offset = policy.frame_size, policy.frame_offset
-        lowest, highest = min(timestamps), max(timestamps)
+        lowest, highest = min(distinct), max(distinct)
         frame = policy.higher_frame_ts(lowest)
         if frame == policy.higher_frame_ts(highest):
             if frame < self.next_win_to_emit:
@@ -89,6 +91,7 @@ class SlidingWindowP(StreamingProcessor):
             else:
                 self._fold(frame, items)
             return
+        timestamps = list(map(_timestamp_of, pairs))
         if lowest - size > MIN_TIMESTAMP and highest + size < MAX_TIMESTAMP:
             frames = [t - (t - offset) % size + size for t in timestamps]
         else:  # near the int64 bounds: clamp as Java does
