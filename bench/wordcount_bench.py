@@ -140,7 +140,7 @@ def main() -> None:
                                    corpus])
         assert f"[{words}]" in out.replace(",", "").replace(" ", "") or str(words) in out, out[-500:]
         record(f"jet run, {members} member(s) x {threads} thread(s)", wall, peak,
-               seconds_in(out, r"job ran in ([\d.]+) s"))
+               seconds_in(out, r"job (?:ran|completed) in ([\d.]+) s"))
     if "spark" not in skip:
         for api in ("dataframe", "rdd"):
             wall, peak, out = measure([python, os.path.join(HERE, "spark_wordcount.py"), corpus, api])
