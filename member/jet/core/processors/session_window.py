@@ -49,7 +49,6 @@ class SessionWindowP(StreamingProcessor):
         self._deadline_keys: dict[int, dict] = {}  # window end -> keys with a window ending there
         self._deadlines: list[int] = []              # heap of the ends in _deadline_keys
         self.current_watermark = MIN_TIMESTAMP
-        self._next_early_ms: int | None = None
         self.late_events_dropped = 0
 
     # -- input ------------------------------------------------------------------------------
@@ -151,12 +150,8 @@ class SessionWindowP(StreamingProcessor):
     def try_process(self) -> bool:
         if not self._early_period_ms or not self.emit_unfinished() or not self.windows:
             return self._unfinished is None
-        now = self._clock_ms()
-        if self._next_early_ms is None:
-            self._next_early_ms = now + self._early_period_ms
-        if now < self._next_early_ms:
+        if not self.early_results_due(self._early_period_ms, self._clock_ms):
             return True
-        self._next_early_ms = now + self._early_period_ms
         export, output = self._aggregate.export_fn, []
         for key, windows in self.windows.items():
             for start, end, acc in zip(windows.starts, windows.ends, windows.accs):

@@ -29,6 +29,18 @@ class StreamingProcessor(ChunkEmittingProcessor):
     _unfinished: list | None = None
     _before_wm: list | None = None
     _final: list | None = None
+    _next_early_ms: int | None = None
+
+    def early_results_due(self, period_ms: int, clock_ms: Callable[[], int]) -> bool:
+        """Whether ``period_ms`` of ``clock_ms`` passed since the last early results (the first
+        period starts at the first call)."""
+        now = clock_ms()
+        if self._next_early_ms is None:
+            self._next_early_ms = now + period_ms
+        if now < self._next_early_ms:
+            return False
+        self._next_early_ms = now + period_ms
+        return True
 
     def drop_late(self, count: int, watermark: int) -> None:
         """Count ``count`` late events (behind ``watermark``) and log about it now and then."""

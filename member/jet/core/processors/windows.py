@@ -62,7 +62,6 @@ class SlidingWindowP(StreamingProcessor):
         self.current_watermark = MIN_TIMESTAMP
         self.top_ts = MIN_TIMESTAMP
         self._running: dict | None = None
-        self._next_early_ms: int | None = None
         self.late_events_dropped = 0
 
     # -- input ------------------------------------------------------------------------------
@@ -155,12 +154,8 @@ class SlidingWindowP(StreamingProcessor):
     def try_process(self) -> bool:
         if not self._early_period_ms or not self.emit_unfinished() or not self.frames:
             return self._unfinished is None
-        now = self._clock_ms()
-        if self._next_early_ms is None:
-            self._next_early_ms = now + self._early_period_ms
-        if now < self._next_early_ms:
+        if not self.early_results_due(self._early_period_ms, self._clock_ms):
             return True
-        self._next_early_ms = now + self._early_period_ms
         return self.start_emitting(self._early_windows())
 
     def _window_ends(self, limit: int) -> list[int]:
