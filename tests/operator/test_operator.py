@@ -7,6 +7,7 @@ their statuses, see ``fakes``) and member 0's /job endpoint (``job_endpoint``).
 from __future__ import annotations
 
 import copy
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -50,6 +51,12 @@ def jetjob(name: str = "wc", **spec: Any) -> dict[str, Any]:
     return document
 
 
+#: Kopf's own retry of an API request whose keep-alive connection the emulator closed: it logs
+#: the failed attempt at ERROR and retries (up to 9 times); a request that fails for good ends
+#: in a handler error or a failed test instead.
+_KOPF_TRANSPORT_RETRY = re.compile(r"Request attempt #\d+/\d+ failed; (will retry|TCP closed)")
+
+
 @contextmanager
 def operator() -> Iterator[KopfRunner]:
     """The operator, as the chart runs it, for one namespace."""
@@ -57,7 +64,9 @@ def operator() -> Iterator[KopfRunner]:
     with KopfRunner(args, timeout=30) as runner:
         yield runner
     assert runner.exception is None, runner.output
-    assert "[ERROR" not in runner.output, runner.output
+    errors = [line for line in runner.output.splitlines()
+              if "[ERROR" in line and not _KOPF_TRANSPORT_RETRY.search(line)]
+    assert errors == [], runner.output
 
 
 def phase(k8s: Emulator, name: str = "wc") -> str | None:
