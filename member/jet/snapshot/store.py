@@ -1,0 +1,264 @@
+"""The snapshot store: job records, two alternating snapshot slots per job, named exports.
+
+Layout under the store's root URL::
+
+    jobs/<job_id>/record.json                         the JobRecord without its DAG
+    jobs/<job_id>/dag.pickle                          the pickled DAG
+    jobs/<job_id>/snapshots/<0|1>/<snapshot_id>/chunks/<vertex>.<member>.<sequence>.pkl
+    jobs/<job_id>/snapshots/<0|1>/<snapshot_id>/validation.json   written after every chunk
+    exports/<name>/chunks/...  exports/<name>/validation.json
+
+The commit point of a snapshot is the job record: its validation record is written after all
+its chunks, then the job record's ``last_good_snapshot_id``/``last_good_slot`` is replaced
+atomically (a rename locally, a single PUT on an object store). A new snapshot always goes into
+the slot that is not the last good one, so an abandoned or failed snapshot never damages the
+last good snapshot.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import pickle
+import time
+from collections.abc import Iterator
+from typing import Any
+from urllib.parse import quote, unquote
+
+from jet.snapshot.errors import SnapshotError
+from jet.snapshot.fs import list_names, open_url, remove_tree, write_atomic
+from jet.snapshot.records import JobRecord, SnapshotInfo
+
+VALIDATION = "validation.json"
+CHUNKS = "chunks"
+
+
+class SnapshotWriter:
+    """Writes one snapshot's chunks into its slot; :meth:`commit` makes it the last good one.
+
+    Members other than the coordinator get a writer with :meth:`SnapshotStore.join_snapshot`
+    and only call :meth:`write_chunk`; the coordinator commits once all chunks are written.
+    """
+
+    def __init__(self, store: SnapshotStore, job_id: str, snapshot_id: int, slot: int) -> None:
+        self.store = store
+        self.job_id = job_id
+        self.snapshot_id = snapshot_id
+        self.slot = slot
+        self.dir = store._snapshot_dir(job_id, slot, snapshot_id)
+        self.keys_written = 0
+        self.bytes_written = 0
+        self.committed = False
+
+    def write_chunk(self, vertex: str, member: int, sequence: int,
+                    entries: list[tuple[Any, Any]]) -> str:
+        """Write one chunk of (key, value) entries of ``vertex`` from ``member``; its file name."""
+        if self.committed:
+            raise SnapshotError(f"job {self.job_id}: snapshot {self.snapshot_id} in slot "
+                                f"{self.slot} is already committed; no more chunks")
+        name = f"{quote(vertex, safe='')}.{member}.{sequence}.pkl"
+        data = pickle.dumps((vertex, list(entries)), protocol=pickle.HIGHEST_PROTOCOL)
+        self.store.fs.pipe_file(f"{self.dir}/{CHUNKS}/{name}", data)
+        self.keys_written += len(entries)
+        self.bytes_written += len(data)
+        return name
+
+    def commit(self, stats: dict[str, Any] | None = None) -> SnapshotInfo:
+        """Write the validation record, then make this snapshot the job's last good one.
+
+        The chunks counted are the files in the snapshot's directory (every member's).
+        ``stats["keys"]``, if given, is the total key count (when other members wrote chunks
+        through their own writers); otherwise the keys written through this writer.
+        """
+        stats = dict(stats or {})
+        fs = self.store.fs
+        chunk_dir = f"{self.dir}/{CHUNKS}"
+        chunks = tuple(list_names(fs, chunk_dir))
+        num_bytes = sum(fs.size(f"{chunk_dir}/{c}") for c in chunks)
+        record = self.store.load_job_record(self.job_id)
+        info = SnapshotInfo(
+            job_id=self.job_id, job_name=record.name, snapshot_id=self.snapshot_id,
+            slot=self.slot, chunk_count=len(chunks), num_bytes=num_bytes,
+            num_keys=int(stats.get("keys", self.keys_written)), created=time.time(),
+            chunks=chunks, stats=stats)
+        fs.pipe_file(f"{self.dir}/{VALIDATION}", info.to_json().encode())
+        record.last_good_snapshot_id = self.snapshot_id
+        record.last_good_slot = self.slot
+        if record.ongoing_snapshot_id == self.snapshot_id:
+            record.ongoing_snapshot_id = -1
+        self.store.save_job_record(record, with_dag=False)  # the commit point
+        self.committed = True
+        return info
+
+
+class SnapshotStore:
+    """Job records and snapshots under one fsspec URL (see the module docstring for the layout)."""
+
+    def __init__(self, url: str, endpoint_url: str | None = None,
+                 **storage_options: Any) -> None:
+        self.url = url
+        self.fs, self.root = open_url(url, endpoint_url=endpoint_url, **storage_options)
+
+    # ----- paths
+    def _job_dir(self, job_id: str) -> str:
+        return f"{self.root}/jobs/{quote(str(job_id), safe='')}"
+
+    def _snapshot_dir(self, job_id: str, slot: int, snapshot_id: int) -> str:
+        return f"{self._job_dir(job_id)}/snapshots/{slot}/{snapshot_id}"
+
+    def _export_dir(self, name: str) -> str:
+        return f"{self.root}/exports/{quote(name, safe='')}"
+
+    # ----- job records
+    def save_job_record(self, record: JobRecord, with_dag: bool = True) -> None:
+        """Store ``record`` (its DAG bytes beside it); replaces the previous record atomically."""
+        job_dir = self._job_dir(record.job_id)
+        if with_dag:
+            write_atomic(self.fs, f"{job_dir}/dag.pickle", record.dag)
+        write_atomic(self.fs, f"{job_dir}/record.json", record.to_json().encode())
+
+    def load_job_record(self, job_id: str) -> JobRecord:
+        """The stored record of ``job_id``; :class:`SnapshotError` if there is none."""
+        job_dir = self._job_dir(job_id)
+        try:
+            text = self.fs.cat_file(f"{job_dir}/record.json").decode()
+        except FileNotFoundError:
+            raise SnapshotError(f"job {job_id}: no job record at {job_dir}/record.json") from None
+        try:
+            dag = self.fs.cat_file(f"{job_dir}/dag.pickle")
+        except FileNotFoundError:
+            dag = b""
+        try:
+            return JobRecord.from_json(text, dag)
+        except (ValueError, TypeError) as e:
+            raise SnapshotError(f"job {job_id}: damaged job record at "
+                                f"{job_dir}/record.json: {e}") from e
+
+    def list_jobs(self) -> list[str]:
+        """The ids of the jobs that have a record."""
+        jobs = []
+        for name in list_names(self.fs, f"{self.root}/jobs"):
+            if self.fs.exists(f"{self.root}/jobs/{name}/record.json"):
+                jobs.append(_unquote(name))
+        return jobs
+
+    def delete_job(self, job_id: str) -> None:
+        """Remove the job's record and both its snapshot slots (exports stay)."""
+        remove_tree(self.fs, self._job_dir(job_id))
+
+    # ----- snapshots
+    def begin_snapshot(self, job_id: str, snapshot_id: int) -> SnapshotWriter:
+        """Start snapshot ``snapshot_id`` in the slot that is not the last good one.
+
+        That slot is cleared first and the job record's ``ongoing_snapshot_id`` set; a job
+        without a record gets a minimal one.
+        """
+        try:
+            record = self.load_job_record(job_id)
+        except SnapshotError:
+            record = JobRecord(job_id=job_id)
+            self.save_job_record(record)
+        slot = (record.last_good_slot + 1) % 2
+        remove_tree(self.fs, f"{self._job_dir(job_id)}/snapshots/{slot}")
+        record.ongoing_snapshot_id = snapshot_id
+        self.save_job_record(record, with_dag=False)
+        return SnapshotWriter(self, job_id, snapshot_id, slot)
+
+    def join_snapshot(self, job_id: str, snapshot_id: int, slot: int) -> SnapshotWriter:
+        """A writer for another member's chunks of a snapshot the coordinator has begun."""
+        return SnapshotWriter(self, job_id, snapshot_id, slot)
+
+    def last_good(self, job_id: str) -> SnapshotInfo | None:
+        """The validated last good snapshot of ``job_id``, or None if it has none."""
+        record = self.load_job_record(job_id)
+        if record.last_good_snapshot_id < 0:
+            return None
+        directory = self._snapshot_dir(job_id, record.last_good_slot, record.last_good_snapshot_id)
+        where = f"job {job_id}, slot {record.last_good_slot}, snapshot {record.last_good_snapshot_id}"
+        return self._validate(directory, where, record.last_good_snapshot_id)
+
+    def read_snapshot(self, job_id: str) -> Iterator[tuple[str, Any, Any]]:
+        """(vertex, key, value) of every entry of the job's last good snapshot."""
+        info = self.last_good(job_id)
+        if info is None:
+            raise SnapshotError(f"job {job_id}: has no snapshot")
+        directory = self._snapshot_dir(job_id, info.slot, info.snapshot_id)
+        where = f"job {job_id}, slot {info.slot}, snapshot {info.snapshot_id}"
+        return self._read_entries(directory, info, where)
+
+    # ----- exports
+    def export(self, job_id: str, name: str) -> SnapshotInfo:
+        """Copy the job's last good snapshot to the export ``name`` (replacing one of that name)."""
+        info = self.last_good(job_id)
+        if info is None:
+            raise SnapshotError(f"job {job_id}: has no snapshot to export as {name!r}")
+        src = self._snapshot_dir(job_id, info.slot, info.snapshot_id)
+        dst = self._export_dir(name)
+        remove_tree(self.fs, dst)
+        for chunk in info.chunks:
+            self.fs.pipe_file(f"{dst}/{CHUNKS}/{chunk}",
+                              self.fs.cat_file(f"{src}/{CHUNKS}/{chunk}"))
+        exported = SnapshotInfo(**{**_fields(info), "slot": -1, "created": time.time()})
+        self.fs.pipe_file(f"{dst}/{VALIDATION}", exported.to_json().encode())
+        return exported
+
+    def export_info(self, name: str) -> SnapshotInfo:
+        """The validated record of the export ``name``."""
+        return self._validate(self._export_dir(name), f"export {name!r}", None)
+
+    def read_export(self, name: str) -> Iterator[tuple[str, Any, Any]]:
+        """(vertex, key, value) of every entry of the export ``name``."""
+        info = self.export_info(name)
+        return self._read_entries(self._export_dir(name), info, f"export {name!r}")
+
+    def list_exports(self) -> list[str]:
+        """The names of the complete exports."""
+        names = list_names(self.fs, f"{self.root}/exports")
+        return [_unquote(n) for n in names
+                if self.fs.exists(f"{self.root}/exports/{n}/{VALIDATION}")]
+
+    def delete_export(self, name: str) -> None:
+        remove_tree(self.fs, self._export_dir(name))
+
+    # ----- validation and reading
+    def _validate(self, directory: str, where: str, expected_id: int | None) -> SnapshotInfo:
+        try:
+            text = self.fs.cat_file(f"{directory}/{VALIDATION}").decode()
+        except FileNotFoundError:
+            raise SnapshotError(f"{where}: doesn't exist or is damaged (no validation record "
+                                f"at {directory}/{VALIDATION})") from None
+        try:
+            info = SnapshotInfo.from_json(text)
+        except (ValueError, TypeError) as e:
+            raise SnapshotError(f"{where}: damaged validation record at "
+                                f"{directory}/{VALIDATION}: {e}") from e
+        if expected_id is not None and info.snapshot_id != expected_id:
+            raise SnapshotError(f"{where}: validation record at {directory} is for snapshot "
+                                f"{info.snapshot_id}")
+        present = set(list_names(self.fs, f"{directory}/{CHUNKS}"))
+        missing = [c for c in info.chunks if c not in present]
+        if missing or len(present) != info.chunk_count:
+            raise SnapshotError(
+                f"{where}: corrupted at {directory}: {info.chunk_count} chunks recorded, "
+                f"{len(present)} present" + (f", missing {missing[:5]}" if missing else ""))
+        return info
+
+    def _read_entries(self, directory: str, info: SnapshotInfo,
+                      where: str) -> Iterator[tuple[str, Any, Any]]:
+        for chunk in info.chunks:
+            path = f"{directory}/{CHUNKS}/{chunk}"
+            try:
+                vertex, entries = pickle.loads(self.fs.cat_file(path))
+            except FileNotFoundError:
+                raise SnapshotError(f"{where}: chunk {path} is missing") from None
+            except Exception as e:  # unpickling a damaged chunk can raise almost anything
+                raise SnapshotError(f"{where}: chunk {path} is damaged: {e!r}") from e
+            for key, value in entries:
+                yield vertex, key, value
+
+
+def _unquote(name: str) -> str:
+    return unquote(name)
+
+
+def _fields(info: SnapshotInfo) -> dict[str, Any]:
+    return {f.name: getattr(info, f.name) for f in dataclasses.fields(info)}
