@@ -193,3 +193,19 @@ def test_s3_endpoint_from_environment(s3_endpoint, monkeypatch) -> None:
     url = f"s3://snapshots/{uuid.uuid4().hex}"
     _write(SnapshotStore(url, skip_instance_cache=True), "j9", 1, _state(1))
     assert _read(SnapshotStore(url, skip_instance_cache=True).read_snapshot("j9")) == _state(1)
+
+
+def test_record_config_must_be_json(tmp_path) -> None:
+    store = SnapshotStore(str(tmp_path))
+    with pytest.raises(SnapshotError, match="job jx: its record's config is not JSON"):
+        store.save_job_record(JobRecord(job_id="jx", config={"f": object()}))
+
+
+def test_validation_record_of_another_snapshot_is_rejected(make_store) -> None:
+    store = make_store()
+    _write(store, "j10", 5, _state(5))
+    record = store.load_job_record("j10")
+    record.last_good_snapshot_id = 6  # a record pointing at a snapshot the slot does not hold
+    store.save_job_record(record, with_dag=False)
+    with pytest.raises(SnapshotError, match=r"job j10, slot 0, snapshot 6: doesn't exist"):
+        list(make_store().read_snapshot("j10"))

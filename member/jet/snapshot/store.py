@@ -112,9 +112,14 @@ class SnapshotStore:
     def save_job_record(self, record: JobRecord, with_dag: bool = True) -> None:
         """Store ``record`` (its DAG bytes beside it); replaces the previous record atomically."""
         job_dir = self._job_dir(record.job_id)
+        try:
+            text = record.to_json()
+        except (TypeError, ValueError) as e:
+            raise SnapshotError(f"job {record.job_id}: its record's config is not JSON "
+                                f"({e}); store such values inside the pickled DAG") from e
         if with_dag:
             write_atomic(self.fs, f"{job_dir}/dag.pickle", record.dag)
-        write_atomic(self.fs, f"{job_dir}/record.json", record.to_json().encode())
+        write_atomic(self.fs, f"{job_dir}/record.json", text.encode())
 
     def load_job_record(self, job_id: str) -> JobRecord:
         """The stored record of ``job_id``; :class:`SnapshotError` if there is none."""
@@ -135,6 +140,7 @@ class SnapshotStore:
 
     def list_jobs(self) -> list[str]:
         """The ids of the jobs that have a record."""
+        self.fs.invalidate_cache()
         jobs = []
         for name in list_names(self.fs, f"{self.root}/jobs"):
             if self.fs.exists(f"{self.root}/jobs/{name}/record.json"):
@@ -212,6 +218,7 @@ class SnapshotStore:
 
     def list_exports(self) -> list[str]:
         """The names of the complete exports."""
+        self.fs.invalidate_cache()
         names = list_names(self.fs, f"{self.root}/exports")
         return [_unquote(n) for n in names
                 if self.fs.exists(f"{self.root}/exports/{n}/{VALIDATION}")]
