@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -36,3 +37,25 @@ def write_job(directory: Path, name: str, code: str) -> Path:
     path = directory / name
     path.write_text(code)
     return path
+
+
+def interrupt_when_started(job, marker, members) -> tuple[int, str]:
+    """Run ``jet run --members N job marker`` in a process group of its own, send the whole group
+    SIGINT (what Ctrl-C in a terminal does) once the job wrote ``marker``; (exit code, stderr)."""
+    process = subprocess.Popen(jet_command("run", "--members", members, job, marker), env=jet_env(),
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        for _ in range(60 * 20):  # a bound of 60 s, not a measurement
+            if marker.exists() or process.poll() is not None:
+                break
+            try:
+                process.wait(timeout=0.05)
+            except subprocess.TimeoutExpired:
+                pass
+        assert marker.exists(), "the job started"
+        os.killpg(process.pid, signal.SIGINT)
+        _, err = process.communicate(timeout=60)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    return process.returncode, err

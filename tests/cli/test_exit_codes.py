@@ -1,15 +1,12 @@
 """`jet run` exits 0 completed, 1 job failed, 2 usage error or rejected job, 3 timeout, 130
 interrupted, as its --help and the README say."""
 
-import os
 import re
-import signal
-import subprocess
 
 import pytest
 
 from tests.cli.jobs import ENDLESS, FAILING_MAP
-from tests.cli.support import jet, jet_command, jet_env, write_job
+from tests.cli.support import interrupt_when_started, jet, write_job
 from tests.conftest import REPO_ROOT
 
 EXIT_CODES = {0: "completed", 1: "failed", 2: "rejected", 3: "--timeout", 130: "interrupted"}
@@ -50,32 +47,13 @@ def test_3_when_the_job_runs_past_its_timeout(tmp_path):
     assert "job timed out and was cancelled" in result.stderr
 
 
-def _wait_for(path, process, timeout_s=60):
-    """Until ``path`` exists or ``process`` ended (a bound, not a measurement)."""
-    for _ in range(int(timeout_s * 20)):
-        if path.exists() or process.poll() is not None:
-            return
-        try:
-            process.wait(timeout=0.05)
-        except subprocess.TimeoutExpired:
-            pass
 
 
 @pytest.mark.parametrize("members", [1, 2])
 def test_130_when_interrupted(tmp_path, members):
     job, marker = write_job(tmp_path, "endless.py", ENDLESS), tmp_path / "running"
-    # A process group of its own, signalled whole: what Ctrl-C in a terminal does.
-    process = subprocess.Popen(jet_command("run", "--members", members, job, marker), env=jet_env(),
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
-    try:
-        _wait_for(marker, process)
-        assert marker.exists(), "the job started"
-        os.killpg(process.pid, signal.SIGINT)
-        _, err = process.communicate(timeout=60)
-    finally:
-        if process.poll() is None:
-            process.kill()
-    assert process.returncode == 130, err
+    returncode, err = interrupt_when_started(job, marker, members)
+    assert returncode == 130, err
     assert "interrupted" in err
     assert " ERROR " not in err, err  # a cancel the user asked for is no error
 

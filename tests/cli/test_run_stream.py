@@ -2,16 +2,13 @@
 
 from __future__ import annotations
 
-import os
 import re
-import signal
-import subprocess
 
 import click
 import pytest
 
 from jet.cli import DURATION
-from tests.cli.support import jet, jet_command, jet_env, write_job
+from tests.cli.support import interrupt_when_started, jet, write_job
 from tests.conftest import REPO_ROOT
 
 #: A hand-written streaming DAG: a source that never ends (it touches MARKER once it runs) into a
@@ -69,31 +66,13 @@ def test_timeout_is_a_streams_run_time_then_it_stops_cleanly_with_exit_0(tmp_pat
     assert int(count) == counts["sink"][0] and shown == list(range(len(shown))), result.stdout
 
 
-def _wait_for(path, process, timeout_s=60):
-    """Until ``path`` exists or ``process`` ended (a bound, not a measurement)."""
-    for _ in range(int(timeout_s * 20)):
-        if path.exists() or process.poll() is not None:
-            return
-        try:
-            process.wait(timeout=0.05)
-        except subprocess.TimeoutExpired:
-            pass
 
 
 @pytest.mark.parametrize("members", [1, 2])
 def test_ctrl_c_cancels_a_stream_with_exit_130_and_no_traceback(tmp_path, members):
     job, marker = write_job(tmp_path, "ticks.py", TICKS), tmp_path / "running"
-    process = subprocess.Popen(jet_command("run", "--members", members, job, marker), env=jet_env(),
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
-    try:
-        _wait_for(marker, process)
-        assert marker.exists(), "the job started"
-        os.killpg(process.pid, signal.SIGINT)
-        _, err = process.communicate(timeout=60)
-    finally:
-        if process.poll() is None:
-            process.kill()
-    assert process.returncode == 130, err
+    returncode, err = interrupt_when_started(job, marker, members)
+    assert returncode == 130, err
     assert "interrupted; the job was cancelled" in err
     assert "Traceback" not in err and " ERROR " not in err, err
 

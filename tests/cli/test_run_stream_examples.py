@@ -10,7 +10,6 @@ import csv
 import importlib.util
 import json
 import subprocess
-import sys
 import time
 from collections import Counter, defaultdict
 from pathlib import Path

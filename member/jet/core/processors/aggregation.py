@@ -52,12 +52,7 @@ class CombineByKeyP(ChunkEmittingProcessor):
 class AggregateByKeyP(AccumulateByKeyP):
     """Single-stage grouped aggregation: emits (key, result) at the end."""
 
-    def complete(self) -> bool:
-        if self._entries is None:
-            finish = self._aggregate.finish
-            self._entries = [(key, finish(acc)) for key, acc in self._accumulators.items()]
-            self._accumulators = {}
-        return self.emit_list(self._entries)
+    complete = CombineByKeyP.complete
 
 
 class AccumulateP(ChunkEmittingProcessor):
