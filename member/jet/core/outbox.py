@@ -21,7 +21,7 @@ class Outbox:
     refused (the capacities read as zero), so a chunk always ends where a special item goes.
     """
 
-    __slots__ = ("buckets", "capacities", "_all", "pending_special", "_open_capacities")
+    __slots__ = ("buckets", "capacities", "_all", "pending_special", "_open_capacities", "snapshot_entries")
 
     def __init__(self, bucket_count: int,
                  capacities: Sequence[int] | int = DEFAULT_OUTBOX_CAPACITY) -> None:
@@ -35,6 +35,17 @@ class Outbox:
         self.pending_special: SpecialItem | None = None
         """A special item accepted and not yet handed downstream by the engine."""
         self._open_capacities = self.capacities
+        self.snapshot_entries: list[tuple[Any, Any]] = []
+        """Entries saved by ``offer_to_snapshot`` and not yet taken by the engine."""
+
+    def offer_to_snapshot(self, key: Any, value: Any) -> bool:
+        """Save one entry of the processor's state into the snapshot being taken.
+
+        Only valid from ``save_to_snapshot`` and ``snapshot_commit_prepare``. Jet's may refuse
+        (False) when its buffer is full, and a processor must then offer the same entry again;
+        this one buffers the whole state of the processor and always accepts."""
+        self.snapshot_entries.append((key, value))
+        return True
 
     def offer_watermark(self, watermark: SpecialItem) -> bool:
         """Offer a watermark to every ordinal; False while an earlier one is still pending.

@@ -9,6 +9,7 @@ from typing import Any, Callable, Iterable, Iterator
 from jet.core.inbox import Inbox
 from jet.core.outbox import Outbox
 from jet.core.special_items import Watermark
+from jet.job_config import ProcessingGuarantee
 
 
 @dataclass
@@ -25,6 +26,8 @@ class Context:
     logger: logging.Logger = field(default=None)  # type: ignore[assignment]
     results: dict = field(default_factory=dict)
     """Named result lists of this job on this member, returned to whoever submitted the job."""
+    processing_guarantee: ProcessingGuarantee = ProcessingGuarantee.NONE
+    """The job's guarantee: sinks write two-phase under EXACTLY_ONCE, sources keep offsets."""
 
     def __post_init__(self) -> None:
         if self.logger is None:
@@ -34,6 +37,11 @@ class Context:
     def global_index(self) -> int:
         """member index x local parallelism + local index: unique in the cluster."""
         return self.member_index * self.local_parallelism + self.local_index
+
+    @property
+    def snapshots_enabled(self) -> bool:
+        """Whether the job takes snapshots (its guarantee is not NONE)."""
+        return self.processing_guarantee is not ProcessingGuarantee.NONE
 
     @property
     def total_parallelism(self) -> int:
@@ -94,6 +102,43 @@ class Processor:
     def close(self) -> None:
         """Release resources; called once when the job ends, however it ends."""
 
+    # -- snapshots (Jet's fault tolerance) ----------------------------------------------------
+    def save_to_snapshot(self) -> bool:
+        """Save the state with ``outbox.offer_to_snapshot(key, value)``; True when all is saved.
+
+        Called once every live input delivered the snapshot barrier and the inbox is empty (a
+        source: between two ``complete()`` calls). Keyed state goes under the key the vertex's
+        partitioned input edge routes by, so at restore it reaches the processor that owns that
+        key's partition, on however many members; anything else goes under a
+        :class:`~jet.core.snapshot_keys.BroadcastKey` and reaches every processor of the vertex.
+        Values must pickle. The default saves nothing (a stateless processor)."""
+        return True
+
+    def restore_from_snapshot(self, inbox: Inbox) -> None:
+        """Restore from ``(key, value)`` entries of the last snapshot, removing those handled.
+
+        Called before any other input, until the inbox is empty, with every entry of this
+        processor's keys and every broadcast entry of its vertex."""
+        raise NotImplementedError(
+            f"{type(self).__name__} received snapshot state but does not implement restore_from_snapshot()")
+
+    def finish_snapshot_restore(self) -> bool:
+        """Every entry was restored; True when done (merge broadcast values, reopen resources)."""
+        return True
+
+    def snapshot_commit_prepare(self) -> bool:
+        """Phase 1 of a two-phase sink or source, after :meth:`save_to_snapshot`: make the work
+        since the last snapshot durable but invisible, saving what identifies it in the snapshot
+        (it may still ``offer_to_snapshot``); True when done."""
+        return True
+
+    def snapshot_commit_finish(self, success: bool) -> bool:
+        """Phase 2: the snapshot is complete everywhere (``success``) or failed; make the prepared
+        work visible (or keep it for the next snapshot). Must not emit; may be called with items
+        in the inbox; True when done. A prepared transaction must never be lost: it is also in
+        the snapshot, and a restore commits it."""
+        return True
+
 
 class AbstractProcessor(Processor):
     """A Processor with Jet's helpers for emitting without hand-rolling the retry rule.
@@ -106,6 +151,19 @@ class AbstractProcessor(Processor):
     _pending_source: Any = None
     _pending_item: Any = None
     _has_pending_item: bool = False
+
+    def restore_from_snapshot(self, inbox: Inbox) -> None:
+        """Calls :meth:`restore_from_snapshot_entry` for each ``(key, value)`` entry."""
+        while not inbox.is_empty():
+            key, value = inbox.peek()
+            self.restore_from_snapshot_entry(key, value)
+            inbox.remove()
+
+    def restore_from_snapshot_entry(self, key: Any, value: Any) -> None:
+        """Restore one snapshot entry (Jet's ``restoreFromSnapshot(key, value)``)."""
+        raise NotImplementedError(
+            f"{type(self).__name__} received snapshot state but does not implement "
+            "restore_from_snapshot_entry()")
 
     def try_process_item(self, ordinal: int, item: Any) -> bool:
         """Handle one input item; return False to be offered the same item again."""

@@ -1,4 +1,4 @@
-"""Items the engine sends through the data queues beside the data: DONE and watermarks.
+"""Items the engine sends through the data queues beside the data: DONE, watermarks, barriers.
 
 A special item is always its own queue element, never inside a data chunk: the inbound edge
 stream keeps its fast path (``type(entry) is list`` is data) and handles anything else here.
@@ -59,3 +59,33 @@ class Watermark(SpecialItem):
 
 #: "This input is idle": excluded from the minimum downstream until it sends anything again.
 IDLE_MESSAGE = Watermark(MAX_TIMESTAMP)
+
+
+class SnapshotBarrier(SpecialItem):
+    """Jet's snapshot barrier: everything before it on a queue belongs to snapshot ``snapshot_id``.
+
+    Sources emit it after saving their state; a processor saves its state once every live input
+    delivered it (exactly-once: an input that delivered it is not read until all have) and
+    forwards it. A terminal barrier ends the execution after the snapshot (suspend, restart):
+    processors after it are not completed, so nothing beyond the snapshot is emitted.
+    """
+
+    __slots__ = ("snapshot_id", "is_terminal")
+
+    def __init__(self, snapshot_id: int, is_terminal: bool = False) -> None:
+        self.name = "SnapshotBarrier"
+        self.snapshot_id = snapshot_id
+        self.is_terminal = is_terminal
+
+    def __eq__(self, other: object) -> bool:
+        return (type(other) is SnapshotBarrier and other.snapshot_id == self.snapshot_id
+                and other.is_terminal == self.is_terminal)
+
+    def __hash__(self) -> int:
+        return hash(("SnapshotBarrier", self.snapshot_id, self.is_terminal))
+
+    def __reduce__(self):
+        return (SnapshotBarrier, (self.snapshot_id, self.is_terminal))
+
+    def __repr__(self) -> str:
+        return f"SnapshotBarrier({self.snapshot_id}{', terminal' if self.is_terminal else ''})"
