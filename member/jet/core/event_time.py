@@ -154,6 +154,20 @@ class EventTimeMapper:
             self._watermarks.append(MIN_TIMESTAMP)
             self._idle_at_ms.append(deadline)
 
+    def get_watermark(self, partition: int) -> int:
+        """The watermark of ``partition`` (what a source saves in its snapshot, Jet's name)."""
+        return self._watermarks[partition]
+
+    def restore_watermark(self, partition: int, watermark: int, last_emitted: int | None = None) -> None:
+        """After a restore: ``partition`` starts at ``watermark`` (never lower than it is), and
+        with ``last_emitted`` nothing up to it is emitted again."""
+        if watermark > self._watermarks[partition]:
+            self._watermarks[partition] = watermark
+        if watermark > self.top_observed_wm:
+            self.top_observed_wm = watermark
+        if last_emitted is not None and last_emitted > self.last_emitted_wm:
+            self.last_emitted_wm = last_emitted
+
     def map_chunk(self, items: list, partition: int, now_ms: int,
                   timestamps: Sequence[int] | None = None) -> tuple[list, Watermark | None]:
         """Stamp ``items`` of ``partition``: the pairs, and the watermark to emit after them.
