@@ -5,19 +5,23 @@
     TestSupport.verify_processor(map_p(str.upper)).input(["a", "b"]).expect_output(["A", "B"])
 
 ``expect_output`` runs the processor four times: feeding the input all at once and one item
-at a time, each without and with snapshots. With snapshots (Jet's default, off with
-:meth:`TestSupport.disable_snapshots`), after every inbox the processor emptied, after every
-watermark and between ``complete()`` calls the harness calls ``save_to_snapshot()`` until True
-(then ``snapshot_commit_prepare()`` and ``snapshot_commit_finish(True)``), round-trips the saved
-entries through pickle, closes the processor and continues with a fresh one from the supplier
-that restored them (``restore_from_snapshot`` until its inbox is empty, then
-``finish_snapshot_restore()`` until True). :func:`restore_routing` routes the entries of several
-processors to a different number of processors as the engine does. A ``Watermark`` in the input is given to ``try_process_watermark`` after the items
-before it (each run of items between watermarks is one inbox fill), and the watermarks the
-processor forwards appear in the output of every ordinal where it emitted them. Its outbox holds one item per bucket and refuses every offer on every other call,
-so a processor that ignores a refused offer loses or duplicates items and fails the check.
-Every call that could make progress must make some (consume input or emit output), a
-cooperative call over 5 ms logs a warning and one over the cooperative time limit fails.
+at a time, each without and with snapshots. A ``Watermark`` in the input is given to
+``try_process_watermark`` after the items before it (each run of items between watermarks is
+one inbox fill), and the watermarks the processor forwards appear in the output of every
+ordinal where it emitted them. Its outbox holds one item per bucket and refuses every offer on
+every other call, so a processor that ignores a refused offer loses or duplicates items and
+fails the check. Every call that could make progress must make some (consume input or emit
+output), a cooperative call over 5 ms logs a warning and one over the cooperative time limit
+fails.
+
+With snapshots (Jet's default; :meth:`TestSupport.disable_snapshots` turns them off), after
+every inbox the processor emptied, after every watermark and between ``complete()`` calls the
+harness calls ``save_to_snapshot()`` until True (it may emit first: what it emits belongs
+before the barrier), then ``snapshot_commit_prepare()`` and ``snapshot_commit_finish(True)``,
+round-trips the saved entries through pickle, closes the processor and goes on with a fresh
+one from the supplier that restored them (``restore_from_snapshot`` until its inbox is empty,
+then ``finish_snapshot_restore()`` until True). :func:`restore_routing` routes the entries that
+several processors saved to another number of processors, as the engine does.
 """
 
 from __future__ import annotations

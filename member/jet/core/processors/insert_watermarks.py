@@ -30,7 +30,7 @@ class InsertWatermarksP(ChunkEmittingProcessor):
         self._mapper: EventTimeMapper | None = None
         self._pairs: list = _NOTHING
         self._watermarks: list = []
-        self._restored: tuple[int, int] | None = None
+        self._restored: list = []
         self.late_events_dropped = 0
 
     def init(self, outbox, context) -> None:
@@ -75,20 +75,17 @@ class InsertWatermarksP(ChunkEmittingProcessor):
     def save_to_snapshot(self) -> bool:
         if not self._flush():  # the pairs and watermarks of items taken before the barrier
             return False
-        mapper = self._mapper
-        self.outbox.offer_to_snapshot(own_key("wm", self.context),
-                                      (mapper.get_watermark(0), mapper.last_emitted_wm))
+        self.outbox.offer_to_snapshot(own_key("wm", self.context), self._mapper.watermark_state())
         return True
 
     def restore_from_snapshot(self, inbox: Inbox) -> None:
         for key, value in inbox.take_chunk():
             if tagged(key, "wm") is None:
                 raise unexpected_entry(self.context.vertex_name, self, key)
-            self._restored = value if self._restored is None else tuple(map(min, self._restored, value))
+            self._restored.append(value)
 
     def finish_snapshot_restore(self) -> bool:
-        if self._restored is not None:
-            self._mapper.restore_watermark(0, *self._restored)
+        self._mapper.restore_watermark_states(self._restored)
         return True
 
 
