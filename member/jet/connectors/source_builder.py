@@ -115,8 +115,7 @@ class ConvenientSourceP(Processor):
             emitter.add(buffer.items, 0, now_ms, buffer.timestamps if spec.timestamped else None)
         elif not buffer.closed:
             emitter.idle(now_ms)
-        emitter.flush(self.outbox)
-        return False
+        return emitter.flush(self.outbox) and self._closed
 
     def save_to_snapshot(self) -> bool:
         emitter = self._emitter
