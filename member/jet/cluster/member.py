@@ -25,6 +25,8 @@ from jet.cluster.auth import ANYONE, COORDINATOR_ONLY, MEMBERS, Caller, Role
 from jet.cluster.coordinator import (EXECUTION_DONE_STATE, EXECUTION_RUNNING_STATE, JobCoordinator, JobRecord,
                                     JobStatus)
 from jet.cluster.job_execution import ExecutionOutcome, JobExecution, PlanMessage, decode_report
+from jet.cluster.job_state import JobConfigError, JobStateError
+from jet.cluster.job_store import JobStore
 from jet.cluster.member_http import MemberHttpServer, MemberMetrics
 from jet.cluster.network import MemberNetwork
 from jet.cluster.observables import READ_MAX_ITEMS, READ_WAIT_S, UnknownObservableError
@@ -37,6 +39,7 @@ from jet.core.dag import DAG, DagValidationError
 from jet.core.edge import EdgeConfig
 from jet.execution.runner import default_cooperative_threads
 from jet.execution.service import TaskletExecutionService
+from jet.snapshot import SnapshotError, SnapshotStore
 
 log = logging.getLogger("jet.cluster.member")
 
@@ -83,12 +86,17 @@ class Member:
                                    limits=ServerLimits(client_streams=settings.max_client_streams,
                                                        client_calls=settings.max_client_calls,
                                                        member_streams=self.member_count))
+        self.snapshot_store = (SnapshotStore(settings.snapshot_store, endpoint_url=settings.snapshot_store_endpoint)
+                               if settings.snapshot_store else None)
+        """Where jobs with a guarantee keep their records and snapshots (shared by every member)."""
         self.coordinator = (JobCoordinator(self.member_count, self.call_member, cooperative_threads=self.threads,
-                                           on_status=self._count_job, control=settings.control)
+                                           on_status=self._count_job, control=settings.control,
+                                           job_store=JobStore(self.snapshot_store))
                             if index == 0 else None)
         remote = index != 0  # member 0 reports to itself in place: no network can lose that
         self._faults = {"drop_reports": settings.control.fault_drop_reports if remote else 0,
-                        "unanswered_state_queries": settings.control.fault_unanswered_state_queries if remote else 0}
+                        "unanswered_state_queries": settings.control.fault_unanswered_state_queries if remote else 0,
+                        "fail_snapshot_phase1": settings.control.fault_fail_snapshot_phase1}
         """Fault injection for tests: how many more reports to drop and state queries to ignore."""
         self._serving = threading.Event()
         self.http = MemberHttpServer(self.host, settings.http_port, token=self._token, healthy=self._serving.is_set,
@@ -98,6 +106,8 @@ class Member:
         """Peers that said they are stopping: their streams closing is no loss worth a warning."""
         self.executions: dict[int, JobExecution] = {}
         self.metrics.watch_executions(lambda: list(self.executions.values()))
+        if self.coordinator is not None:
+            self.metrics.watch_jobs(self.coordinator.records)
         self._lock = threading.Lock()
         self._reports = ThreadPoolExecutor(max_workers=4, thread_name_prefix="jet-report")
         self.connected = threading.Event()
@@ -267,12 +277,18 @@ class Member:
         if message.member_index != self.index or message.member_count != self.member_count:
             raise ValueError(f"init for member {message.member_index} of {message.member_count} reached "
                              f"member {self.index} of {self.member_count}")
+        # Only an execution that snapshots or restores needs the store.
+        needs_store = header.get("restore") or header.get("processing_guarantee", "NONE") != "NONE"
+        if needs_store and self.snapshot_store is None:
+            raise JobInitError(f"job {message.job_id} snapshots or restores, but member {self.index} has no "
+                               "snapshot_store (every member needs the same one)")
+        store = {"snapshot_store": self.snapshot_store} if needs_store else {}
         try:
             execution = JobExecution(message, blob, network=self.network, service=self.service,
                                      on_done=self._report, edge_defaults=self.edge_defaults,
                                      flow_control_period_ms=self.settings.flow_control_period_ms,
                                      publish_observable=self._publish_observable,
-                                     progress_log_interval_ms=self.settings.progress_log_interval_ms)
+                                     progress_log_interval_ms=self.settings.progress_log_interval_ms, **store)
         except Exception as e:  # the user's supplier or an unpicklable DAG: the traceback goes to the job
             raise JobInitError(f"{type(e).__name__}: {e}\n{traceback.format_exc()}") from e
         with self._lock:
@@ -303,6 +319,11 @@ class Member:
             log.info("job %s: cancelled by the client", execution.job_id)
             execution.cancel("cancelled by the client")
             return {}
+        if header.get("restarting"):
+            log.warning("job %s: execution %d is cancelled to be restarted: %s", execution.job_id,
+                        execution.execution_id, header.get("reason", ""))
+            execution.cancel(f"restarting after: {header.get('reason', '')}")
+            return {}
         if origin != self.index:
             log.error("job %s fails everywhere: the coordinator cancels it after a failure on member %s:\n%s",
                       execution.job_id, origin, header.get("reason", ""))
@@ -315,6 +336,26 @@ class Member:
             execution = self.executions.pop(execution_id, None)
         if execution is not None:
             execution.cleanup()
+        return {}
+
+    def _snapshot_phase1(self, peer: int, header: dict, blob: bytes) -> dict:
+        """Save this member's state of the execution into the snapshot's slot; its figures, or
+        ``error`` (a failed snapshot is the coordinator's to report, not this member's)."""
+        execution = self._execution(header)
+        snapshot_id = messages.require(header, "snapshot_id", int)
+        try:
+            if self._take_fault("fail_snapshot_phase1"):
+                raise SnapshotError(f"fault injection: member {self.index} fails phase 1 of snapshot {snapshot_id}")
+            return execution.snapshot_phase1(snapshot_id, messages.require(header, "slot", int),
+                                             bool(header.get("terminal")), float(header.get("timeout_s", 60.0)))
+        except Exception as e:  # noqa: BLE001 - reported to the coordinator, which logs the failed snapshot
+            log.info("job %s: phase 1 of snapshot %d failed on member %d: %s", execution.job_id, snapshot_id,
+                     self.index, e)
+            return {"error": f"{type(e).__name__}: {e}"}
+
+    def _snapshot_phase2(self, peer: int, header: dict, blob: bytes) -> dict:
+        self._execution(header).snapshot_phase2(messages.require(header, "snapshot_id", int),
+                                                bool(header.get("success")), float(header.get("timeout_s", 60.0)))
         return {}
 
     def _execution_metrics(self, peer: int, header: dict, blob: bytes) -> dict:
@@ -389,19 +430,52 @@ class Member:
         coordinator = self._require_coordinator()
         try:
             return {"job_id": coordinator.submit(blob, header.get("config"))}
-        except DagValidationError as e:
-            return {"error": "DagValidationError", "message": str(e)}
+        except (DagValidationError, JobConfigError) as e:
+            return {"error": type(e).__name__, "message": str(e)}
 
     def submit(self, dag: DAG, config: dict | None = None) -> str:
-        """Submit a job on the coordinator from inside its own process (``--pipeline``)."""
-        return self._require_coordinator().submit(cloudpickle.dumps(dag), config)
+        """Submit a job on the coordinator from inside its own process (``--pipeline``); a job of
+        the same name kept unfinished in the snapshot store goes on instead."""
+        return self._require_coordinator().submit_or_resume(cloudpickle.dumps(dag), config)
+
+    def resume_stored_jobs(self) -> list[str]:
+        """Member 0: take over the unfinished jobs recorded in the snapshot store."""
+        return self._require_coordinator().resume_stored_jobs()
 
     def reject(self, name: str, error: BaseException) -> str:
         """Record a ``--pipeline`` job that could not be built as FAILED (see JobCoordinator.reject)."""
         return self._require_coordinator().reject(name, error)
 
     def _job_status(self, peer: int, header: dict, blob: bytes) -> dict:
-        return self._require_coordinator().record(messages.require(header, "job_id", str)).to_header()
+        """A job's record by its id (``job_id``), or by its id or name (``job``)."""
+        coordinator = self._require_coordinator()
+        if "job" in header:
+            return coordinator.find(messages.require(header, "job", str)).to_header()
+        return coordinator.record(messages.require(header, "job_id", str)).to_header()
+
+    def _job_control(self, peer: int, header: dict, blob: bytes) -> dict:
+        """suspend, resume, restart, export_snapshot or cancel_and_export; a request the job's
+        state does not allow is answered with ``error`` (the client raises it)."""
+        coordinator = self._require_coordinator()
+        job_id, action = messages.require(header, "job_id", str), messages.require(header, "action", str)
+        try:
+            if action in _EXPORTS:
+                return {"snapshot": coordinator.export_snapshot(job_id, messages.require(header, "name", str),
+                                                                cancel=action == "cancel_and_export")}
+            operation = {"suspend": coordinator.suspend, "resume": coordinator.resume,
+                         "restart": coordinator.restart}.get(action)
+            if operation is None:
+                raise PacketFormatError(f"job_control: unknown action {action!r}; known: suspend, resume, restart, "
+                                        f"{', '.join(_EXPORTS)}")
+            return operation(job_id).to_header()
+        except (JobStateError, SnapshotError, ValueError) as e:
+            return {"error": type(e).__name__, "message": str(e)}
+
+    def _list_jobs(self, peer: int, header: dict, blob: bytes) -> dict:
+        return {"jobs": self._require_coordinator().job_headers()}
+
+    def _list_snapshots(self, peer: int, header: dict, blob: bytes) -> dict:
+        return {"snapshots": self._require_coordinator().snapshots()}
 
     def _job_wait(self, peer: int, header: dict, blob: bytes) -> dict:
         timeout_s = min(float(header.get("timeout_s", MAX_WAIT_S)), MAX_WAIT_S)
@@ -459,7 +533,7 @@ class Member:
         return None if record is None else record.to_header()
 
     def _count_job(self, record: JobRecord) -> None:
-        if record.status is JobStatus.NOT_RUNNING:
+        if record.status is JobStatus.NOT_RUNNING and record.start_time is None:
             self.metrics.jobs_submitted.inc()
         elif record.status is JobStatus.COMPLETED:
             self.metrics.jobs_completed.inc()
@@ -473,6 +547,8 @@ class Member:
         messages.CANCEL: (_cancel, COORDINATOR_ONLY), messages.COMPLETE: (_complete, COORDINATOR_ONLY),
         messages.EXECUTION_METRICS: (_execution_metrics, COORDINATOR_ONLY),
         messages.EXECUTION_STATE: (_execution_state, COORDINATOR_ONLY),
+        messages.SNAPSHOT_PHASE1: (_snapshot_phase1, COORDINATOR_ONLY),
+        messages.SNAPSHOT_PHASE2: (_snapshot_phase2, COORDINATOR_ONLY),
         # Members tell each other (and the coordinator) about themselves.
         messages.EXECUTION_DONE: (_execution_done, MEMBERS), messages.LEAVING: (_leaving, MEMBERS),
         messages.OBSERVABLE_ITEMS: (_observable_items, MEMBERS),
@@ -481,10 +557,13 @@ class Member:
         messages.JOB_STATUS: (_job_status, ANYONE), messages.JOB_WAIT: (_job_wait, ANYONE),
         messages.CANCEL_JOB: (_cancel_job, ANYONE), messages.JOB_METRICS: (_job_metrics, ANYONE),
         messages.JOB_RESULTS: (_job_results, ANYONE), messages.OBSERVABLE_READ: (_observable_read, ANYONE),
+        messages.JOB_CONTROL: (_job_control, ANYONE), messages.LIST_JOBS: (_list_jobs, ANYONE),
+        messages.LIST_SNAPSHOTS: (_list_snapshots, ANYONE),
     }
     """Each control message's handler and the roles that may send it."""
 
 
+_EXPORTS = ("export_snapshot", "cancel_and_export")
 _MEMBER_FRAME_TYPES = frozenset({FrameType.CHUNK, FrameType.ACK})
 _ROLE_NAMES = {Role.COORDINATOR: "the coordinator (member 0)", Role.MEMBER: "other members",
                Role.CLIENT: "clients"}
