@@ -33,7 +33,7 @@ from jet.cluster.job_execution import ExecutionOutcome, PlanMessage, decode_repo
 from jet.cluster.job_history import FinishedJobs, UnknownJobError
 from jet.cluster.job_restarts import Next, decide
 from jet.cluster.job_state import (Execution, JobConfigError, JobRecord, JobRun, JobStatus, Termination,
-                                   new_job_id)
+                                   describe_failure, new_job_id)
 from jet.cluster.job_store import JobStore, record_from_store
 from jet.cluster.observables import ObservableStore, UnknownObservableError
 from jet.cluster.settings import ControlSettings
@@ -484,9 +484,8 @@ class JobCoordinator(JobControl):
         member cleans it up."""
         failure = execution.failure
         if failure is not None and execution.initialised:
-            quiet = failure.tasklet == CLIENT_TASKLET or bool(execution.lost)
             self._cleanup_call(run, execution, messages.CANCEL, {
-                "reason": failure.error if quiet else run.record.message or failure.error,
+                "reason": describe_failure(failure),
                 "member": failure.member, "by_client": failure.tasklet == CLIENT_TASKLET,
                 "restarting": bool(execution.lost)})
             grace_s = self.control.cancel_grace_ms / 1000

@@ -77,6 +77,11 @@ def iso_time(timestamp: float | None) -> str | None:
     return None if timestamp is None else datetime.fromtimestamp(timestamp, timezone.utc).isoformat()
 
 
+def describe_failure(failure: ExecutionOutcome) -> str:
+    """A failure with where it happened and its traceback."""
+    return f"{failure.error} (on member {failure.member}, in {failure.tasklet or '?'})\n{failure.traceback}"
+
+
 @dataclass
 class SnapshotStats:
     """A job's snapshot figures: the last successful one, the count, the failures."""
@@ -126,10 +131,7 @@ class JobRecord:
     @property
     def message(self) -> str:
         """The failure with its traceback when FAILED, else empty."""
-        if self.failure is None:
-            return ""
-        return (f"{self.failure.error} (on member {self.failure.member}, in {self.failure.tasklet or '?'})\n"
-                f"{self.failure.traceback}")
+        return "" if self.failure is None else describe_failure(self.failure)
 
     def to_header(self) -> dict[str, Any]:
         failure = self.failure
