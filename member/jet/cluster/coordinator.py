@@ -370,9 +370,11 @@ class JobCoordinator(JobControl):
         owners = partition_owners(self.member_count)
         init_s = self.control.init_timeout_ms / 1000
         guarantee = record.config.processing_guarantee.value
+        first_snapshot_id = self.job_store.next_snapshot_id(record.job_id)
         inits = {m: self._pool.submit(self._call, m, messages.INIT, messages.encode_message(
             {**PlanMessage(record.job_id, execution.id, m, self.member_count, owners, record.name).to_header(),
-             "processing_guarantee": guarantee, "restore": restore}, run.dag_bytes), init_s)
+             "processing_guarantee": guarantee, "restore": restore, "first_snapshot_id": first_snapshot_id},
+            run.dag_bytes), init_s)
             for m in execution.members}
         for member, future in inits.items():
             if self._call_ok(run, execution, member, messages.INIT, future, init_s):

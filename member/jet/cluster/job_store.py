@@ -106,12 +106,18 @@ class JobStore:
         return sorted(records, key=lambda stored: stored.creation_time)
 
     # -- snapshots -----------------------------------------------------------------------------
+    def next_snapshot_id(self, job_id: str) -> int:
+        """The id the job's next snapshot will have (what a new execution is told to expect)."""
+        with self._lock:
+            return self._next_snapshot_id.get(job_id, 0)
+
     def begin_snapshot(self, job_id: str) -> SnapshotWriter:
         """The next snapshot of the job (id one above the previous attempt), in the free slot."""
         with self._lock:
             snapshot_id = self._next_snapshot_id.get(job_id, 0)
+            writer = self.store.begin_snapshot(job_id, snapshot_id)
             self._next_snapshot_id[job_id] = snapshot_id + 1
-            return self.store.begin_snapshot(job_id, snapshot_id)
+            return writer
 
     def commit(self, writer: SnapshotWriter, stats: dict[str, Any]) -> SnapshotInfo:
         """The commit point: the snapshot becomes the job's last good one."""

@@ -144,7 +144,11 @@ class SnapshotCoordinator:
 
     def _take(self, request: SnapshotRequest) -> SnapshotInfo:
         started_wall, started = time.time(), self._clock()
-        writer = self._store.begin_snapshot(self.job_id)
+        try:
+            writer = self._store.begin_snapshot(self.job_id)
+        except Exception as e:  # noqa: BLE001 - the store cannot be written: counted as a failed snapshot
+            self._on_result(SnapshotResult(-1, False, started_wall, 0, error=f"{type(e).__name__}: {e}"))
+            raise SnapshotFailedError(f"job {self.job_id}: a snapshot could not begin: {e}") from e
         snapshot_id = writer.snapshot_id
         totals = {"bytes": 0, "keys": 0, "chunks": 0}
         error = self._phase1(writer.snapshot_id, writer.slot, request.terminal, totals)
