@@ -372,9 +372,8 @@ class JobCoordinator(JobControl):
         guarantee = record.config.processing_guarantee.value
         first_snapshot_id = self.job_store.next_snapshot_id(record.job_id)
         inits = {m: self._pool.submit(self._call, m, messages.INIT, messages.encode_message(
-            {**PlanMessage(record.job_id, execution.id, m, self.member_count, owners, record.name).to_header(),
-             "processing_guarantee": guarantee, "restore": restore, "first_snapshot_id": first_snapshot_id},
-            run.dag_bytes), init_s)
+            PlanMessage(record.job_id, execution.id, m, self.member_count, owners, record.name, guarantee, restore,
+                        first_snapshot_id).to_header(), run.dag_bytes), init_s)
             for m in execution.members}
         for member, future in inits.items():
             if self._call_ok(run, execution, member, messages.INIT, future, init_s):

@@ -277,18 +277,13 @@ class Member:
         if message.member_index != self.index or message.member_count != self.member_count:
             raise ValueError(f"init for member {message.member_index} of {message.member_count} reached "
                              f"member {self.index} of {self.member_count}")
-        # Only an execution that snapshots or restores needs the store.
-        needs_store = header.get("restore") or header.get("processing_guarantee", "NONE") != "NONE"
-        if needs_store and self.snapshot_store is None:
-            raise JobInitError(f"job {message.job_id} snapshots or restores, but member {self.index} has no "
-                               "snapshot_store (every member needs the same one)")
-        store = {"snapshot_store": self.snapshot_store} if needs_store else {}
         try:
             execution = JobExecution(message, blob, network=self.network, service=self.service,
                                      on_done=self._report, edge_defaults=self.edge_defaults,
                                      flow_control_period_ms=self.settings.flow_control_period_ms,
                                      publish_observable=self._publish_observable,
-                                     progress_log_interval_ms=self.settings.progress_log_interval_ms, **store)
+                                     progress_log_interval_ms=self.settings.progress_log_interval_ms,
+                                     snapshot_store=self.snapshot_store)
         except Exception as e:  # the user's supplier or an unpicklable DAG: the traceback goes to the job
             raise JobInitError(f"{type(e).__name__}: {e}\n{traceback.format_exc()}") from e
         with self._lock:
