@@ -302,6 +302,8 @@ class JobCoordinator(JobControl):
             self._changed.notify_all()
 
     def shutdown(self) -> None:
+        """Stop coordinating: the jobs are left as they are (their records stay in the store for
+        the next coordinator); nothing more is committed or decided."""
         with self._changed:
             self._shut_down = True
             runs = list(self._jobs.values())
@@ -319,8 +321,11 @@ class JobCoordinator(JobControl):
             go_on = not record.status.is_suspended or self._stay_suspended(run, record.suspension_cause)
             while go_on and not self._shut_down:
                 self._execute(run)
-                go_on = self._after_execution(run)
+                go_on = not self._shut_down and self._after_execution(run)
         except Exception as e:  # noqa: BLE001 - a coordinator bug must still end the job
+            if self._shut_down:  # its calls are refused now; the job stays as the store has it
+                log.debug("job %s: coordination stopped with the coordinator: %s", record.job_id, e)
+                return
             log.exception("coordinating job %s failed", record.job_id)
             record.failure = record.failure or ExecutionOutcome(
                 record.job_id, run.execution_id, 0, ok=False, error=f"{type(e).__name__}: {e}",
@@ -456,7 +461,7 @@ class JobCoordinator(JobControl):
     def _fail_execution(self, run: JobRun, execution: Execution, outcome: ExecutionOutcome) -> None:
         """Record the execution's first failure (once); the job thread then cancels it everywhere."""
         with self._changed:
-            if execution.failure is not None or run.execution is not execution:
+            if execution.failure is not None or run.execution is not execution or self._shut_down:
                 return
             execution.failure = outcome
             self._changed.notify_all()

@@ -178,6 +178,8 @@ class Member:
             return
         self.stopped.set()
         log.info("member %d shutting down", self.index)
+        if self.coordinator is not None:  # first: its jobs stay as they are in the store, to be resumed
+            self.coordinator.shutdown()
         with self._lock:
             executions = list(self.executions.values())
         for execution in executions:
@@ -188,8 +190,6 @@ class Member:
         self.http.stop()
         self.server.stop(1.0)
         self.network.stop()
-        if self.coordinator is not None:
-            self.coordinator.shutdown()
         self._reports.shutdown(wait=False, cancel_futures=True)
         self.service.shutdown()
 
@@ -460,8 +460,8 @@ class Member:
             operation = {"suspend": coordinator.suspend, "resume": coordinator.resume,
                          "restart": coordinator.restart}.get(action)
             if operation is None:
-                raise PacketFormatError(f"job_control: unknown action {action!r}; known: suspend, resume, restart, "
-                                        f"{', '.join(_EXPORTS)}")
+                raise ValueError(f"job_control: unknown action {action!r}; known: suspend, resume, restart, "
+                                 f"{', '.join(_EXPORTS)}")
             return operation(job_id).to_header()
         except (JobStateError, SnapshotError, ValueError) as e:
             return {"error": type(e).__name__, "message": str(e)}
