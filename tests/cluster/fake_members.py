@@ -48,6 +48,7 @@ class FakeMembers:
     running: dict[tuple[int, int], str] = field(default_factory=dict)
     """(execution id, member) -> job id of the executions started and not ended."""
     terminal: set[int] = field(default_factory=set)
+    reports: list[threading.Thread] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def call(self, member: int, msg_type: str, payload: bytes, timeout_s: float) -> bytes:
@@ -89,14 +90,23 @@ class FakeMembers:
         with self.lock:
             if self.running.pop((execution, member), None) is None:
                 return
-        threading.Thread(target=self.coordinator.on_execution_done, args=(outcome,), daemon=True).start()
+        report = threading.Thread(target=self.coordinator.on_execution_done, args=(outcome,), daemon=True)
+        self.reports.append(report)
+        report.start()
 
-    def finish_all(self) -> None:
-        """Every running execution completes on every member (a batch job's natural end)."""
+    def join_reports(self) -> None:
+        """Wait until every report sent so far was taken by the coordinator."""
+        for report in list(self.reports):
+            report.join(10)
+
+    def finish_all(self, cancelled: bool = False) -> None:
+        """Every running execution completes on every member (a batch job's natural end), or is
+        cancelled there (what a stopping member does to its executions)."""
         with self.lock:
             running = list(self.running.items())
         for (execution, member), job_id in running:
-            self._end(execution, member, ExecutionOutcome(job_id, execution, member, ok=True))
+            self._end(execution, member, ExecutionOutcome(job_id, execution, member, ok=not cancelled,
+                                                          cancelled=cancelled))
 
 
 def fake_cluster(store_dir, count: int = 2, **control) -> tuple[JobCoordinator, FakeMembers]:

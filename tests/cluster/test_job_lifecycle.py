@@ -117,8 +117,11 @@ def test_a_new_coordinator_over_the_same_store_resumes_the_job_and_its_snapshot_
     coordinator, members = fake_cluster(tmp_path)
     job_id = coordinator.submit(small_dag(), EXACTLY_ONCE)
     wait_until(lambda: coordinator.record(job_id).snapshots.count >= 2, what="two snapshots")
-    coordinator.shutdown()  # the old coordinator dies; its record stays in the store
+    coordinator.shutdown()  # the old coordinator stops first, then its members cancel their executions
+    members.finish_all(cancelled=True)
+    members.join_reports()
     last = committed_id(members.store, job_id)
+    assert members.store.load_job_record(job_id).status == "RUNNING"  # left for the next coordinator
     successor, new_members = fake_cluster(tmp_path)
     assert successor.resume_stored_jobs() == [job_id]
     assert successor.submit_or_resume(small_dag(), EXACTLY_ONCE) == job_id  # --pipeline on a restarted member 0

@@ -3,8 +3,6 @@ the local cluster restarts the process, the member rejoins, and the job restarts
 snapshot (the coordinator's from the job record in the store). The oracle: the counting job's
 result is exactly ``range(N)``."""
 
-import signal
-
 import pytest
 
 import jet
@@ -42,21 +40,20 @@ def test_a_killed_member_restarts_the_job_from_its_last_snapshot(tmp_path):
         assert "ERROR jet.cluster.snapshots" not in coordinator_log
 
 
-@pytest.mark.parametrize("stop_signal", [signal.SIGKILL, signal.SIGTERM])
-def test_a_killed_coordinator_resumes_its_job_from_the_store(tmp_path, stop_signal):
+def test_a_killed_coordinator_resumes_its_job_from_the_store(tmp_path):
     with jet.local_cluster(members=2, log_dir=tmp_path) as cluster:
         job = cluster.new_job(counting_dag(TOTAL, **SLOW), {**EXACTLY_ONCE, "name": "resumed"})
         wait_until(lambda: committed(cluster, job.id) >= 1, what="two snapshots")
-        cluster.kill_member(0, stop_signal)  # SIGTERM: member 0 stops in order, leaving its job recorded
+        cluster.kill_member(0)
         with JetClient(cluster.addresses, cluster.token) as client:
             def resumed():
                 try:
-                    return client.job(job.id).summary["status"] in ("STARTING", "RUNNING", "COMPLETED")
+                    return client.job(job.id).summary["lastRestartCause"] == "the coordinator restarted"
                 except Exception:  # noqa: BLE001 - member 0 is still coming back
                     return False
             wait_until(resumed, 60, "the restarted member 0 resuming the job")
             again = client.job("resumed")
-            assert again.id == job.id and again.summary["lastRestartCause"] == "the coordinator restarted"
+            assert again.id == job.id and again.summary["restarts"] == 1
             again.join(timeout=120)
             assert again.status is JobStatus.COMPLETED
             assert sorted(again.result()) == list(range(TOTAL))
