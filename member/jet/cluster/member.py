@@ -349,8 +349,13 @@ class Member:
             return {"error": f"{type(e).__name__}: {e}"}
 
     def _snapshot_phase2(self, peer: int, header: dict, blob: bytes) -> dict:
-        self._execution(header).snapshot_phase2(messages.require(header, "snapshot_id", int),
-                                                bool(header.get("success")), float(header.get("timeout_s", 60.0)))
+        """Every live processor commits (or forgets) the snapshot's prepared work; ``error`` when not."""
+        execution = self._execution(header)
+        try:
+            execution.snapshot_phase2(messages.require(header, "snapshot_id", int), bool(header.get("success")),
+                                      float(header.get("timeout_s", 60.0)))
+        except Exception as e:  # noqa: BLE001 - reported to the coordinator, which logs it
+            return {"error": f"{type(e).__name__}: {e}"}
         return {}
 
     def _execution_metrics(self, peer: int, header: dict, blob: bytes) -> dict:

@@ -202,8 +202,11 @@ class SnapshotCoordinator:
         header = {"snapshot_id": snapshot_id, "success": success, "timeout_s": self.timeout_s}
         for member, future in sorted(self._calls(messages.SNAPSHOT_PHASE2, header, self.timeout_s).items()):
             try:
-                future.result(timeout=self.timeout_s + CALL_SLACK_S)
+                reply, _ = messages.decode_message(future.result(timeout=self.timeout_s + CALL_SLACK_S))
+                error = reply.get("error")
             except Exception as e:  # noqa: BLE001 - the execution's own failure handling takes over
+                error = messages.describe_call_error(e, self.timeout_s)
+            if error:
                 log.warning("job %s: phase 2 of snapshot %d on member %d: %s", self.job_id, snapshot_id, member,
-                            messages.describe_call_error(e, self.timeout_s))
+                            error)
 
