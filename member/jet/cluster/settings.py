@@ -25,6 +25,7 @@ from typing import Any, Callable, Mapping
 import yaml
 
 from jet.cluster.auth import MEMBER_KEY_ENV, MEMBER_KEY_FILE_ENV, TlsConfig, load_cluster_token, load_member_key
+from jet.cluster.heartbeat import DEFAULT_HEARTBEAT_INTERVAL_MS, DEFAULT_HEARTBEAT_TIMEOUT_MS
 from jet.cluster.server_limits import DEFAULT_CLIENT_CALLS, DEFAULT_CLIENT_STREAMS
 from jet.execution.progress_log import DEFAULT_PROGRESS_LOG_INTERVAL_MS
 
@@ -111,6 +112,10 @@ class MemberSettings:
     """The bounds of the control plane's waits and the coordinator's job history."""
     progress_log_interval_ms: int = DEFAULT_PROGRESS_LOG_INTERVAL_MS
     """A streaming job's progress in the log: a line per vertex this often (0: never)."""
+    heartbeat_interval_ms: int = DEFAULT_HEARTBEAT_INTERVAL_MS
+    """How often a member sends a heartbeat on each member stream."""
+    heartbeat_timeout_ms: int = DEFAULT_HEARTBEAT_TIMEOUT_MS
+    """A member stream silent this long is lost, as a broken one is (more than the interval)."""
 
     @classmethod
     def load(cls, flags: Mapping[str, Any] | None = None, environ: Mapping[str, str] | None = None,
@@ -230,6 +235,8 @@ _SPECS: dict[str, _Spec] = {name: _Spec(name, *parser) for name, parser in {
     "tls_key_file": _TEXT,
     "tls_ca_file": _TEXT,
     "progress_log_interval_ms": _COUNT,
+    "heartbeat_interval_ms": _POSITIVE,
+    "heartbeat_timeout_ms": _POSITIVE,
     **{name: _POSITIVE for name in ("init_timeout_ms", "control_timeout_ms", "cancel_grace_ms",
                                     "report_wait_ms", "report_retry_ms", "max_finished_jobs",
                                     "finished_job_ttl_s")},
