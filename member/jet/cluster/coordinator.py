@@ -295,6 +295,11 @@ class JobCoordinator:
         for run in runs:
             self._fail(run, self._lost_outcome(run, member, str(error)))
 
+    def on_member_joined(self, member: int) -> None:
+        """A member joined (again): jobs started from now on may run on it."""
+        with self._changed:
+            self._lost.pop(member, None)
+
     def shutdown(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)
 
