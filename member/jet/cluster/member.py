@@ -49,6 +49,8 @@ PEER_TIMEOUT_S = 300.0
 MAX_WAIT_S = 30.0
 REPORT_FIRST_BACKOFF_S = 0.1
 REPORT_MAX_BACKOFF_S = 5.0
+START_POLL_S = 0.2
+"""How often a starting member looks whether it was stopped while it waits for its peers."""
 LEAVING_NOTICE_TIMEOUT_S = 1.0
 """How long a stopping member waits for each peer to take its notice that it is leaving."""
 
@@ -143,9 +145,12 @@ class Member:
         for peer in range(self.index + 1, self.member_count):
             PeerDialer(self.membership, peer, self.addresses[peer], partial(self._dial, peer), self.stopped,
                        accept_timeout_s).start()
-        if not self.connected.wait(self._peer_timeout_s) and not self.stopped.is_set():
-            log.warning("member %d is not connected to members %s after %.0f s; it goes on trying",
-                        self.index, self.membership.missing_peers(), self._peer_timeout_s)
+        deadline = time.monotonic() + self._peer_timeout_s
+        while not self.connected.wait(START_POLL_S) and not self.stopped.is_set():
+            if time.monotonic() > deadline:
+                log.warning("member %d is not connected to members %s after %.0f s; it goes on trying",
+                            self.index, self.membership.missing_peers(), self._peer_timeout_s)
+                return
 
     def _dial(self, peer: int, on_connection_lost: Callable[[int, BaseException], None]) -> PeerConnection:
         """A stream (and control channel) to a higher peer on a fresh channel."""

@@ -55,14 +55,15 @@ class Membership:
         self.all_joined = threading.Event()
         self.joins: dict[int, int] = {}
         """How many times each peer joined (1 after the start, more after rejoins)."""
+        self._closed = False
         if member_count == 1:
             self.all_joined.set()
 
     def joined(self, peer: int, link: FrameLink, control: PeerConnection) -> bool:
         """``peer`` is joined over ``link``, with ``control`` for control calls; False (and nothing
-        changes) when the link closed meanwhile."""
+        changes) when the link closed meanwhile or the membership is closed."""
         with self._lock:
-            if link.closed:
+            if link.closed or self._closed:
                 return False
             replaced = self.connections.get(peer)
             self._links[peer] = link
@@ -114,6 +115,7 @@ class Membership:
     def close(self) -> None:
         """Close every stream and control connection (no loss is reported)."""
         with self._lock:
+            self._closed = True
             links, connections = list(self._links.values()), list(self.connections.values())
             self._links.clear()
             self.all_joined.clear()
@@ -143,6 +145,8 @@ class PeerDialer:
         self._probe = probe
         self._thread = threading.Thread(target=self._run, name=f"jet-dial-{peer}", daemon=True)
         self._state = "new"
+        self._last_refusal: BaseException | None = None
+        """Why the current attempt's stream ended before it was accepted."""
 
     def start(self) -> "PeerDialer":
         self._thread.start()
@@ -173,7 +177,7 @@ class PeerDialer:
             if not attempt or not attempt[0].established.is_set():
                 self._last_refusal = error
 
-        self._last_refusal: BaseException | None = None
+        self._last_refusal = None
         try:
             connection = self._dial(lost)
         except Exception as error:  # noqa: BLE001 - a bad address or credentials: retried
