@@ -3,6 +3,12 @@ heartbeat timeout; the local cluster restarts a dead member process."""
 
 import signal
 
+import pytest
+
+from jet.cluster.heartbeat import HeartbeatMonitor, SilentPeerError
+from jet.cluster.member import Member
+from jet.cluster.settings import MemberSettings
+from jet.cluster.transport import FrameLink
 from tests.cluster.cluster_support import wait_until
 from tests.cluster.member_loss_support import (HEARTBEAT_TIMEOUT_MS, REJOIN_WAIT_S, log_lines, quick_cluster,
                                                run_partitioned_job_on_every_member, wait_logged, wait_rejoined)
@@ -52,3 +58,25 @@ def test_a_member_that_stops_in_order_stays_down_and_one_that_crashes_is_restart
         wait_logged(cluster, 0, "member 1 has left the cluster", "member 0 seeing member 1 leave")
         assert cluster.members[1] is leaving and cluster.member_restarts == 2
         assert not cluster.cluster_ready()
+
+
+def test_the_heartbeat_monitor_fails_only_the_links_silent_past_the_timeout():
+    now = [100.0]
+    lost = []
+    quiet, chatty = (FrameLink(peer, None, lambda peer, error: lost.append((peer, error))) for peer in (1, 2))
+    quiet.last_message_at, chatty.last_message_at = 94.9, 99.0
+    monitor = HeartbeatMonitor(lambda: [quiet, chatty], interval_ms=1000, timeout_ms=5000, clock=lambda: now[0])
+    assert monitor.beat() == [quiet]
+    [(peer, error)] = lost
+    assert peer == 1 and isinstance(error, SilentPeerError) and quiet.closed and not chatty.closed
+    assert "nothing arrived from member 1 for 5.1 s (heartbeat timeout 5000 ms)" in str(error)
+    assert chatty.pending_frames() == 1
+    assert next(chatty._outgoing_messages()) == b"", "a heartbeat is an empty message"
+
+
+def test_a_heartbeat_timeout_not_above_the_interval_is_refused_naming_both():
+    settings = MemberSettings(port=0, http_port=0, host="127.0.0.1", token="t", heartbeat_interval_ms=2000,
+                              heartbeat_timeout_ms=2000)
+    with pytest.raises(ValueError, match=r"heartbeat_timeout_ms \(2000\) must be greater than "
+                                         r"heartbeat_interval_ms \(2000\)"):
+        Member(settings)

@@ -273,9 +273,9 @@ class Member:
                     "member %d lost its connection with member %d: %s", self.index, peer, error)
         if self.stopped.is_set():
             return  # this member's executions were cancelled when it began to stop
-        self.network.on_connection_lost(peer, error)
-        if self.coordinator is not None:
+        if self.coordinator is not None:  # first: the cause, before the failures it brings
             self.coordinator.on_member_lost(peer, error)
+        self.network.on_connection_lost(peer, error)
 
     def _on_control(self, caller: Caller, msg_type: str, payload: bytes) -> bytes:
         return self._handle(caller, msg_type, payload)
