@@ -14,6 +14,7 @@ from jet_operator.builders import JobRef, build_statefulset, member_args
 from jet_operator.generations import savepoint_name
 from jet_operator.lifecycle import JobReport
 from jet_operator.spec import parse_spec, spec_problems
+from tests.operator.crdschema import EXAMPLES_DIR, cel_errors, jetjobs_in
 
 JOB = JobRef(name="trades", namespace="jobs", uid="uid-1", generation=7)
 PIPELINE = {"code": "def pipeline(): ...\n"}
@@ -153,3 +154,25 @@ def test_the_status_shows_the_jobs_restarts_and_last_snapshot() -> None:
                                       "snapshotCount": 0}
     iso = JobReport.of({"jobId": "j1", "lastSnapshot": {"id": 1, "time": "2026-01-02T03:04:05Z", "bytes": 1}})
     assert iso.status_fields()["lastSnapshot"] == {"id": 1, "time": "2026-01-02T03:04:05Z", "bytes": 1}
+
+
+@pytest.mark.parametrize("example", sorted(EXAMPLES_DIR.glob("jetjob-*.yaml")), ids=lambda p: p.name)
+def test_examples_pass_the_crds_cel_rules_and_the_operators_checks(example) -> None:
+    for document in jetjobs_in(example):
+        assert cel_errors(document) == []
+        assert spec_problems(parse_spec(document["spec"])) == []
+
+
+def test_the_exactly_once_example_builds_its_pipeline_and_mounts_its_claims(tmp_path) -> None:
+    (document,) = jetjobs_in(EXAMPLES_DIR / "jetjob-exactly-once.yaml")
+    spec = parse_spec(document["spec"])
+    assert (spec.processing_guarantee, spec.upgrade_mode, spec.snapshot_storage.store_url) == (
+        "exactly-once", "savepoint", "/var/lib/jet/snapshots/trades")
+    namespace: dict[str, Any] = {}
+    exec(compile(spec.pipeline.code, "main.py", "exec"), namespace)  # noqa: S102 - our own example
+    pipeline = namespace[spec.pipeline.entrypoint](str(tmp_path), *spec.pipeline.args[1:])
+    assert pipeline.to_dag().is_streaming
+    pod_spec, member = _member(document["spec"])
+    claims = {v["persistentVolumeClaim"]["claimName"] for v in pod_spec["volumes"] if "persistentVolumeClaim" in v}
+    assert claims == {"jet-snapshots", "trades-output"}
+    assert {"/var/lib/jet/snapshots", "/data/output"} <= {m["mountPath"] for m in member["volumeMounts"]}
