@@ -135,6 +135,8 @@ def _suspend(api: KubeApi, config: OperatorConfig, job: JobRef, spec: JetJobSpec
     coordinator = find_coordinator(api, config, job, spec)
     if coordinator is None or coordinator.report.status in ENDED_OR_ABSENT:
         return "the job was not running; it resumes from its last snapshot"
+    if coordinator.report.status == "SUSPENDED":
+        return "the job was suspended already"
     try:
         coordinator.control.suspend(coordinator.report.job_id)
     except JobControlError as error:
