@@ -162,7 +162,7 @@ class Member:
         """A lower peer's stream arrived (authenticated): it joins, with a fresh control channel."""
         peer = link.peer_index
         if not 0 <= peer < self.index or self.stopped.is_set():
-            return  # a member's stream from a higher index is refused by membership, not joined
+            return  # a higher index never dials down: such a stream is served, never joined
         control = PeerConnection(str(self.addresses[peer]), self.index, peer, self._token, self._tls,
                                  member_key=self._member_key, open_stream=False)
         if not self.membership.joined(peer, link, control):
