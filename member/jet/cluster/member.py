@@ -1,10 +1,12 @@
 """One member process: gRPC server, a stream to every other member, jobs, coordination, HTTP.
 
 Start-up: the gRPC server and the HTTP endpoint come up first (``/healthz`` answers 200), then the
-member waits for its peers (bounded, with backoff) and connects: of each pair, the lower index dials
-the higher one and both send their frames over that one stream; control calls go to every peer on
-a channel of their own. Member 0 also runs the :class:`JobCoordinator`. Every job's executions share
-one :class:`TaskletExecutionService`.
+member connects to its peers: of each pair, the lower index dials the higher one and both send their
+frames over that one stream; control calls go to every peer on a channel of their own. Streams are
+watched by heartbeats; a lost one fails the executions over it and is dialled again until the peer
+is back, which then joins again (:mod:`jet.cluster.membership`), so a member that restarts rejoins
+by itself. Member 0 also runs the :class:`JobCoordinator`. Every job's executions share one
+:class:`TaskletExecutionService`.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import time
 import traceback
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict
+from functools import partial
 from typing import Any, Callable
 
 import cloudpickle
@@ -24,17 +27,19 @@ from jet.cluster import messages
 from jet.cluster.auth import ANYONE, COORDINATOR_ONLY, MEMBERS, Caller, Role
 from jet.cluster.coordinator import (EXECUTION_DONE_STATE, EXECUTION_RUNNING_STATE, JobCoordinator, JobRecord,
                                     JobStatus)
+from jet.cluster.heartbeat import HeartbeatMonitor, check_heartbeat_settings
 from jet.cluster.job_execution import ExecutionOutcome, JobExecution, PlanMessage, decode_report
 from jet.cluster.job_state import JobConfigError, JobStateError
 from jet.cluster.job_store import JobStore
 from jet.cluster.member_http import MemberHttpServer, MemberMetrics
+from jet.cluster.membership import Membership, PeerDialer
 from jet.cluster.network import MemberNetwork
 from jet.cluster.observables import READ_MAX_ITEMS, READ_WAIT_S, UnknownObservableError
 from jet.cluster.packets import FrameType, PacketFormatError, frame_type
-from jet.cluster.peers import PeerAddress, parse_peers, wait_for_peers
+from jet.cluster.peers import PeerAddress, parse_peers
 from jet.cluster.server_limits import ServerLimits
 from jet.cluster.settings import MemberSettings
-from jet.cluster.transport import MemberServer, PeerConnection
+from jet.cluster.transport import FrameLink, MemberServer, PeerConnection
 from jet.core.dag import DAG, DagValidationError
 from jet.core.edge import EdgeConfig
 from jet.execution.runner import default_cooperative_threads
@@ -47,6 +52,8 @@ PEER_TIMEOUT_S = 300.0
 MAX_WAIT_S = 30.0
 REPORT_FIRST_BACKOFF_S = 0.1
 REPORT_MAX_BACKOFF_S = 5.0
+START_POLL_S = 0.2
+"""How often a starting member looks whether it was stopped while it waits for its peers."""
 LEAVING_NOTICE_TIMEOUT_S = 1.0
 """How long a stopping member waits for each peer to take its notice that it is leaving."""
 
@@ -69,6 +76,7 @@ class Member:
                              f"({', '.join(map(str, self.addresses))})")
         self.index = index
         self.member_count = len(self.addresses)
+        check_heartbeat_settings(settings.heartbeat_interval_ms, settings.heartbeat_timeout_ms)
         self._token = token if token is not None else settings.cluster_token()
         self._member_key = member_key if member_key is not None else self._configured_member_key(settings)
         self.host = settings.bind_host()
@@ -83,6 +91,7 @@ class Member:
                                    member_key=self._member_key, member_count=self.member_count,
                                    on_frame=self.network.on_frame, on_client_frame=self._on_client_frame,
                                    on_control=self._on_control, on_connection_lost=self._connection_lost,
+                                   on_peer_connected=self._peer_stream_accepted, on_peer_lost=self._peer_stream_lost,
                                    limits=ServerLimits(client_streams=settings.max_client_streams,
                                                        client_calls=settings.max_client_calls,
                                                        member_streams=self.member_count))
@@ -101,17 +110,22 @@ class Member:
         self._serving = threading.Event()
         self.http = MemberHttpServer(self.host, settings.http_port, token=self._token, healthy=self._serving.is_set,
                                      latest_job=self._latest_job if index == 0 else None, metrics=self.metrics)
-        self.connections: dict[int, PeerConnection] = {}
+        self.membership = Membership(index, self.member_count, on_joined=self._member_joined,
+                                     on_lost=self._member_lost)
+        self.connections: dict[int, PeerConnection] = self.membership.connections
+        """Each peer's control connection (replaced when it rejoins)."""
         self._departed: set[int] = set()
         """Peers that said they are stopping: their streams closing is no loss worth a warning."""
+        self._heartbeats = HeartbeatMonitor(self.membership.links, settings.heartbeat_interval_ms,
+                                            settings.heartbeat_timeout_ms)
         self.executions: dict[int, JobExecution] = {}
         self.metrics.watch_executions(lambda: list(self.executions.values()))
         if self.coordinator is not None:
             self.metrics.watch_jobs(self.coordinator.records)
         self._lock = threading.Lock()
         self._reports = ThreadPoolExecutor(max_workers=4, thread_name_prefix="jet-report")
-        self.connected = threading.Event()
-        """Set once the streams with every other member are up."""
+        self.connected = self.membership.all_joined
+        """Set while the streams with every other member are up."""
         self.stopped = threading.Event()
 
     def _configured_member_key(self, settings: MemberSettings) -> str:
@@ -122,7 +136,8 @@ class Member:
 
     # -- life cycle ----------------------------------------------------------------------------
     def start(self) -> "Member":
-        """Serve gRPC and HTTP, then connect to every peer (blocks until connected)."""
+        """Serve gRPC and HTTP, then connect to every peer: blocks until connected, or for
+        ``peer_timeout_s`` at most, after which it warns and goes on trying in the background."""
         self.network.start()
         self.server.start()
         self._serving.set()
@@ -133,26 +148,62 @@ class Member:
         return self
 
     def _connect(self) -> None:
-        wait_for_peers(self.addresses, self.index, self._peer_timeout_s)
-        for peer, address in enumerate(self.addresses):
-            if peer != self.index:
-                self.connections[peer] = PeerConnection(
-                    str(address), self.index, peer, self._token, self._tls, member_key=self._member_key,
-                    on_frame=self.network.on_frame,
-                    on_connection_lost=self._connection_lost, open_stream=peer > self.index)
-        for peer in range(self.index):
-            self.server.wait_for_peer(peer, self._peer_timeout_s)
+        """Dial every higher peer (for ever, see :class:`PeerDialer`), serve the lower ones' streams,
+        and watch them all with heartbeats; wait for the whole cluster, bounded."""
+        self._heartbeats.start()
+        accept_timeout_s = self._heartbeats.timeout_s
         for peer in range(self.index + 1, self.member_count):
-            self.connections[peer].control(messages.PING, messages.encode_message({}), self._peer_timeout_s)
-        self.connected.set()
-        log.info("member %d connected to members %s", self.index,
-                 [f"{p} ({a})" for p, a in enumerate(self.addresses) if p != self.index])
+            PeerDialer(self.membership, peer, self.addresses[peer], partial(self._dial, peer), self.stopped,
+                       accept_timeout_s).start()
+        deadline = time.monotonic() + self._peer_timeout_s
+        while not self.connected.wait(START_POLL_S) and not self.stopped.is_set():
+            if time.monotonic() > deadline:
+                log.warning("member %d is not connected to members %s after %.0f s; it goes on trying",
+                            self.index, self.membership.missing_peers(), self._peer_timeout_s)
+                return
+
+    def _dial(self, peer: int, on_connection_lost: Callable[[int, BaseException], None]) -> PeerConnection:
+        """A stream (and control channel) to a higher peer on a fresh channel."""
+        return PeerConnection(str(self.addresses[peer]), self.index, peer, self._token, self._tls,
+                              member_key=self._member_key, on_frame=self.network.on_frame,
+                              on_connection_lost=on_connection_lost)
+
+    def _peer_stream_accepted(self, link: FrameLink) -> None:
+        """A lower peer's stream arrived (authenticated): it joins, with a fresh control channel."""
+        peer = link.peer_index
+        if not 0 <= peer < self.index or self.stopped.is_set():
+            return  # a higher index never dials down: such a stream is served, never joined
+        control = PeerConnection(str(self.addresses[peer]), self.index, peer, self._token, self._tls,
+                                 member_key=self._member_key, open_stream=False)
+        if not self.membership.joined(peer, link, control):
+            control.close()
+
+    def _peer_stream_lost(self, link: FrameLink, error: BaseException) -> None:
+        if self.membership.lost(link.peer_index, link, error) or isinstance(error, ConnectionError):
+            return
+        # A stream that is not the member's joined one sent what its reader refused (say, an
+        # authenticated member's garbage): the frames it delivered may have reached executions.
+        log.warning("member %d closed a stream of member %d that sent a bad frame: %s", self.index,
+                    link.peer_index, error)
+        self.network.on_connection_lost(link.peer_index, error)
+
+    def _member_joined(self, peer: int) -> None:
+        """Under the membership lock: ``peer`` joined (at start, or again after a loss)."""
+        self._departed.discard(peer)
+        joins = self.membership.joins[peer]
+        log.info("member %d: member %d (%s) %s", self.index, peer, self.addresses[peer],
+                 "joined" if joins == 1 else f"rejoined (join {joins})")
+        if self.connected.is_set():
+            log.info("member %d connected to all %d other members", self.index, self.member_count - 1)
+        on_member_joined = getattr(self.coordinator, "on_member_joined", None)
+        if on_member_joined is not None:
+            on_member_joined(peer)
 
     def cluster_ready(self) -> bool:
         """Whether every member is connected to every other (asks them; member 0's view)."""
         if not self.connected.is_set():
             return False
-        for peer, connection in self.connections.items():
+        for peer, connection in list(self.connections.items()):
             try:
                 reply, _ = messages.decode_message(connection.control(
                     messages.PING, messages.encode_message({}), 5.0, wait_for_ready=False))
@@ -177,6 +228,7 @@ class Member:
         if self.stopped.is_set():
             return
         self.stopped.set()
+        self.server.stop_accepting_members()
         log.info("member %d shutting down", self.index)
         if self.coordinator is not None:  # first: its jobs stay as they are in the store, to be resumed
             self.coordinator.shutdown()
@@ -185,8 +237,8 @@ class Member:
         for execution in executions:
             execution.cancel("the member is shutting down")
         self._say_leaving()
-        for connection in self.connections.values():
-            connection.close()
+        self._heartbeats.stop()
+        self.membership.close()
         self.http.stop()
         self.server.stop(1.0)
         self.network.stop()
@@ -196,9 +248,8 @@ class Member:
     def _say_leaving(self) -> None:
         """Tell every connected peer this member is stopping, so its streams closing is expected
         there (best effort: a peer that does not answer at once will log the loss instead)."""
-        if not self.connected.is_set():
-            return
-        for peer, connection in self.connections.items():
+        for peer in self.membership.joined_peers():
+            connection = self.connections[peer]
             try:
                 connection.control(messages.LEAVING, messages.encode_message({}), LEAVING_NOTICE_TIMEOUT_S,
                                    wait_for_ready=False)
@@ -207,10 +258,7 @@ class Member:
 
     # -- data and control plumbing --------------------------------------------------------------
     def _send_frame(self, peer: int, frame: bytes) -> None:
-        if peer > self.index:
-            self.connections[peer].send(frame)
-        else:
-            self.server.send(peer, frame)
+        self.membership.send(peer, frame)
 
     def call_member(self, member: int, msg_type: str, payload: bytes, timeout_s: float) -> bytes:
         """A control call to ``member``; a call to this member is handled in place."""
@@ -222,20 +270,22 @@ class Member:
         return connection.control(msg_type, payload, timeout_s, wait_for_ready=False)
 
     def _connection_lost(self, peer: int, error: BaseException) -> None:
-        if peer < 0:  # a Spark task or driver (negative index) hung up: no member was lost
-            log.debug("Spark peer %d closed its stream: %s", peer, error)
-            return
+        """A client's stream ended (members' streams go through the membership)."""
+        log.debug("Spark peer %d closed its stream: %s", peer, error)
+
+    def _member_lost(self, peer: int, error: BaseException) -> None:
+        """Under the membership lock: the stream with ``peer`` broke or went silent."""
         if peer in self._departed:
             log.log(logging.DEBUG if self.stopped.is_set() else logging.INFO,
                     "member %d: member %d has left the cluster", self.index, peer)
         else:
-            log.log(logging.DEBUG if self.stopped.is_set() else logging.ERROR if self.executions else logging.WARNING,
+            log.log(logging.DEBUG if self.stopped.is_set() else logging.WARNING,
                     "member %d lost its connection with member %d: %s", self.index, peer, error)
         if self.stopped.is_set():
             return  # this member's executions were cancelled when it began to stop
-        self.network.on_connection_lost(peer, error)
-        if self.coordinator is not None:
+        if self.coordinator is not None:  # first: the cause, before the failures it brings
             self.coordinator.on_member_lost(peer, error)
+        self.network.on_connection_lost(peer, error)
 
     def _on_control(self, caller: Caller, msg_type: str, payload: bytes) -> bytes:
         return self._handle(caller, msg_type, payload)

@@ -25,6 +25,7 @@ from typing import Any, Callable, Mapping
 import yaml
 
 from jet.cluster.auth import MEMBER_KEY_ENV, MEMBER_KEY_FILE_ENV, TlsConfig, load_cluster_token, load_member_key
+from jet.cluster.heartbeat import DEFAULT_HEARTBEAT_INTERVAL_MS, DEFAULT_HEARTBEAT_TIMEOUT_MS
 from jet.cluster.server_limits import DEFAULT_CLIENT_CALLS, DEFAULT_CLIENT_STREAMS
 from jet.execution.progress_log import DEFAULT_PROGRESS_LOG_INTERVAL_MS
 
@@ -128,6 +129,10 @@ class MemberSettings:
     jobs are refused."""
     snapshot_store_endpoint: str | None = None
     """The endpoint of an S3-compatible store (else ``$AWS_ENDPOINT_URL``, else AWS)."""
+    heartbeat_interval_ms: int = DEFAULT_HEARTBEAT_INTERVAL_MS
+    """How often a member sends a heartbeat on each member stream."""
+    heartbeat_timeout_ms: int = DEFAULT_HEARTBEAT_TIMEOUT_MS
+    """A member stream silent this long is lost, as a broken one is (more than the interval)."""
 
     @classmethod
     def load(cls, flags: Mapping[str, Any] | None = None, environ: Mapping[str, str] | None = None,
@@ -249,6 +254,8 @@ _SPECS: dict[str, _Spec] = {name: _Spec(name, *parser) for name, parser in {
     "progress_log_interval_ms": _COUNT,
     "snapshot_store": _TEXT,
     "snapshot_store_endpoint": _TEXT,
+    "heartbeat_interval_ms": _POSITIVE,
+    "heartbeat_timeout_ms": _POSITIVE,
     **{name: _POSITIVE for name in ("init_timeout_ms", "control_timeout_ms", "cancel_grace_ms",
                                     "report_wait_ms", "report_retry_ms", "max_finished_jobs",
                                     "finished_job_ttl_s", "snapshot_timeout_ms", "member_rejoin_timeout_ms")},
