@@ -28,7 +28,7 @@ from jet.cluster.network import MemberNetwork
 from jet.cluster.observables import Publisher, register_publisher, unregister_publisher
 from jet.core.dag import DAG
 from jet.core.edge import EdgeConfig
-from jet.execution.errors import JobCancelledError, JobFailedError
+from jet.execution.errors import JobCancelledError, JobFailedError, MemberLostError
 from jet.execution.job_future import ExecutionFuture
 from jet.execution.plan import MemberTopology
 from jet.execution.progress_log import ProgressLog, is_streaming
@@ -267,9 +267,10 @@ class JobExecution:
             unregister_publisher(self.job_id, self.member_index, self._publisher)
 
     def _peer_lost(self, peer: int, error: BaseException) -> None:
-        failure = JobFailedError(f"member {peer} was lost: {error}", tasklet=f"connection to member {peer}",
-                                 traceback_text=f"connection to member {peer} lost: {error}")
-        log.error("job %s, execution %d: %s", self.job_id, self.execution_id, failure)
+        failure = MemberLostError(f"member {peer} was lost: {error}", tasklet=f"connection to member {peer}",
+                                  traceback_text=f"connection to member {peer} lost: {error}")
+        log.warning("job %s, execution %d stops on member %d: %s", self.job_id, self.execution_id,
+                    self.member_index, failure)
         self.fail(failure)
 
     def report_payload(self) -> bytes | None:
@@ -295,6 +296,9 @@ class JobExecution:
         elif outcome.cancelled:
             log.info("job %s: execution %d cancelled on member %d", self.job_id, self.execution_id,
                      self.member_index)
+        elif isinstance(future.failure, MemberLostError):
+            log.warning("job %s: execution %d stopped on member %d: %s", self.job_id, self.execution_id,
+                        self.member_index, outcome.error)
         else:
             log.error("job %s: execution %d failed on member %d in %s: %s\n%s", self.job_id,
                       self.execution_id, self.member_index, outcome.tasklet, outcome.error, outcome.traceback)
