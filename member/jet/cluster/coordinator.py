@@ -34,11 +34,11 @@ from jet.cluster.execution_driver import (CLIENT_TASKLET, EXECUTION_DONE_STATE, 
 from jet.cluster.job_execution import ExecutionOutcome
 from jet.cluster.job_history import FinishedJobs, UnknownJobError
 from jet.cluster.job_restarts import Next, decide
-from jet.cluster.job_state import (Execution, JobConfigError, JobRecord, JobRun, JobStateError, JobStatus,
-                                   Termination, new_job_id)
+from jet.cluster.job_state import (Execution, JobConfigError, JobRecord, JobRun, JobStatus, Termination,
+                                   new_job_id)
 from jet.cluster.job_store import JobStore, record_from_store
 from jet.cluster.observables import ObservableStore, UnknownObservableError
-from jet.cluster.scale_up import ScaleUpTimer
+from jet.cluster.scale_up import JobScaling, ScaleUpTimer
 from jet.cluster.settings import ControlSettings
 from jet.core.dag import DAG, DagValidationError
 from jet.execution.vertex_metrics import merge_vertex_metrics
@@ -52,7 +52,7 @@ MemberCall = Callable[[int, str, bytes, float], bytes]
 """``call(member, message type, payload, timeout_s) -> reply``; raises when the member cannot answer."""
 
 
-class JobCoordinator(JobControl, ExecutionDriver):
+class JobCoordinator(JobControl, ExecutionDriver, JobScaling):
     """Coordinates every job of the cluster; lives on member 0."""
 
     def __init__(self, member_count: int, call_member: MemberCall, *, cooperative_threads: int = 1,
@@ -298,35 +298,6 @@ class JobCoordinator(JobControl, ExecutionDriver):
                 log.info("member %d rejoined the cluster", member)
             self._changed.notify_all()
         self._scale_up.member_joined()
-
-    def _scale_up_jobs(self) -> bool:
-        """Restart gracefully every job with ``auto_scaling`` that runs without a member that
-        is up; True when such a job is still starting (to be tried again after the delay)."""
-        with self._changed:
-            up = [m for m in range(self.member_count) if m not in self._lost]
-            smaller = [run for run in self._jobs.values()
-                       if run.config.auto_scaling and run.execution is not None
-                       and run.record.status in (JobStatus.STARTING, JobStatus.RUNNING)
-                       and set(up) - set(run.execution.members)]
-        starting = False
-        for run in smaller:
-            with self._changed:
-                if run.record.status is JobStatus.STARTING:
-                    starting = True
-                    continue
-                if run.requested is not None:  # already being stopped: it restarts on all anyway
-                    continue
-                run.restart_cause = (f"scaling up from {len(run.execution.members)} to {len(up)} members "
-                                     f"(member(s) {', '.join(map(str, sorted(set(up) - set(run.execution.members))))}"
-                                     f" joined)")
-            log.info("job %s: %s", run.record.job_id, run.restart_cause)
-            try:
-                self._request(run, Termination.RESTART, allowed=(JobStatus.RUNNING,))
-            except JobStateError as e:  # it stopped meanwhile; its next execution takes every member
-                log.debug("job %s does not scale up: %s", run.record.job_id, e)
-                with self._changed:
-                    run.restart_cause = ""
-        return starting
 
     def shutdown(self) -> None:
         """Stop coordinating: the jobs are left as they are (their records stay in the store for

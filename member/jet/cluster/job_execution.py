@@ -207,8 +207,10 @@ class JobExecution:
         network.register(self.execution_id, self.plan.receivers, self.plan.senders, peers,
                          self._peer_lost)
         self._publisher = None if publish_observable is None else _job_publisher(publish_observable, self.job_id)
+        # The job's observable sinks look their publisher up by Context.member_index: the position.
+        self._position = topology.member_index
         if self._publisher is not None:
-            register_publisher(self.job_id, self.member_index, self._publisher)
+            register_publisher(self.job_id, self._position, self._publisher)
 
     def _restore_entries(self, restore: dict[str, Any]):
         store = self._store
@@ -291,7 +293,7 @@ class JobExecution:
                             ", ".join(self._future.running_tasklets()))
         self._network.unregister(self.execution_id)
         if self._publisher is not None:
-            unregister_publisher(self.job_id, self.member_index, self._publisher)
+            unregister_publisher(self.job_id, self._position, self._publisher)
 
     def _peer_lost(self, peer: int, error: BaseException) -> None:
         failure = MemberLostError(f"member {peer} was lost: {error}", tasklet=f"connection to member {peer}",
