@@ -9,11 +9,15 @@ again, with exact results (the oracle is plain Python)."""
 import threading
 import time
 
+import cloudpickle
 import pytest
 
 import jet
+from jet.cluster.network import MemberNetwork
+from jet.connectors.observable import ObservableSinkSupplier
+from jet.execution.service import TaskletExecutionService
 from jet.cluster.distributed_plan import DistributedExecutionPlan, partition_owners
-from jet.cluster.job_execution import PlanMessage
+from jet.cluster.job_execution import JobExecution, PlanMessage
 from jet.cluster.job_state import JobStatus
 from jet.cluster.scale_up import ScaleUpTimer
 from jet.cluster.settings import MemberSettings, SettingsError
@@ -67,6 +71,31 @@ def _partitioned_dag(items, out_dir, lp) -> DAG:
     sink = dag.new_vertex("sink", json_sink(out_dir), lp)
     dag.edge(Edge.between(source, sink).distributed().partitioned(whole_item))
     return dag
+
+
+def test_member_2_as_the_second_of_2_takes_the_second_share_and_publishes_its_observable():
+    """Context counts positions (sources split their work by them); the observable sink finds
+    the publisher the execution registered."""
+    items = list(range(50))
+    dag = DAG()
+    source = dag.new_vertex("source", items_source_p(items), 1)
+    sink = dag.new_vertex("seen", ObservableSinkSupplier("seen", 100), 1)
+    dag.edge(Edge.between(source, sink))
+    published, outcomes = [], []
+    done = threading.Event()
+    service = TaskletExecutionService(1)
+    message = PlanMessage("job-x", 5, 2, 3, partition_owners(2), members=[0, 2])
+    execution = JobExecution(message, cloudpickle.dumps(dag), network=MemberNetwork(2, lambda peer, frame: None),
+                             service=service, on_done=lambda outcome, _: (outcomes.append(outcome), done.set()),
+                             publish_observable=lambda job, name, capacity, batch: published.extend(batch))
+    try:
+        execution.start()
+        assert done.wait(30)
+        assert outcomes[0].ok, outcomes[0].error
+        assert sorted(published) == [item for item in items if item % 2 == 1]
+    finally:
+        execution.cleanup()
+        service.shutdown()
 
 
 @pytest.mark.parametrize("members,member_index,owners,message", [
