@@ -8,9 +8,10 @@ has ended everywhere, :func:`jet.cluster.job_restarts.decide` says what follows:
 restarted (a lost member: once it is back, or with ``auto_scaling`` after
 ``member_rejoin_timeout_ms`` on the members that are up; from the last good snapshot) or
 suspended. A job with ``auto_scaling`` runs on the members that are up; when members join, jobs
-that run on fewer restart gracefully on all after ``scale_up_delay_ms`` (:mod:`jet.cluster.scale_up`). Every wait has a bound from :class:`ControlSettings` and a named outcome: a member that
-does not answer ``init`` (``init_timeout_ms``) or another call (``control_timeout_ms``) fails the
-execution naming it; a running member silent for ``report_wait_ms`` is asked for its execution's
+that run on fewer restart gracefully on all after ``scale_up_delay_ms`` (:mod:`jet.cluster.scale_up`).
+Every wait has a bound from :class:`ControlSettings` and a named outcome: a member that does not
+answer ``init`` (``init_timeout_ms``) or another call (``control_timeout_ms``) fails the execution
+naming it; a running member silent for ``report_wait_ms`` is asked for its execution's
 state: still running, the wait goes on; finished, its lost report is taken from the answer; no
 answer, the execution fails naming it. After a failure the members get ``cancel_grace_ms`` to
 report. Jobs with a guarantee are kept in the snapshot store (:mod:`jet.cluster.job_store`), so a

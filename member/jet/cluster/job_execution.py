@@ -1,9 +1,9 @@
 """One job's execution on one member: init, start, cancel, cleanup, and the completion report.
 
 The coordinator sends ``init`` with the plan message (job id, execution id, cloudpickled DAG,
-the execution's members, partition owners) to each member of the execution, which may be fewer
-than the cluster's (a job that went on without a lost member); this member builds its :class:`DistributedExecutionPlan` and
-registers the receivers and senders with the :class:`MemberNetwork`, so frames of the execution
+the execution's members, partition owners) to each member of the execution (all members, or
+those that are up for a job with ``auto_scaling``); this member builds its
+:class:`DistributedExecutionPlan` and registers the receivers and senders with the :class:`MemberNetwork`, so frames of the execution
 are routed before any member starts. ``start`` hands the tasklets to the member's shared
 :class:`TaskletExecutionService`. When the execution future completes, a thread of its own (never
 a cooperative worker: pickling large results there would stall every other job's tasklets)
@@ -138,7 +138,8 @@ class PlanMessage:
         owners = list(self.partition_owners)
         if len(owners) != PARTITION_COUNT or any(not 0 <= o < len(members) for o in owners):
             raise ValueError(f"init of job {self.job_id}: partition_owners must list {PARTITION_COUNT} positions "
-                             f"0..{len(members) - 1}, got {len(owners)} entries (max {max(owners, default=None)})")
+                             f"0..{len(members) - 1}, got {len(owners)} entries from {min(owners, default=None)} to "
+                             f"{max(owners, default=None)}")
         return MemberTopology(members.index(self.member_index), len(members), owners)
 
     def to_header(self) -> dict[str, Any]:
