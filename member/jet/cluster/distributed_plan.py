@@ -8,11 +8,15 @@ and every upstream processor's collector composes the local leaves with the send
 edge's policy: unicast round-robins over members with the local processors as one slot,
 broadcast sends once per member (the receiver re-broadcasts locally), partitioned sends each
 partition to its owner member, whose receiver routes by the partition id the item carries.
+
+An execution may run on a subset of the cluster's members (a job that went on without a lost
+member): its topology counts *positions* in the execution's member list, while senders,
+receivers and frames name the physical member indices, which ``members`` maps positions to.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Sequence
 
 from jet.cluster.flow_control import ReceiveWindow
 from jet.cluster.network import MemberNetwork
@@ -27,11 +31,24 @@ from jet.execution.outbound import (BroadcastCollector, OutboundCollector, Round
                                     SingleTargetCollector)
 from jet.execution.plan import ExecutionPlan, MemberTopology, owned_partition_table
 from jet.execution.queues import UNBOUNDED, SpscQueue
+from jet.execution.snapshot_context import SnapshotContext
 
 
 def partition_owners(member_count: int) -> list[int]:
-    """The partition -> member table of a cluster of ``member_count`` members."""
+    """The partition -> member table of an execution on ``member_count`` members (their
+    positions in the execution's member list)."""
     return [p % member_count for p in range(PARTITION_COUNT)]
+
+
+def check_execution_members(members: Sequence[int], cluster_size: int) -> list[int]:
+    """``members`` as a list, or a ``ValueError`` unless it is a non-empty ascending list of
+    distinct member indices below ``cluster_size``."""
+    members = list(members)
+    if (not members or any(not isinstance(m, int) or isinstance(m, bool) for m in members)
+            or members != sorted(set(members)) or members[0] < 0 or members[-1] >= cluster_size):
+        raise ValueError(f"an execution's members must be distinct member indices 0..{cluster_size - 1} in "
+                         f"ascending order, got {members!r}")
+    return members
 
 
 class CollectorLeaf:
@@ -92,16 +109,28 @@ class DistributedExecutionPlan(ExecutionPlan):
     def __init__(self, dag: DAG, *, network: MemberNetwork, execution_id: int,
                  topology: MemberTopology, cooperative_threads: int = 1,
                  edge_defaults: EdgeConfig | None = None, flow_control_period_ms: int = 100,
-                 job_id: str = "job") -> None:
+                 job_id: str = "job", snapshot_context: SnapshotContext | None = None,
+                 restore_entries: dict[tuple[str, int], list] | None = None,
+                 members: Sequence[int] | None = None) -> None:
+        """``members``: the physical member index at each position of ``topology`` (default:
+        position i is member i)."""
         super().__init__(dag, cooperative_threads=cooperative_threads,
-                         edge_defaults=edge_defaults, topology=topology, job_id=job_id)
+                         edge_defaults=edge_defaults, topology=topology, job_id=job_id,
+                         snapshot_context=snapshot_context, restore_entries=restore_entries)
         self.network = network
         self.execution_id = execution_id
         self.period_ns = flow_control_period_ms * 1_000_000
         self.vertex_ids = {v.name: i for i, v in enumerate(self.order)}
         self.senders: dict[tuple[int, int, int, int], SenderTasklet] = {}
         self.receivers: dict[tuple[int, int, int, int], ReceiverTasklet] = {}
-        self.remote_members = [m for m in range(topology.member_count) if m != topology.member_index]
+        self.members = list(range(topology.member_count) if members is None else members)
+        if len(self.members) != topology.member_count:
+            raise ValueError(f"the execution's members {self.members} do not match its topology of "
+                             f"{topology.member_count} members")
+        self.remote_members = [m for position, m in enumerate(self.members) if position != topology.member_index]
+        """The physical indices of the other members of the execution, in position order."""
+        self._remote_leaf = {position: self.remote_members.index(m) for position, m in enumerate(self.members)
+                             if position != topology.member_index}
 
     def build(self) -> list:
         """Processor tasklets, then the receivers and senders of the distributed edges."""
@@ -125,8 +154,7 @@ class DistributedExecutionPlan(ExecutionPlan):
         for j in range(downstream):
             conveyor = [local[(i, j)] for i in range(upstream)]
             conveyor += [receiver_queues[m][j] for m in self.remote_members]
-            instreams[dest][j].append(InboundEdgeStream(
-                ordinal, edge.get_priority(), conveyor, name=f"{source}->{dest}#{j}"))
+            instreams[dest][j].append(self._instream(edge, conveyor, f"{source}->{dest}#{j}"))
         for m in self.remote_members:
             key = (self.execution_id, vertex_id, ordinal, m)
             self.receivers[key] = ReceiverTasklet(
@@ -138,7 +166,8 @@ class DistributedExecutionPlan(ExecutionPlan):
         for m in self.remote_members:
             self.senders[(self.execution_id, vertex_id, ordinal, m)] = SenderTasklet(
                 f"sender({source}->{dest}, to member {m})",
-                InboundEdgeStream(ordinal, 0, sender_queues[m], name=f"{source}->member{m}"),
+                InboundEdgeStream(ordinal, 0, sender_queues[m], name=f"{source}->member{m}",
+                                  wait_for_all_barriers=self.wait_for_all_barriers),
                 self._frame_sender(m), self.execution_id, vertex_id, ordinal,
                 config.packet_size_limit, pairs=edge.routing_policy is RoutingPolicy.PARTITIONED
                 and edge.all_to_one_key is None)
@@ -152,9 +181,9 @@ class DistributedExecutionPlan(ExecutionPlan):
         send = self.network.send_frame
         return lambda frame: send(member, frame)
 
-    def _owner_member_index(self, member: int) -> int:
-        """Index of ``member``'s sender among the leaves after the local ones."""
-        return self.remote_members.index(member)
+    def _owner_member_index(self, position: int) -> int:
+        """Index of the sender to the member at ``position`` among the leaves after the local ones."""
+        return self._remote_leaf[position]
 
     def _upstream_collector(self, edge: Edge, local_leaves: list, remote_leaves: list,
                             downstream: int) -> OutboundCollector:

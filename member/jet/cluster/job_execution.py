@@ -1,8 +1,9 @@
 """One job's execution on one member: init, start, cancel, cleanup, and the completion report.
 
 The coordinator sends ``init`` with the plan message (job id, execution id, cloudpickled DAG,
-member count, partition owners); this member builds its :class:`DistributedExecutionPlan` and
-registers the receivers and senders with the :class:`MemberNetwork`, so frames of the execution
+the execution's members, partition owners) to each member of the execution (all members, or
+those that are up for a job with ``auto_scaling``); this member builds its
+:class:`DistributedExecutionPlan` and registers the receivers and senders with the :class:`MemberNetwork`, so frames of the execution
 are routed before any member starts. ``start`` hands the tasklets to the member's shared
 :class:`TaskletExecutionService`. When the execution future completes, a thread of its own (never
 a cooperative worker: pickling large results there would stall every other job's tasklets)
@@ -23,16 +24,21 @@ from typing import Any, Callable
 import cloudpickle
 
 from jet.cluster import messages
-from jet.cluster.distributed_plan import DistributedExecutionPlan
+from jet.cluster.distributed_plan import DistributedExecutionPlan, check_execution_members
 from jet.cluster.network import MemberNetwork
 from jet.cluster.observables import Publisher, register_publisher, unregister_publisher
 from jet.core.dag import DAG
 from jet.core.edge import EdgeConfig
-from jet.execution.errors import JobCancelledError, JobFailedError
+from jet.core.partitioner import PARTITION_COUNT
+from jet.execution.errors import JobCancelledError, JobFailedError, MemberLostError
 from jet.execution.job_future import ExecutionFuture
 from jet.execution.plan import MemberTopology
 from jet.execution.progress_log import ProgressLog, is_streaming
 from jet.execution.service import TaskletExecutionService
+from jet.execution.snapshot_context import SnapshotContext
+from jet.execution.snapshot_restore import route_restore_entries
+from jet.job_config import ProcessingGuarantee
+from jet.snapshot.store import SnapshotStore
 
 log = logging.getLogger("jet.cluster.job_execution")
 REPORT_THREAD_PREFIX = "jet.execution-report-"
@@ -100,9 +106,41 @@ class PlanMessage:
     job_id: str
     execution_id: int
     member_index: int
+    """The physical index of the member this message is for."""
     member_count: int
+    """The cluster's size (every member's peer list)."""
     partition_owners: list[int]
+    """Partition -> the owner's position in ``members``."""
     job_name: str = "job"
+    processing_guarantee: str = "NONE"
+    restore: dict[str, Any] | None = None
+    """The snapshot to restore: ``{"job_id", "snapshot_id", "slot"}`` (a job's last good one) or
+    ``{"export": name}``; None starts empty."""
+    first_snapshot_id: int = 0
+    """The id the execution's first snapshot will have (ids rise across a job's executions)."""
+    members: list[int] | None = None
+    """The execution's members (physical indices, ascending); None: every member of the cluster.
+    Positions in this list are what the execution's topology, partition owners and ``Context``
+    (``member_index``, ``member_count``, global processor indices) count."""
+
+    @property
+    def execution_members(self) -> list[int]:
+        """The execution's members, physical indices ascending."""
+        return list(range(self.member_count)) if self.members is None else list(self.members)
+
+    def topology(self) -> MemberTopology:
+        """This member's place in the execution: its position among the execution's members.
+        Raises ``ValueError`` for a message that contradicts itself."""
+        members = check_execution_members(self.execution_members, self.member_count)
+        if self.member_index not in members:
+            raise ValueError(f"init of job {self.job_id} reached member {self.member_index}, which is not one "
+                             f"of the execution's members {members}")
+        owners = list(self.partition_owners)
+        if len(owners) != PARTITION_COUNT or any(not 0 <= o < len(members) for o in owners):
+            raise ValueError(f"init of job {self.job_id}: partition_owners must list {PARTITION_COUNT} positions "
+                             f"0..{len(members) - 1}, got {len(owners)} entries from {min(owners, default=None)} to "
+                             f"{max(owners, default=None)}")
+        return MemberTopology(members.index(self.member_index), len(members), owners)
 
     def to_header(self) -> dict[str, Any]:
         return asdict(self)
@@ -123,7 +161,7 @@ class JobExecution:
                  service: TaskletExecutionService, on_done: Callable[[ExecutionOutcome, "JobExecution"], None],
                  edge_defaults: EdgeConfig | None = None, flow_control_period_ms: int = 100,
                  publish_observable: Callable[[str, str, int, list], None] | None = None,
-                 progress_log_interval_ms: int = 0) -> None:
+                 progress_log_interval_ms: int = 0, snapshot_store: SnapshotStore | None = None) -> None:
         """Unpickle the DAG (bytes from an authenticated peer only), build the plan, register it.
 
         ``publish_observable(job_id, name, capacity, items)`` takes the items of the job's
@@ -144,22 +182,73 @@ class JobExecution:
         dag = cloudpickle.loads(dag_bytes)
         if not isinstance(dag, DAG):
             raise TypeError(f"init of job {self.job_id}: the payload is a {type(dag).__name__}, not a DAG")
-        topology = MemberTopology(plan_message.member_index, plan_message.member_count,
-                                  list(plan_message.partition_owners))
+        topology = plan_message.topology()
+        members = plan_message.execution_members
+        guarantee = ProcessingGuarantee.parse(plan_message.processing_guarantee)
+        self._store = snapshot_store
+        if (guarantee.snapshots or plan_message.restore) and snapshot_store is None:
+            raise ValueError(f"job {self.job_id} has the guarantee {guarantee.value} or restores a snapshot, "
+                             f"but member {self.member_index} has no snapshot store (setting snapshot_store)")
+        self.snapshot_context = (SnapshotContext(guarantee, first_snapshot_id=plan_message.first_snapshot_id,
+                                                 name=f"job {self.job_id} on member {self.member_index}")
+                                 if guarantee.snapshots else None)
         self.plan = DistributedExecutionPlan(
             dag, network=network, execution_id=self.execution_id, topology=topology,
             cooperative_threads=service.cooperative_threads, edge_defaults=edge_defaults,
-            flow_control_period_ms=flow_control_period_ms, job_id=self.job_id)
+            flow_control_period_ms=flow_control_period_ms, job_id=self.job_id,
+            snapshot_context=self.snapshot_context, members=members)
+        if plan_message.restore:
+            self.plan.restore_entries = route_restore_entries(
+                self._restore_entries(plan_message.restore), dag, self.plan.local_parallelism, topology)
         self._tasklets = self.plan.build()
         self._progress_log = (ProgressLog(f"job {self.job_id} on member {self.member_index}",
                                           self.plan.vertex_metrics, progress_log_interval_ms)
                               if progress_log_interval_ms > 0 and is_streaming(dag) else None)
-        peers = {m for m in range(plan_message.member_count) if m != self.member_index}
+        peers = {m for m in members if m != self.member_index}
         network.register(self.execution_id, self.plan.receivers, self.plan.senders, peers,
                          self._peer_lost)
         self._publisher = None if publish_observable is None else _job_publisher(publish_observable, self.job_id)
+        # The job's observable sinks look their publisher up by Context.member_index: the position.
+        self._position = topology.member_index
         if self._publisher is not None:
-            register_publisher(self.job_id, self.member_index, self._publisher)
+            register_publisher(self.job_id, self._position, self._publisher)
+
+    def _restore_entries(self, restore: dict[str, Any]):
+        store = self._store
+        if "export" in restore:
+            log.info("job %s: member %d restores exported snapshot %r", self.job_id, self.member_index,
+                     restore["export"])
+            return store.read_export(str(restore["export"]))
+        log.info("job %s: member %d restores snapshot %s of job %s", self.job_id, self.member_index,
+                 restore.get("snapshot_id"), restore.get("job_id"))
+        return store.read_snapshot(str(restore["job_id"]), expected_id=restore.get("snapshot_id"))
+
+    # -- snapshots ----------------------------------------------------------------------------
+    def snapshot_phase1(self, snapshot_id: int, slot: int, terminal: bool, timeout_s: float) -> dict[str, int]:
+        """Take this member's part of snapshot ``snapshot_id`` into ``slot`` of the store; the
+        counts of what it wrote (``keys``, ``bytes``, ``chunks``). Raises when it cannot
+        complete within ``timeout_s``."""
+        context = self._require_snapshots(snapshot_id)
+        writer = self._store.join_snapshot(self.job_id, snapshot_id, slot)
+        member = self.member_index
+
+        def write_chunk(vertex: str, sequence: int, entries: list) -> int:
+            before = writer.bytes_written
+            writer.write_chunk(vertex, member, sequence, entries)
+            return writer.bytes_written - before
+
+        future = context.start_phase1(snapshot_id, terminal, write_chunk)
+        return future.result(timeout=timeout_s)
+
+    def snapshot_phase2(self, snapshot_id: int, success: bool, timeout_s: float) -> None:
+        """Every live processor commits (``success``) or forgets the prepared work of the snapshot."""
+        self._require_snapshots(snapshot_id).start_phase2(snapshot_id, success).result(timeout=timeout_s)
+
+    def _require_snapshots(self, snapshot_id: int) -> SnapshotContext:
+        if self.snapshot_context is None:
+            raise ValueError(f"job {self.job_id}: execution {self.execution_id} takes no snapshots "
+                             f"(snapshot {snapshot_id} requested); its guarantee is NONE")
+        return self.snapshot_context
 
     @property
     def started(self) -> bool:
@@ -205,12 +294,13 @@ class JobExecution:
                             ", ".join(self._future.running_tasklets()))
         self._network.unregister(self.execution_id)
         if self._publisher is not None:
-            unregister_publisher(self.job_id, self.member_index, self._publisher)
+            unregister_publisher(self.job_id, self._position, self._publisher)
 
     def _peer_lost(self, peer: int, error: BaseException) -> None:
-        failure = JobFailedError(f"member {peer} was lost: {error}", tasklet=f"connection to member {peer}",
-                                 traceback_text=f"connection to member {peer} lost: {error}")
-        log.error("job %s, execution %d: %s", self.job_id, self.execution_id, failure)
+        failure = MemberLostError(f"member {peer} was lost: {error}", tasklet=f"connection to member {peer}",
+                                  traceback_text=f"connection to member {peer} lost: {error}")
+        log.warning("job %s, execution %d stops on member %d: %s", self.job_id, self.execution_id,
+                    self.member_index, failure)
         self.fail(failure)
 
     def report_payload(self) -> bytes | None:
@@ -227,6 +317,8 @@ class JobExecution:
     def _finish(self, future: ExecutionFuture) -> None:
         if self._progress_log is not None:
             self._progress_log.stop()
+        if self.snapshot_context is not None:
+            self.snapshot_context.execution_ended(future.failure)
         outcome = ExecutionOutcome.of_failure(self.job_id, self.execution_id, self.member_index, future.failure)
         if outcome.ok:
             log.info("job %s: execution %d completed on member %d", self.job_id, self.execution_id,
@@ -234,6 +326,9 @@ class JobExecution:
         elif outcome.cancelled:
             log.info("job %s: execution %d cancelled on member %d", self.job_id, self.execution_id,
                      self.member_index)
+        elif isinstance(future.failure, MemberLostError):
+            log.warning("job %s: execution %d stopped on member %d: %s", self.job_id, self.execution_id,
+                        self.member_index, outcome.error)
         else:
             log.error("job %s: execution %d failed on member %d in %s: %s\n%s", self.job_id,
                       self.execution_id, self.member_index, outcome.tasklet, outcome.error, outcome.traceback)
