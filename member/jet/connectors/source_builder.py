@@ -119,8 +119,8 @@ class ConvenientSourceP(Processor):
 
     def save_to_snapshot(self) -> bool:
         emitter = self._emitter
-        if not emitter.flush(self.outbox):  # what the last fill gave comes before the barrier
-            return False
+        if not emitter.flush(self.outbox) or self.outbox.pending_special is not None:
+            return False  # what the last fill gave (and its watermark) goes before the barrier
         create_snapshot_fn = self._spec.create_snapshot_fn
         if self._created and create_snapshot_fn is not None:
             snapshot = create_snapshot_fn(self._state)

@@ -84,8 +84,8 @@ class _EmitterSourceP(Processor):
 
     def save_to_snapshot(self) -> bool:
         emitter = self._emitter
-        if not emitter.flush(self.outbox):
-            return False
+        if not emitter.flush(self.outbox) or self.outbox.pending_special is not None:
+            return False  # a watermark just offered goes downstream before the barrier
         mapper = emitter.mapper
         self.outbox.offer_to_snapshot(own_key("position", self.context),
                                       (self.position(), None if mapper is None else mapper.watermark_state()))

@@ -233,7 +233,15 @@ class TestSupport:
         old = self._processor
         self._saving = True
         self._saved = []
-        self._until_true(old.save_to_snapshot, outbox, output, "save_to_snapshot()")
+        def save() -> bool:
+            done = old.save_to_snapshot()
+            if done and outbox.pending_special is not None:
+                raise ProcessorVerificationError(
+                    f"save_to_snapshot() returned True with {outbox.pending_special!r} pending: the"
+                    " barrier would have to go out before it; return False until it is handed over")
+            return done
+
+        self._until_true(save, outbox, output, "save_to_snapshot()")
         self._until_true(old.snapshot_commit_prepare, outbox, output, "snapshot_commit_prepare()")
         self._saving = False
         self._until_true(lambda: old.snapshot_commit_finish(True), outbox, output,

@@ -73,8 +73,8 @@ class InsertWatermarksP(ChunkEmittingProcessor):
         return self._flush()
 
     def save_to_snapshot(self) -> bool:
-        if not self._flush():  # the pairs and watermarks of items taken before the barrier
-            return False
+        if not self._flush() or self.outbox.pending_special is not None:
+            return False  # the pairs and watermarks of items taken before the barrier go first
         self.outbox.offer_to_snapshot(own_key("wm", self.context), self._mapper.watermark_state())
         return True
 
