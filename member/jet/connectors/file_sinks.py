@@ -7,8 +7,8 @@ import os
 import time
 from typing import Any, Callable
 
-from jet.connectors.transactional_files import (SEQUENCE_TAG, TXN_TAG, FileNames, FileTransactions,
-                                                is_file_sink_key, restored_txn)
+from jet.connectors.transactional_files import SEQUENCE_TAG, TXN_TAG, FileNames, commit_file, remove_uncovered
+from jet.connectors.transactions import UnboundedTransactions, has_tag
 from jet.core.inbox import Inbox
 from jet.core.outbox import Outbox
 from jet.core.processor import Context, Processor
@@ -66,7 +66,7 @@ class FileSinkP(Processor):
         self._flush_interval_s = flush_interval_ms / 1000
         self._sequence = 0
         self._restored_sequence = 0
-        self._txns: FileTransactions | None = None
+        self._txns: UnboundedTransactions | None = None
 
     def init(self, outbox: Outbox, context: Context) -> None:
         super().init(outbox, context)
@@ -74,7 +74,7 @@ class FileSinkP(Processor):
         exactly_once = context.processing_guarantee is ProcessingGuarantee.EXACTLY_ONCE
         self._names = FileNames(self._directory, self._suffix, exactly_once or self._max_file_bytes is not None)
         if exactly_once:
-            self._txns = FileTransactions(self._names, context.logger)
+            self._txns = UnboundedTransactions(TXN_TAG, self._commit_file)
         if not context.snapshots_enabled:
             self._open_next()  # no restore can come: the file exists even if no item does
         # else files open at the first item, once a restore has said where to go on
@@ -87,7 +87,10 @@ class FileSinkP(Processor):
         if self._restored and self._names.sequenced:
             self._sequence = max(self._restored_sequence, self._names.next_sequence(context.global_index))
         if self._txns is not None:
-            self._txns.remove_uncovered(context.global_index, context.total_parallelism)
+            remove_uncovered(self._names, context.global_index, context.total_parallelism, context.logger)
+
+    def _commit_file(self, name: str) -> None:
+        commit_file(self._names, name, self.context.logger)
 
     def _open_next(self) -> None:
         if self._file is not None:
@@ -190,16 +193,14 @@ class FileSinkP(Processor):
         own, total = context.global_index, context.total_parallelism
         while not inbox.is_empty():
             key, value = inbox.peek()
-            if is_file_sink_key(key, SEQUENCE_TAG):
+            if has_tag(key, SEQUENCE_TAG):
                 if key.key[1] == own:
                     self._restored_sequence = max(self._restored_sequence, value)
-            elif is_file_sink_key(key, TXN_TAG):
-                name = restored_txn(key, value, own, total)
-                if name is not None and self._txns is not None:
-                    self._txns.commit(name)
-                elif name is not None:
-                    context.logger.warning("file sink: the snapshot holds an exactly-once file (%r) but the job "
-                                           "is not exactly-once now; it stays uncommitted", name)
+            elif has_tag(key, TXN_TAG) and self._txns is not None:
+                self._txns.restore(key, value, own, total)
+            elif has_tag(key, TXN_TAG):
+                context.logger.warning("file sink: the snapshot holds an exactly-once file (%r) but the job "
+                                       "is not exactly-once now; it stays uncommitted", value)
             else:
                 raise ValueError(f"file sink {context.vertex_name!r}: unexpected snapshot entry {key!r}")
             inbox.remove()

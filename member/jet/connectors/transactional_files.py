@@ -9,6 +9,7 @@ phase 2 (success) renames the files that snapshot recorded to their final names 
 recorded files of every processor index that maps to this processor (``index % total ==
 own index``, so a smaller cluster still commits them all) and deletes the in-progress files of
 those indices that no snapshot covers: their items are replayed from the restored sources.
+The phases themselves are :class:`jet.connectors.transactions.UnboundedTransactions`.
 """
 
 from __future__ import annotations
@@ -16,10 +17,6 @@ from __future__ import annotations
 import logging
 import os
 import re
-from typing import Any
-
-from jet.core.outbox import Outbox
-from jet.core.snapshot_keys import BroadcastKey
 
 TXN_TAG = "file-txn"
 SEQUENCE_TAG = "file-seq"
@@ -63,75 +60,28 @@ class FileNames:
         return max((seq + 1 for owner, seq, _ in self.existing() if owner == index), default=0)
 
 
-class FileTransactions:
-    """The pending (finished, uncommitted) files of one exactly-once file sink processor."""
-
-    def __init__(self, names: FileNames, logger: logging.Logger) -> None:
-        self._names = names
-        self._logger = logger
-        self.pending: list[tuple[int, int, str]] = []  # (owner index, sequence, final name)
-        self._prepared = 0  # how many of ``pending`` the snapshot in progress recorded
-
-    def finished(self, index: int, sequence: int, name: str) -> None:
-        """The file ``name`` is closed: it waits for the next snapshot to be committed."""
-        self.pending.append((index, sequence, name))
-
-    def prepare(self, outbox: Outbox) -> None:
-        """Phase 1: record every pending file (a failed snapshot's too) in the snapshot."""
-        for index, sequence, name in self.pending:
-            outbox.offer_to_snapshot(BroadcastKey((TXN_TAG, index, sequence)), name)
-        self._prepared = len(self.pending)
-
-    def finish(self, success: bool) -> None:
-        """Phase 2: commit the files the snapshot recorded (files finished since wait for the
-        next one); after a failed snapshot they stay pending and the next one records them."""
-        if success:
-            for _, _, name in self.pending[:self._prepared]:
-                self.commit(name)
-            del self.pending[:self._prepared]
-        self._prepared = 0
-
-    def commit_all(self) -> None:
-        """The processor completed: no snapshot follows, so commit every pending file now."""
-        for _, _, name in self.pending:
-            self.commit(name)
-        self.pending.clear()
-        self._prepared = 0
-
-    def commit(self, name: str) -> None:
-        """Make ``name`` visible; a file already committed (phase 2 ran before a restart) is
-        left alone, a missing one is logged: its items are lost."""
-        try:
-            os.replace(self._names.temp_path(name), self._names.path(name))
-        except FileNotFoundError:
-            if not os.path.exists(self._names.path(name)):
-                self._logger.warning("file sink: the prepared file %r is missing (neither %s nor %s exists); "
-                                     "its items are lost", name, self._names.temp_path(name),
-                                     self._names.path(name))
-
-    def remove_uncovered(self, own_index: int, total: int) -> int:
-        """Delete the in-progress files of the indices this processor owns (``index % total``);
-        call it after the restore committed the ones a snapshot covers. Returns how many."""
-        removed = 0
-        for index, sequence, in_progress in self._names.existing():
-            if in_progress and index % total == own_index:
-                try:
-                    os.remove(self._names.temp_path(self._names.final(index, sequence)))
-                    removed += 1
-                except FileNotFoundError:
-                    pass
-        if removed:
-            self._logger.info("file sink: removed %d in-progress file(s) no snapshot covers", removed)
-        return removed
+def commit_file(names: FileNames, name: str, logger: logging.Logger) -> None:
+    """Make ``name`` visible; a file already committed (phase 2 ran before a restart) is left
+    alone, a missing one is logged: its items are lost."""
+    try:
+        os.replace(names.temp_path(name), names.path(name))
+    except FileNotFoundError:
+        if not os.path.exists(names.path(name)):
+            logger.warning("file sink: the prepared file %r is missing (neither %s nor %s exists); "
+                           "its items are lost", name, names.temp_path(name), names.path(name))
 
 
-def restored_txn(key: Any, value: Any, own_index: int, total: int) -> str | None:
-    """The final name a restored entry asks this processor to commit, or None (not its own)."""
-    if key.key[1] % total == own_index:
-        return value
-    return None
-
-
-def is_file_sink_key(key: Any, tag: str) -> bool:
-    """Whether a snapshot key is one of the file sink's ``tag`` entries."""
-    return type(key) is BroadcastKey and type(key.key) is tuple and key.key[:1] == (tag,)
+def remove_uncovered(names: FileNames, own_index: int, total: int, logger: logging.Logger) -> int:
+    """Delete the in-progress files of the indices this processor owns (``index % total``);
+    call it after the restore committed the ones a snapshot covers. Returns how many."""
+    removed = 0
+    for index, sequence, in_progress in names.existing():
+        if in_progress and index % total == own_index:
+            try:
+                os.remove(names.temp_path(names.final(index, sequence)))
+                removed += 1
+            except FileNotFoundError:
+                pass
+    if removed:
+        logger.info("file sink: removed %d in-progress file(s) no snapshot covers", removed)
+    return removed
