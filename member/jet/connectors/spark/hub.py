@@ -217,6 +217,7 @@ def unregister_endpoint(endpoint: Any) -> None:
             del entry.processors[endpoint.index]
             if not entry.processors:
                 del _REGISTRY[key]
+                entry.commits.abandon(f"its Spark vertex stopped on member {key[0]}")
 
 
 class SparkHub:
@@ -274,6 +275,12 @@ class SparkHub:
                 else:
                     entry.counts = counts
                 entry.changed.notify_all()
+            if op == p.COMMIT and "batch" in header:  # acknowledged once a snapshot holds it
+                entry.commits.acknowledge_when_durable(
+                    str(header["query"]), int(header["batch"]), list(entry.processors),
+                    lambda: self._reply(peer, {"op": p.OK, "rid": rid}),
+                    lambda reason: self._reply(peer, {"op": p.ERROR, "rid": rid, "message": reason}))
+                return
             self._reply(peer, {"op": p.OK, "rid": rid})
         elif op in (p.STATE, p.FETCH, p.TRIM):
             self._stream_sink_request(peer, entry, header)
