@@ -38,6 +38,8 @@ log = logging.getLogger("jet.connectors.spark.driver")
 WATCH_PERIOD_S = 0.5
 DRAIN_TIMEOUT_S = 120.0
 """How long an ending query may take to process what is available before it is stopped."""
+RESTART_GRACE_S = 60.0
+"""How long the vertex of a job that takes snapshots may be gone (a restart) before its query stops."""
 MAX_QUERY_RESTARTS = 10
 """How often a stream source's query is started again after the job restarted under it."""
 PROGRESS_PERIOD_S = 30.0
@@ -81,24 +83,29 @@ def stop_spark_streams(job_id: str) -> None:
         control.stop_all.set()
 
 
-def _vertex_runs(links: list, options: JetOptions) -> bool:
-    """Whether any member still runs a processor of the options' vertex."""
+def _vertex_runs(links: list, options: JetOptions) -> tuple[bool, bool, bool]:
+    """Whether any member still runs a processor of the options' vertex, whether the job takes
+    snapshots (then a vertex that is gone may be restarting), and whether it finished."""
+    finished = False
     for position in range(len(links)):
         try:
             reply, _ = _alive(links, position).request({"op": p.PROBE, "job": options.job, "vertex": options.vertex})
         except JetSparkError:
             continue  # a member that does not answer does not run it
         if reply.get("processors"):
-            return True
-    return False
+            return True, bool(reply.get("snapshots")), False
+        finished = finished or bool(reply.get("finished"))
+    return False, False, finished
 
 
 def _watch(query: Any, options: JetOptions, control: StreamControl, may_end: bool) -> bool:
-    """Wait for ``query`` to end; stop it when its vertex is gone or on request. True when it
-    ended as a stream should (by itself, or asked to end after reading what was available);
-    raises Spark's error when it failed."""
+    """Wait for ``query`` to end; stop it when its vertex is gone (for ``RESTART_GRACE_S`` if
+    the job takes snapshots: it may be restarting) or on request. True when it ended as a
+    stream should (by itself, or asked to end after reading what was available); raises
+    Spark's error when it failed."""
     links = connect_all(options)
     next_progress = time.monotonic() + PROGRESS_PERIOD_S
+    snapshots, gone_since = False, None
     try:
         while not query.awaitTermination(WATCH_PERIOD_S):  # raises StreamingQueryException on failure
             if time.monotonic() >= next_progress:
@@ -108,7 +115,14 @@ def _watch(query: Any, options: JetOptions, control: StreamControl, may_end: boo
                 _drain_and_stop(query)
                 query.awaitTermination()  # raises Spark's error if the query failed meanwhile
                 return True
-            if control.stop_all.is_set() or not _vertex_runs(links, options):
+            runs, takes_snapshots, finished = _vertex_runs(links, options)
+            snapshots = snapshots or takes_snapshots
+            if runs:
+                gone_since = None
+            elif gone_since is None:
+                gone_since = time.monotonic()
+            gone = not runs and (finished or not snapshots or time.monotonic() - gone_since >= RESTART_GRACE_S)
+            if control.stop_all.is_set() or gone:
                 log.info("stopping Spark streaming query %s of %r: the job's vertex ended", query.id, options.vertex)
                 _drain_and_stop(query)
                 return False
