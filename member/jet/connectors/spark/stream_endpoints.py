@@ -80,8 +80,8 @@ class StreamSinkEndpoint:
         """``(committed, appended, items)``: what a snapshot saves of this buffer."""
         with self.lock:
             items: list = []
-            for _, chunk in self.chunks:
-                items.extend(chunk)
+            for first, chunk in self.chunks:  # the first chunk may start below ``committed``
+                items.extend(chunk[self.committed - first:] if first < self.committed else chunk)
             return self.committed, self.appended, items
 
     def restore(self, committed: int, items: list, visible_end: int | None) -> None:
