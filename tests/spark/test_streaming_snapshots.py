@@ -32,8 +32,8 @@ def new_job() -> str:
 
 
 def start(processor, job: str, index: int = 0, parallelism: int = 1, guarantee=EXACTLY_ONCE,
-          restore: list | None = None):
-    processor.init(Outbox(1, 1000), Context(vertex_name="spark", job_id=job, local_index=index,
+          restore: list | None = None, vertex: str = "spark"):
+    processor.init(Outbox(1, 1000), Context(vertex_name=vertex, job_id=job, local_index=index,
                                             local_parallelism=parallelism, processing_guarantee=guarantee))
     if restore is not None:
         inbox = Inbox()
