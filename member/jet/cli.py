@@ -12,7 +12,9 @@ import click
 from jet.core import DAG
 from jet.core.dag import DagValidationError
 from jet.execution import JobFailedError, JobTimeoutError, default_cooperative_threads
+from jet.job_config import JobConfig, ProcessingGuarantee
 from jet.job_file import JobFileError, check_job_file, load_job, load_job_dag, to_dag
+from jet.job_command import job as job_command
 from jet.local_run import ClusterBoot, MembersDidNotStart, RunOutcome, run_locally
 from jet.run_logging import brief_member_logs, configure_logging
 from jet.run_output import SHOWN_ITEMS, failure_report, print_results, write_json_lines
@@ -66,6 +68,36 @@ class Duration(click.ParamType):
 
 
 DURATION = Duration()
+GUARANTEES = click.Choice(["none", "at-least-once", "exactly-once"], case_sensitive=False)
+
+
+def _fault_tolerance_options(command):
+    """The job options ``jet run`` and ``jet member --pipeline`` share."""
+    options = [
+        click.option("--processing-guarantee", "guarantee", type=GUARANTEES, default=None,
+                     help="Take snapshots and restore from them after a lost member: at-least-once or"
+                          " exactly-once [default: none]."),
+        click.option("--snapshot-interval", type=DURATION, default=None, metavar="DURATION",
+                     help="Time between the end of one snapshot and the start of the next: 10s, 500ms"
+                          " [default: 10s]."),
+    ]
+    for option in reversed(options):
+        command = option(command)
+    return command
+
+
+def job_config(name: str | None, guarantee: str | None, snapshot_interval: float | None,
+               initial_snapshot_name: str | None = None) -> JobConfig:
+    """The JobConfig the command's options describe (a bad value is a usage error naming it)."""
+    values: dict[str, Any] = {"name": name, "initial_snapshot_name": initial_snapshot_name}
+    if guarantee is not None:
+        values["processing_guarantee"] = ProcessingGuarantee.parse(guarantee)
+    if snapshot_interval is not None:
+        values["snapshot_interval_ms"] = max(1, round(snapshot_interval * 1000))
+    try:
+        return JobConfig(**values)
+    except ValueError as error:
+        raise click.UsageError(str(error)) from None
 
 
 def load_job_file(path: str, args: tuple[str, ...] = (), entrypoint: str | None = None,
@@ -113,16 +145,21 @@ def _exit(code: int, message: str) -> None:
                    " several list sinks. Tuples become arrays, sets sorted arrays, other values"
                    " that JSON cannot hold their str().")
 @click.option("--dot", is_flag=True, help="Print the job's DAG in DOT format and exit.")
+@_fault_tolerance_options
 def run(file: str, args: tuple[str, ...], members: int | None, threads: int | None,
-        timeout: float | None, entrypoint: str | None, output: str | None, dot: bool) -> None:
+        timeout: float | None, entrypoint: str | None, output: str | None, dot: bool,
+        guarantee: str | None, snapshot_interval: float | None) -> None:
     """Run the job defined in FILE (a pipeline or a DAG), passing it ARGS.
 
     Prints the first items of each Sinks.list sink (all of them with --output) and the job's
     run time, from its start on the members to its end (start-up and teardown not counted).
     A streaming job runs until Ctrl-C or its --timeout; its live table adds each vertex's
-    watermark lag and late events, and the latest items of its observable sinks."""
+    watermark lag and late events, and the latest items of its observable sinks. With a
+    --processing-guarantee the job runs on member processes (at least one) that keep its
+    snapshots in a directory printed at the start, and kept after the run."""
     threads = threads or default_cooperative_threads()
     members = members or DEFAULT_LOCAL_MEMBERS
+    config = job_config(file, guarantee, snapshot_interval)
     if output is not None and not os.access(os.path.dirname(os.path.abspath(output)), os.W_OK):
         raise click.BadParameter(f"cannot write {output!r}: its directory is missing or not writable",
                                  param_hint="--output")
@@ -131,7 +168,7 @@ def run(file: str, args: tuple[str, ...], members: int | None, threads: int | No
     except JobFileError as error:
         _exit(*_exit_for(error))
     with brief_member_logs():  # this command prints the job's error, once
-        ended, outcome = _load_and_run(file, args, entrypoint, members, threads, timeout, dot)
+        ended, outcome = _load_and_run(file, args, entrypoint, members, threads, timeout, dot, config)
     if ended is not None:
         _exit(*_exit_for(ended))
     if outcome is None:  # --dot
@@ -148,17 +185,20 @@ def run(file: str, args: tuple[str, ...], members: int | None, threads: int | No
 
 
 def _load_and_run(file: str, args: tuple[str, ...], entrypoint: str | None, members: int, threads: int,
-                  timeout: float | None, dot: bool) -> tuple[BaseException | None, RunOutcome | None]:
+                  timeout: float | None, dot: bool,
+                  config: JobConfig) -> tuple[BaseException | None, RunOutcome | None]:
     """Load the job (booting the members meanwhile) and run it, or print its DAG with ``dot``;
     (the error that ended the run, or None; the outcome of a completed run)."""
+    snapshots = config.processing_guarantee.snapshots
     # The member processes boot while this process loads and plans the job.
-    boot = ClusterBoot(members, threads) if members > 1 and not dot else None
+    boot = ClusterBoot(members, threads, keep_snapshot_store=snapshots) \
+        if (members > 1 or snapshots) and not dot else None
     try:
         dag = load_job_dag(file, args, entrypoint, threads)
         if dot:
             click.echo(dag.to_dot(default_local_parallelism=threads))
             return None, None
-        return None, run_locally(dag, file, members, threads, timeout, boot)
+        return None, run_locally(dag, file, members, threads, timeout, boot, config)
     except (JobFileError, DagValidationError, JobFailedError, JobTimeoutError, MembersDidNotStart,
             KeyboardInterrupt) as error:
         return error, None
@@ -257,12 +297,23 @@ def manifest(file: str, name: str, replicas: int, image: str | None, entrypoint:
               help="Job file that member 0 submits once every member is connected.")
 @click.option("--entrypoint", default=None,
               help="The name the job file defines its job under [default: pipeline, else dag].")
+@click.option("--job-name", default=None,
+              help="The --pipeline job's name [default: the file's name without .py]; a member 0 that"
+                   " finds an unfinished job of this name in the snapshot store resumes it instead.")
+@_fault_tolerance_options
+@click.option("--initial-snapshot-name", default=None,
+              help="Start the --pipeline job from this exported snapshot (the upgrade path).")
+@click.option("--snapshot-store", default=None,
+              help="Directory or URL (s3://bucket/prefix) of job records and snapshots, shared by every"
+                   " member [default: $JET_SNAPSHOT_STORE, else none].")
 @click.option("--exit-with-parent", is_flag=True, hidden=True,
               help="Die with the parent process (used by the local cluster).")
 @click.argument("args", nargs=-1)
 def member(port: int | None, http_port: int | None, host: str | None, peers: str | None,
            replicas: int | None, member_index: int | None, config_file: str | None, threads: int | None,
-           pipeline: str | None, entrypoint: str | None, exit_with_parent: bool, args: tuple[str, ...]) -> None:
+           pipeline: str | None, entrypoint: str | None, job_name: str | None, guarantee: str | None,
+           snapshot_interval: float | None, initial_snapshot_name: str | None, snapshot_store: str | None,
+           exit_with_parent: bool, args: tuple[str, ...]) -> None:
     """Run one cluster member until SIGTERM; ARGS go to the --pipeline job file.
 
     The cluster token comes from $JET_CLUSTER_TOKEN or the file named by $JET_CLUSTER_TOKEN_FILE,
@@ -273,9 +324,11 @@ def member(port: int | None, http_port: int | None, host: str | None, peers: str
         from jet.cluster.parent_watch import exit_with_parent as watch_parent
         watch_parent()
     job_supplier = (lambda: load_job_file(pipeline, args, entrypoint, threads)) if pipeline else None
+    config = (job_config(job_name or os.path.splitext(os.path.basename(pipeline))[0], guarantee, snapshot_interval,
+                         initial_snapshot_name) if pipeline else None)
     flags = {"port": port, "http_port": http_port, "host": host, "peers": peers, "replicas": replicas,
-             "member_index": member_index, "cooperative_threads": threads}
-    sys.exit(run_member(flags, config_file, job_supplier))
+             "member_index": member_index, "cooperative_threads": threads, "snapshot_store": snapshot_store}
+    sys.exit(run_member(flags, config_file, job_supplier, config))
 
 def _spark_driver_options(command):
     """The options ``jet spark-source`` and ``jet spark-sink`` share."""
@@ -342,6 +395,8 @@ def spark_sink(**kwargs: Any) -> None:
     """Spark driver of a pipeline's Spark sinks: read each sink of the job and write it out."""
     _run_spark_driver("sink", **kwargs)
 
+
+main.add_command(job_command)
 
 if __name__ == "__main__":
     main()

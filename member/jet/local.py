@@ -4,10 +4,15 @@
 cluster layer does not know Spark): a job with Spark sources or sinks gets them run in a local
 SparkSession (``local[*]``, started once per process) next to the job. Spark *stream* stages
 run as streaming queries for as long as the job runs, and stop when it ends or is cancelled.
+
+The members share a snapshot store: ``snapshot_store=`` (a directory or URL) or, by default, a
+directory this cluster creates and removes when it closes (``keep_snapshot_store=True`` keeps it).
 """
 
 from __future__ import annotations
 
+import shutil
+import tempfile
 import threading
 from typing import Any, Mapping
 
@@ -54,6 +59,23 @@ class LocalJob:
 
 class LocalCluster(_MembersOnly):
     """Member processes on this machine; jobs with Spark stages get their Spark side too."""
+
+    def __init__(self, members: int = 2, threads: int | None = None, *, keep_snapshot_store: bool = False,
+                 **settings: Any) -> None:
+        self._own_store = None
+        if "snapshot_store" not in settings:
+            self._own_store = tempfile.mkdtemp(prefix="jet-snapshots-")
+            settings["snapshot_store"] = self._own_store
+        self.snapshot_store = settings["snapshot_store"]
+        """Where the members keep job records and snapshots (None: nowhere)."""
+        self._keep_store = keep_snapshot_store
+        super().__init__(members, threads, **settings)
+
+    def close(self, wait: bool = True) -> None:
+        super().close(wait)
+        if self._own_store is not None and wait and not self._keep_store:
+            shutil.rmtree(self._own_store, ignore_errors=True)
+            self._own_store = None
 
     def new_job(self, job: Any, config: Mapping[str, Any] | None = None) -> Job | LocalJob:
         dag = as_dag(job)

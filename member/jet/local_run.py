@@ -7,6 +7,7 @@ while it loads and plans the job file; a file that fails to load closes them aga
 from __future__ import annotations
 
 import logging
+import sys
 import threading
 import time
 from dataclasses import dataclass
@@ -16,6 +17,7 @@ from typing import Any
 from jet.core import DAG
 from jet.execution import JobTimeoutError
 from jet.execution.runner import start
+from jet.job_config import JobConfig
 from jet.latest_results import LatestResults, observable_names
 from jet.progress import ProgressDisplay
 from jet.execution.progress_log import is_streaming
@@ -36,7 +38,8 @@ class ClusterBoot:
     The thread lives until ``close()``: the members die with the thread that started them
     (PR_SET_PDEATHSIG follows the parent thread), so it must not end while they are used."""
 
-    def __init__(self, members: int, threads: int) -> None:
+    def __init__(self, members: int, threads: int, keep_snapshot_store: bool = False) -> None:
+        self._keep_snapshot_store = keep_snapshot_store
         self._cluster: Any = None
         self._error: BaseException | None = None
         self._up = threading.Event()
@@ -48,7 +51,8 @@ class ClusterBoot:
     def _run(self, members: int, threads: int) -> None:
         from jet.local import local_cluster
         try:
-            self._cluster = local_cluster(members=members, threads=threads)
+            self._cluster = local_cluster(members=members, threads=threads,
+                                          keep_snapshot_store=self._keep_snapshot_store)
         except BaseException as error:  # noqa: BLE001 - re-raised by get()
             self._error = error
         self._up.set()
@@ -94,7 +98,7 @@ def _cluster_job_seconds(info: dict[str, Any]) -> float:
 
 
 def run_locally(dag: DAG, name: str, members: int, threads: int, timeout: float | None,
-                boot: ClusterBoot | None) -> RunOutcome:
+                boot: ClusterBoot | None, config: JobConfig | None = None) -> RunOutcome:
     """Run ``dag`` with a progress display: in this process when ``members`` is 1 (and the job
     has no Spark stages), else on the members ``boot`` starts. On KeyboardInterrupt the job is
     cancelled (in this process) or ends with its members (``boot.close()``).
@@ -102,18 +106,25 @@ def run_locally(dag: DAG, name: str, members: int, threads: int, timeout: float 
     ``timeout`` bounds a batch job (``JobTimeoutError`` after cancelling it); a streaming job
     (:func:`~jet.execution.progress_log.is_streaming`) runs that long and is then cancelled, which is
     its normal end (``RunOutcome.stopped``); without ``timeout`` it runs until interrupted or
-    until its sources end."""
+    until its sources end.
+
+    ``config`` (the job's name, guarantee, snapshot interval): a job with a guarantee runs on
+    member processes, whose snapshot directory is printed once."""
     from jet.connectors.spark.driver import spark_stages
 
+    config = config or JobConfig(name)
     streaming = is_streaming(dag)
     if members == 1 and spark_stages(dag) != ([], []):
         members = 2  # Spark tasks reach members over gRPC: run a local cluster
-    if members == 1:
+    if members == 1 and not config.processing_guarantee.snapshots:  # snapshots need the coordinator
         return _run_in_process(dag, name, threads, timeout, streaming)
-    boot = boot or ClusterBoot(members, threads)
+    boot = boot or ClusterBoot(members, threads, keep_snapshot_store=config.processing_guarantee.snapshots)
     job = None
     try:
-        job = boot.get().new_job(dag, {"name": name})  # with its Spark side, if it has Spark stages
+        cluster = boot.get()
+        if config.processing_guarantee.snapshots:
+            print(f"jet run: job records and snapshots in {cluster.snapshot_store}", file=sys.stderr)
+        job = cluster.new_job(dag, config)  # with its Spark side, if it has Spark stages
         latest = LatestResults().follow(job, observable_names(dag))
         with ProgressDisplay(job.metrics, title=name, results_fn=latest.items, streaming=streaming):
             if streaming:

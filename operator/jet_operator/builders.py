@@ -21,6 +21,7 @@ from jet_operator.spec import JetJobSpec
 _CONFIG_VOLUME = "config"
 _PIPELINE_VOLUME = "pipeline"
 _TMP_VOLUME = "tmp"
+_SNAPSHOTS_VOLUME = "snapshots"
 
 
 def render_member_yaml(spec: JetJobSpec) -> str:
@@ -82,8 +83,11 @@ def build_headless_service(job: JobRef) -> dict[str, Any]:
     }
 
 
-def member_args(job: JobRef, spec: JetJobSpec) -> list[str]:
-    """The member container's arguments after ``jet`` (the member process contract)."""
+def member_args(job: JobRef, spec: JetJobSpec, initial_snapshot: str | None = None) -> list[str]:
+    """The member container's arguments after ``jet`` (the member process contract).
+
+    ``initial_snapshot``: the exported snapshot member 0 starts the job from when the store has
+    no record of it (a savepoint upgrade's, else ``spec.initialSnapshotName``)."""
     args = [
         "member",
         "--port", str(constants.MEMBER_PORT),
@@ -94,6 +98,12 @@ def member_args(job: JobRef, spec: JetJobSpec) -> list[str]:
         "--pipeline", spec.pipeline.file,
         "--entrypoint", spec.pipeline.entrypoint,
     ]
+    if spec.has_guarantee:
+        interval_ms = max(1, round(spec.snapshot_interval_seconds * 1000))
+        args += ["--processing-guarantee", spec.processing_guarantee,
+                 "--snapshot-interval", f"{interval_ms}ms"]
+    if initial_snapshot:
+        args += ["--initial-snapshot-name", initial_snapshot]
     if spec.pipeline.args:
         args += ["--", *spec.pipeline.args]
     return args
@@ -134,6 +144,31 @@ def jet_volumes(
     return volumes, mounts
 
 
+def snapshot_storage_env(spec: JetJobSpec) -> list[dict[str, Any]]:
+    """The store's URL, endpoint and credentials (keys of the credentials Secret, same names)."""
+    storage = spec.snapshot_storage
+    if storage is None:
+        return []
+    env: list[dict[str, Any]] = [{"name": constants.ENV_SNAPSHOT_STORE, "value": storage.store_url}]
+    if storage.endpoint:
+        env.append({"name": constants.ENV_SNAPSHOT_STORE_ENDPOINT, "value": storage.endpoint})
+    if storage.credentials_secret:
+        for key, optional in [*((k, False) for k in constants.AWS_REQUIRED_KEYS),
+                              *((k, True) for k in constants.AWS_OPTIONAL_KEYS)]:
+            reference = {"name": storage.credentials_secret, "key": key, **({"optional": True} if optional else {})}
+            env.append({"name": key, "valueFrom": {"secretKeyRef": reference}})
+    return env
+
+
+def snapshot_storage_volume(spec: JetJobSpec) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The PersistentVolumeClaim volume and its mount, when the snapshots live on one."""
+    storage = spec.snapshot_storage
+    if storage is None or not storage.claim_name:
+        return [], []
+    return ([{"name": _SNAPSHOTS_VOLUME, "persistentVolumeClaim": {"claimName": storage.claim_name}}],
+            [{"name": _SNAPSHOTS_VOLUME, "mountPath": constants.SNAPSHOT_MOUNT_PATH}])
+
+
 def attempt_annotations(job: JobRef, attempt: int) -> dict[str, str]:
     """Annotations telling the pods of this generation and attempt from older ones."""
     return {
@@ -165,11 +200,15 @@ def _http_probe(period_seconds: int, failure_threshold: int) -> dict[str, Any]:
 
 
 def build_member_pod_template(
-    job: JobRef, spec: JetJobSpec, attempt: int, service_account: str | None
+    job: JobRef, spec: JetJobSpec, attempt: int, service_account: str | None,
+    initial_snapshot: str | None = None,
 ) -> dict[str, Any]:
     """The members' pod template: defaults first, then the user's ``podTemplate`` over them."""
     credentials = member_credentials(job, spec)
     volumes, mounts = jet_volumes(job, spec, credentials)
+    snapshot_volumes, snapshot_mounts = snapshot_storage_volume(spec)
+    volumes += snapshot_volumes
+    mounts += snapshot_mounts
     volumes.append({"name": _CONFIG_VOLUME, "configMap": {"name": naming.member_config_name(job.name)}})
     mounts.append({
         "name": _CONFIG_VOLUME,
@@ -182,8 +221,8 @@ def build_member_pod_template(
         "image": spec.image,
         "imagePullPolicy": spec.image_pull_policy,
         "command": [constants.JET_COMMAND],
-        "args": member_args(job, spec),
-        "env": jet_env() + credentials.env,
+        "args": member_args(job, spec, initial_snapshot),
+        "env": jet_env() + credentials.env + snapshot_storage_env(spec),
         "ports": [
             {"name": "jet", "containerPort": constants.MEMBER_PORT, "protocol": "TCP"},
             {"name": "http", "containerPort": constants.MEMBER_HTTP_PORT, "protocol": "TCP"},
@@ -227,6 +266,7 @@ def build_statefulset(
     replicas: int,
     attempt: int = 0,
     service_account: str | None = None,
+    initial_snapshot: str | None = None,
 ) -> dict[str, Any]:
     """The members' StatefulSet: pod ordinal = member index, all pods started together.
 
@@ -246,6 +286,6 @@ def build_statefulset(
             "selector": {
                 "matchLabels": naming.selector_labels(job.name, constants.COMPONENT_MEMBER)
             },
-            "template": build_member_pod_template(job, spec, attempt, service_account),
+            "template": build_member_pod_template(job, spec, attempt, service_account, initial_snapshot),
         },
     }

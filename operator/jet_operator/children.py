@@ -37,12 +37,14 @@ def build_children(
     member_replicas: int,
     attempt: int = 0,
     default_account: str = "",
+    initial_snapshot: str | None = None,
 ) -> list[dict[str, Any]]:
     """Every child known before the job runs, dependencies first: all but the Secrets (created
     once by :mod:`jet_operator.credential_sync`) and the Spark driver pods (they need the id
     member 0 gives the job: see :mod:`jet_operator.spark`).
 
-    ``member_replicas`` is 0 while the job is suspended or finished.
+    ``member_replicas`` is 0 while the job is suspended or finished; ``initial_snapshot`` is
+    the exported snapshot member 0 starts a job the store has no record of from.
     """
     children: list[dict[str, Any]] = []
     if builds_spark_rbac(spec, default_account):
@@ -63,6 +65,7 @@ def build_children(
             replicas=member_replicas,
             attempt=attempt,
             service_account=member_service_account(spec, default_account),
+            initial_snapshot=initial_snapshot,
         )
     )
     return children

@@ -25,6 +25,12 @@ class OperatorConfig:
         "http://{statefulset}-0.{service}.{namespace}.svc.cluster.local:{http_port}/job"
     )
     job_poll_timeout_seconds: float = 3.0
+    # Member 0's gRPC address, where the operator suspends, resumes and cancels jobs; same fields.
+    member_address_template: str = (
+        "{statefulset}-0.{service}.{namespace}.svc.cluster.local:{port}"
+    )
+    # Longest wait for a suspend (terminal snapshot) or a savepoint (cancel and export) to finish.
+    snapshot_action_timeout_seconds: float = 300.0
     # Every Kubernetes API call the operator makes is bounded by this.
     api_timeout_seconds: float = 10.0
     # Deleting a JetJob never waits longer than this for its children's cleanup.
@@ -61,4 +67,14 @@ class OperatorConfig:
             statefulset=naming.statefulset_name(job),
             service=naming.service_name(job),
             http_port=constants.MEMBER_HTTP_PORT,
+        )
+
+    def member_address(self, job: str, namespace: str) -> str:
+        """``host:port`` of ``job``'s coordinator (member 0) for Jet clients."""
+        return self.member_address_template.format(
+            name=job,
+            namespace=namespace,
+            statefulset=naming.statefulset_name(job),
+            service=naming.service_name(job),
+            port=constants.MEMBER_PORT,
         )

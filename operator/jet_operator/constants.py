@@ -69,6 +69,16 @@ PIPELINE_DIR: Final = "/etc/jet/pipeline"
 INLINE_PIPELINE_KEY: Final = "main.py"
 TMP_DIR: Final = "/tmp"
 
+# Snapshot storage: a PersistentVolumeClaim is mounted here in every member; the store's URL
+# and its credentials reach the members in these variables.
+SNAPSHOT_MOUNT_PATH: Final = "/var/lib/jet/snapshots"
+ENV_SNAPSHOT_STORE: Final = "JET_SNAPSHOT_STORE"
+ENV_SNAPSHOT_STORE_ENDPOINT: Final = "JET_SNAPSHOT_STORE_ENDPOINT"
+# Keys of a snapshotStorage.credentialsSecret, each becoming the variable of the same name
+# (the optional ones may be missing from the Secret).
+AWS_REQUIRED_KEYS: Final = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY")
+AWS_OPTIONAL_KEYS: Final = ("AWS_DEFAULT_REGION", "AWS_SESSION_TOKEN")
+
 SPARK_DRIVER_CONTAINER: Final = "driver"
 SPARK_MASTER: Final = "k8s://https://kubernetes.default.svc"
 SPARK_DRIVER_PORT: Final = 7078

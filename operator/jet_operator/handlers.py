@@ -11,8 +11,13 @@ import kopf
 from jet_operator import constants, metrics, reconcile
 from jet_operator.builders import JobRef
 from jet_operator.config import OperatorConfig
+from jet_operator.generations import UpgradeError
 from jet_operator.kube import KubeApi, load_client_configuration
+from jet_operator.lifecycle import Phase
 from jet_operator.spec import parse_spec
+
+# How long Kopf waits before retrying a spec change whose savepoint failed.
+UPGRADE_RETRY_DELAY_SECONDS = 30
 
 RESOURCE = (constants.API_GROUP, constants.API_VERSION, constants.PLURAL)
 # Read at import: Kopf fixes a timer's interval when the handler is registered.
@@ -73,8 +78,18 @@ def _write(update: reconcile.StatusUpdate | None, body: kopf.Body, patch: kopf.P
 def start(body: kopf.Body, meta: kopf.Meta, spec: kopf.Spec, status: kopf.Status,
           patch: kopf.Patch, memo: kopf.Memo, **_: Any) -> None:
     """A new JetJob or a changed spec: (re)build the children and (re)start the job."""
-    update = reconcile.start_generation(memo.api, memo.config, _job(meta), parse_spec(spec),
-                                        status, _now())
+    job = _job(meta)
+    try:
+        parsed = parse_spec(spec)
+    except ValueError as error:  # the CRD's schema refuses these; an older CRD may not
+        update = reconcile.phase_update(Phase.FAILED, str(error), status, job.generation, _now())
+        _write(update, body, patch)
+        return
+    try:
+        update = reconcile.start_generation(memo.api, memo.config, job, parsed, status, _now())
+    except UpgradeError as error:
+        kopf.warn(body, reason="UpgradeFailed", message=str(error))
+        raise kopf.TemporaryError(str(error), delay=UPGRADE_RETRY_DELAY_SECONDS) from error
     _write(update, body, patch)
 
 
@@ -94,7 +109,11 @@ def follow(body: kopf.Body, meta: kopf.Meta, spec: kopf.Spec, status: kopf.Statu
     if not status.get("phase") or status.get("observedGeneration") != meta.get("generation"):
         return  # the create/update handler has not run for this generation yet
     job = _job(meta, status.get("observedGeneration"))
-    _write(reconcile.follow(memo.api, memo.config, job, parse_spec(spec), status, _now()), body, patch)
+    try:
+        parsed = parse_spec(spec)
+    except ValueError:
+        return  # the create/update handler has made the JetJob Failed with the reason
+    _write(reconcile.follow(memo.api, memo.config, job, parsed, status, _now()), body, patch)
 
 
 @kopf.on.delete(*RESOURCE)

@@ -26,6 +26,7 @@ _RESOURCES: dict[str, tuple[str, str]] = {
     "ConfigMap": ("/api/v1", "configmaps"),
     "Secret": ("/api/v1", "secrets"),
     "ServiceAccount": ("/api/v1", "serviceaccounts"),
+    "PersistentVolumeClaim": ("/api/v1", "persistentvolumeclaims"),
     "StatefulSet": ("/apis/apps/v1", "statefulsets"),
     "Role": ("/apis/rbac.authorization.k8s.io/v1", "roles"),
     "RoleBinding": ("/apis/rbac.authorization.k8s.io/v1", "rolebindings"),

@@ -11,7 +11,8 @@ Phases, in the order a healthy job goes through them:
 - ``Completed``: the coordinator reports COMPLETED and every Spark driver succeeded (members are
   then scaled to 0);
 - ``Failed``: the job failed (its own error, a pod that cannot start, a Spark driver that failed);
-- ``Suspended``: the user set ``spec.state: suspended`` (members scaled to 0).
+- ``Suspended``: the user set ``spec.suspend: true`` (members scaled to 0; with a processing
+  guarantee after a terminal snapshot).
 """
 
 from __future__ import annotations
@@ -161,17 +162,47 @@ class JobReport:
     message: str = ""
     start_time: str | None = None
     completion_time: str | None = None
+    restarts: int = 0
+    """Restarts of the job by its coordinator (from its last snapshot, after a member was lost)."""
+    last_restart_cause: str | None = None
+    processing_guarantee: str | None = None
+    last_snapshot: Mapping[str, Any] | None = None
+    """``{id, time, bytes, keys, durationMs}`` of the last completed snapshot."""
+    snapshot_count: int = 0
 
     @classmethod
     def of(cls, data: Mapping[str, Any]) -> "JobReport":
         """Read the endpoint's JSON body."""
+        last_snapshot = data.get("lastSnapshot")
         return cls(
             job_id=str(data.get("jobId") or ""),
             status=str(data.get("status") or "NOT_RUNNING").upper(),
             message=str(data.get("message") or ""),
             start_time=data.get("startTime") or None,
             completion_time=data.get("completionTime") or None,
+            restarts=int(data.get("restarts") or 0),
+            last_restart_cause=data.get("lastRestartCause") or None,
+            processing_guarantee=data.get("processingGuarantee") or None,
+            last_snapshot=dict(last_snapshot) if isinstance(last_snapshot, Mapping) else None,
+            snapshot_count=int(data.get("snapshotCount") or 0),
         )
+
+    def status_fields(self) -> dict[str, Any]:
+        """What the JetJob's status shows of the job's fault tolerance."""
+        fields: dict[str, Any] = {
+            "restarts": self.restarts,
+            "lastRestartCause": self.last_restart_cause,
+            "processingGuarantee": self.processing_guarantee,
+            "snapshotCount": self.snapshot_count,
+        }
+        if self.last_snapshot is not None:
+            snapshot = {key: self.last_snapshot[key] for key in ("id", "time", "bytes", "keys", "durationMs")
+                        if self.last_snapshot.get(key) is not None}
+            if isinstance(snapshot.get("time"), (int, float)):  # epoch milliseconds, as Jet keeps times
+                snapshot["time"] = format_time(datetime.datetime.fromtimestamp(
+                    snapshot["time"] / 1000, datetime.timezone.utc))
+            fields["lastSnapshot"] = snapshot
+        return fields
 
 
 _PHASE_OF_JOB_STATUS = {

@@ -4,6 +4,7 @@ restart it, clean up. Each step returns a :class:`StatusUpdate` for the handler 
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import logging
 import time
@@ -15,8 +16,9 @@ from jet_operator.builders import JobRef
 from jet_operator.children import build_children, spark_service_account
 from jet_operator.config import OperatorConfig
 from jet_operator.credential_sync import ensure_credentials
-from jet_operator.credentials import secret_text
+from jet_operator.generations import cluster_token, find_coordinator, prepare_generation
 from jet_operator.jobclient import fetch_job_report
+from jet_operator.jobcontrol import JobControlError
 from jet_operator.kube import KubeApi, KubeError
 from jet_operator.lifecycle import (
     ENDED_JOB_STATUSES,
@@ -31,7 +33,7 @@ from jet_operator.lifecycle import (
     parse_time,
 )
 from jet_operator.spark import build_spark_driver_pod
-from jet_operator.spec import JetJobSpec
+from jet_operator.spec import JetJobSpec, spec_problems
 
 logger = logging.getLogger(__name__)
 
@@ -51,6 +53,27 @@ class StatusUpdate:
 
 def check_references(api: KubeApi, job: JobRef, spec: JetJobSpec) -> list[str]:
     """Problems the schema cannot see: objects the spec names that do not exist."""
+    problems = spec_problems(spec)
+    storage = spec.snapshot_storage
+    if storage is not None and storage.claim_name and api.get(
+            "PersistentVolumeClaim", job.namespace, storage.claim_name) is None:
+        problems.append(f"spec.snapshotStorage.persistentVolumeClaim: PersistentVolumeClaim "
+                        f"{storage.claim_name!r} not found in namespace {job.namespace!r}")
+    if storage is not None and storage.credentials_secret:
+        secret = api.get("Secret", job.namespace, storage.credentials_secret)
+        if secret is None:
+            problems.append(f"spec.snapshotStorage.credentialsSecret: Secret {storage.credentials_secret!r} "
+                            f"not found in namespace {job.namespace!r}")
+        else:
+            missing = [k for k in constants.AWS_REQUIRED_KEYS
+                       if k not in (secret.get("data") or {}) and k not in (secret.get("stringData") or {})]
+            if missing:
+                problems.append(f"spec.snapshotStorage.credentialsSecret: Secret {storage.credentials_secret!r} "
+                                f"has no key {', '.join(missing)}")
+    return problems + _pipeline_reference_problems(api, job, spec)
+
+
+def _pipeline_reference_problems(api: KubeApi, job: JobRef, spec: JetJobSpec) -> list[str]:
     source = spec.pipeline
     if not source.config_map_name:
         return []
@@ -117,6 +140,7 @@ def start_generation(
         stop_members(api, job)
         return phase_update(Phase.FAILED, "; ".join(problems), status, job.generation, now,
                             **_members_fields(job, spec.replicas, 0))
+    start = prepare_generation(api, config, job, spec, status)  # before the members change
     ensure_credentials(api, job, spec)
     running = not spec.suspended
     for child in build_children(
@@ -124,15 +148,21 @@ def start_generation(
         member_replicas=spec.replicas if running else 0,
         attempt=0,
         default_account=config.job_service_account,
+        initial_snapshot=start.initial_snapshot,
     ):
         api.apply(child)
     delete_stale_pods(api, job, attempt=0)
     common = dict(restartCount=0, retriesUsed=0, restartAt=None, jobId=None, completionTime=None,
-                  sparkJobs=[], **_members_fields(job, spec.replicas if running else 0, 0))
+                  sparkJobs=[], suspended=not running, startSnapshot=start.initial_snapshot,
+                  **_members_fields(job, spec.replicas if running else 0, 0))
+    if start.upgrade is not None:
+        common["upgrade"] = start.upgrade
+    note = f" ({start.note})" if start.note else ""
     if not running:
         delete_spark_drivers(api, job)
-        return phase_update(Phase.SUSPENDED, "suspended by spec.state", status, job.generation, now, **common)
-    return phase_update(Phase.PENDING, "members created", status, job.generation, now,
+        return phase_update(Phase.SUSPENDED, f"suspended by spec.suspend{note}", status, job.generation, now,
+                            **common)
+    return phase_update(Phase.PENDING, f"members created{note}", status, job.generation, now,
                         startTime=None, **common)
 
 
@@ -185,7 +215,8 @@ def restart(api: KubeApi, config: OperatorConfig, job: JobRef, spec: JetJobSpec,
     attempt = int(status.get("restartCount") or 0) + 1
     ensure_credentials(api, job, spec)  # e.g. a job started by an operator that made fewer Secrets
     for child in build_children(job, spec, member_replicas=spec.replicas, attempt=attempt,
-                                default_account=config.job_service_account):
+                                default_account=config.job_service_account,
+                                initial_snapshot=status.get("startSnapshot")):
         api.apply(child)
     delete_stale_pods(api, job, attempt)
     return phase_update(
@@ -239,10 +270,12 @@ def follow(api: KubeApi, config: OperatorConfig, job: JobRef, spec: JetJobSpec,
     ready = sum(1 for pod in members if pod.ready)
     report = None
     if members and ready == spec.replicas:
-        token = _cluster_token(api, job)
+        token = cluster_token(api, job)
         if token is not None:
             report = fetch_job_report(config.job_url(job.name, job.namespace), config.job_poll_timeout_seconds,
                                       token)
+    if report is not None and report.status == "SUSPENDED":
+        report = _resume(api, config, job, spec, report)
     assessment = assess(
         desired=spec.replicas, member_pods=members, spark_pods=[PodView.of(p) for p in drivers],
         job=report, now=now, scheduling_timeout_seconds=config.scheduling_timeout_seconds,
@@ -254,6 +287,7 @@ def follow(api: KubeApi, config: OperatorConfig, job: JobRef, spec: JetJobSpec,
     if report is not None:
         fields["jobId"] = report.job_id or None
         fields["startTime"] = report.start_time or status.get("startTime")
+        fields.update(report.status_fields())
     if assessment.phase not in TERMINAL_PHASES:
         sync_spark_drivers(api, config, job, spec, attempt, drivers, report)
         return phase_update(assessment.phase, assessment.message, status, job.generation, now, **fields)
@@ -313,8 +347,16 @@ def cleanup(api: KubeApi, config: OperatorConfig, job: JobRef) -> list[str]:
     return left
 
 
-def _cluster_token(api: KubeApi, job: JobRef) -> str | None:
-    """The job's cluster token from its Secret; None while the Secret is missing (it is created
-    again on the next pass, and the members cannot have started without it)."""
-    secret = api.get("Secret", job.namespace, naming.token_secret_name(job.name))
-    return None if secret is None else secret_text(secret, constants.TOKEN_KEY)
+def _resume(api: KubeApi, config: OperatorConfig, job: JobRef, spec: JetJobSpec,
+            report: JobReport) -> JobReport:
+    """A job SUSPENDED while its spec says to run (resumed by the user, or suspended by its
+    coordinator): resume it from its last snapshot. The returned report shows it resuming."""
+    coordinator = find_coordinator(api, config, job, spec)
+    if coordinator is None:
+        return report
+    try:
+        coordinator.control.resume(report.job_id)
+    except JobControlError as error:
+        logger.warning("%s/%s: %s", job.namespace, job.name, error)
+        return report
+    return dataclasses.replace(report, status="STARTING", message="resuming from the last snapshot")

@@ -14,8 +14,13 @@ from jet_operator import constants
 RESTART_NEVER = "Never"
 RESTART_ON_FAILURE = "OnFailure"
 RESTART_ALWAYS = "Always"
-STATE_RUNNING = "running"
-STATE_SUSPENDED = "suspended"
+GUARANTEE_NONE = "none"
+GUARANTEES = (GUARANTEE_NONE, "at-least-once", "exactly-once")
+UPGRADE_STATELESS = "stateless"
+UPGRADE_SAVEPOINT = "savepoint"
+UPGRADE_LAST_STATE = "last-state"
+UPGRADE_MODES = (UPGRADE_STATELESS, UPGRADE_SAVEPOINT, UPGRADE_LAST_STATE)
+DEFAULT_SNAPSHOT_INTERVAL_SECONDS = 10.0
 
 
 @dataclass(frozen=True)
@@ -70,6 +75,25 @@ class SparkSpec:
 
 
 @dataclass(frozen=True)
+class SnapshotStorage:
+    """Where the members keep job records and snapshots: a URL (``s3://...``, with credentials
+    from a Secret) or a PersistentVolumeClaim mounted into every member."""
+
+    url: str | None = None
+    credentials_secret: str | None = None
+    endpoint: str | None = None
+    claim_name: str | None = None
+    path: str = ""
+
+    @property
+    def store_url(self) -> str:
+        """The store URL the members get (``$JET_SNAPSHOT_STORE``)."""
+        if self.url:
+            return self.url
+        return f"{constants.SNAPSHOT_MOUNT_PATH}/{self.path}".rstrip("/")
+
+
+@dataclass(frozen=True)
 class JetJobSpec:
     """A JetJob's spec with defaults applied."""
 
@@ -87,14 +111,25 @@ class JetJobSpec:
     """How often a streaming job's members log their progress (None: the members' default)."""
     spark: SparkSpec | None = None
     restart_policy: RestartPolicy = RestartPolicy()
-    state: str = STATE_RUNNING
+    suspend: bool = False
+    """The user asks for the job to be suspended (with a terminal snapshot when it has a guarantee)."""
     tls_enabled: bool = True
     """Members speak TLS with certificates the operator issues; clients verify them with its CA."""
+    processing_guarantee: str = GUARANTEE_NONE
+    snapshot_interval_seconds: float = DEFAULT_SNAPSHOT_INTERVAL_SECONDS
+    snapshot_storage: SnapshotStorage | None = None
+    initial_snapshot_name: str | None = None
+    upgrade_mode: str = UPGRADE_STATELESS
 
     @property
     def suspended(self) -> bool:
         """Whether the user asked for the job to be suspended."""
-        return self.state == STATE_SUSPENDED
+        return self.suspend
+
+    @property
+    def has_guarantee(self) -> bool:
+        """Whether the job takes snapshots (at-least-once or exactly-once)."""
+        return self.processing_guarantee != GUARANTEE_NONE
 
 
 def parse_spec(spec: Mapping[str, Any]) -> JetJobSpec:
@@ -136,8 +171,68 @@ def parse_spec(spec: Mapping[str, Any]) -> JetJobSpec:
             max_retries=int(restart.get("maxRetries", RestartPolicy.max_retries)),
             backoff_seconds=int(restart.get("backoffSeconds", RestartPolicy.backoff_seconds)),
         ),
-        state=spec.get("state", STATE_RUNNING),
+        suspend=_bool(spec.get("suspend", False), "spec.suspend"),
         tls_enabled=_tls_enabled(spec.get("tls")),
+        processing_guarantee=_choice(spec.get("processingGuarantee", GUARANTEE_NONE),
+                                     "spec.processingGuarantee", GUARANTEES),
+        snapshot_interval_seconds=_positive_number(
+            spec.get("snapshotIntervalSeconds", DEFAULT_SNAPSHOT_INTERVAL_SECONDS), "spec.snapshotIntervalSeconds"),
+        snapshot_storage=_parse_snapshot_storage(spec.get("snapshotStorage")),
+        initial_snapshot_name=spec.get("initialSnapshotName") or None,
+        upgrade_mode=_choice(spec.get("upgradeMode", UPGRADE_STATELESS), "spec.upgradeMode", UPGRADE_MODES),
+    )
+
+
+def spec_problems(spec: JetJobSpec) -> list[str]:
+    """What the CRD's CEL rules refuse, checked again here (an API server without them, an
+    object stored before them): every feature that keeps state needs ``snapshotStorage``."""
+    if spec.snapshot_storage is not None:
+        return []
+    needs = [
+        (spec.has_guarantee, f"spec.processingGuarantee {spec.processing_guarantee!r}"),
+        (spec.upgrade_mode != UPGRADE_STATELESS, f"spec.upgradeMode {spec.upgrade_mode!r}"),
+        (spec.initial_snapshot_name is not None, "spec.initialSnapshotName"),
+    ]
+    return [f"{what} needs spec.snapshotStorage (where the job's snapshots are kept)"
+            for needed, what in needs if needed]
+
+
+def _bool(value: Any, field_name: str) -> bool:
+    if not isinstance(value, bool):
+        raise ValueError(f"{field_name} must be true or false, got {value!r}")
+    return value
+
+
+def _choice(value: Any, field_name: str, choices: tuple[str, ...]) -> str:
+    if value not in choices:
+        raise ValueError(f"{field_name} must be one of {', '.join(choices)}; got {value!r}")
+    return value
+
+
+def _positive_number(value: Any, field_name: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
+        raise ValueError(f"{field_name} must be a number > 0, got {value!r}")
+    return float(value)
+
+
+def _parse_snapshot_storage(storage: Any) -> SnapshotStorage | None:
+    if storage is None:
+        return None
+    if not isinstance(storage, Mapping):
+        raise ValueError(f"spec.snapshotStorage must be an object, got {storage!r}")
+    claim = storage.get("persistentVolumeClaim")
+    url = storage.get("url")
+    if bool(url) == bool(claim):
+        raise ValueError("spec.snapshotStorage needs exactly one of url and persistentVolumeClaim")
+    path = str(storage.get("path") or "").strip("/")
+    if ".." in path.split("/"):
+        raise ValueError(f"spec.snapshotStorage.path must stay inside the volume, got {path!r}")
+    return SnapshotStorage(
+        url=url or None,
+        credentials_secret=storage.get("credentialsSecret") or None,
+        endpoint=storage.get("endpoint") or None,
+        claim_name=(claim or {}).get("claimName") or None,
+        path=path,
     )
 
 

@@ -120,7 +120,7 @@ def test_a_member_killed_mid_job_fails_it_naming_the_lost_member(tmp_path):
         source = dag.new_vertex("source", endless_source(tmp_path), 1)
         sink = dag.new_vertex("sink", map_p(lambda x: x), 1)
         dag.edge(Edge.between(source, sink).distributed())
-        job = cluster.new_job(dag)
+        job = cluster.new_job(dag, {"auto_scaling": False})  # else it waits for member 2 to restart it
         wait_until(lambda: len(list(tmp_path.glob("started-*"))) == 3, what="the job running on 3 members")
         killed = time.monotonic()
         cluster.members[2].send_signal(signal.SIGKILL)

@@ -63,8 +63,10 @@ def test_healthz_job_and_metrics(cluster2, tmp_path):
     status, body = http_get(cluster2.http_ports[0], "/job", token=cluster2.token)
     assert status == 200
     info = json.loads(body)
-    assert set(info) == {"jobId", "status", "message", "startTime", "completionTime"}
+    assert set(info) == {"jobId", "name", "status", "message", "startTime", "completionTime", "processingGuarantee",
+                         "restarts", "lastRestartCause", "lastSnapshot", "snapshotCount"}
     assert (info["jobId"], info["status"], info["message"]) == (job.id, "COMPLETED", "")
+    assert (info["processingGuarantee"], info["restarts"], info["lastSnapshot"]) == ("NONE", 0, None)
     assert datetime.fromisoformat(info["startTime"]) <= datetime.fromisoformat(info["completionTime"])
     assert http_get(cluster2.http_ports[1], "/job", token=cluster2.token)[0] == 404
     status, metrics = http_get(cluster2.http_ports[0], "/metrics")

@@ -3,7 +3,9 @@
 Kubernetes refuses unknown fields (``kubectl apply`` uses server-side strict field validation)
 wherever the structural schema does not preserve unknown fields; a CRD itself may not say
 ``additionalProperties: false`` next to ``properties``. So the validator adds exactly that,
-everywhere Kubernetes would refuse an unknown field.
+everywhere Kubernetes would refuse an unknown field. OpenAPI 3.0's boolean ``exclusiveMinimum``
+becomes Draft 7's numeric one. :func:`cel_errors` evaluates the schema's CEL rules
+(``x-kubernetes-validations``) with a real CEL interpreter, as the API server does.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import copy
 from pathlib import Path
 from typing import Any
 
+import celpy
 import jsonschema
 import yaml
 
@@ -41,6 +44,8 @@ def with_strict_fields(schema: dict[str, Any]) -> dict[str, Any]:
         if isinstance(node, dict):
             if "properties" in node and not node.get("x-kubernetes-preserve-unknown-fields"):
                 node["additionalProperties"] = False
+            if node.get("exclusiveMinimum") is True:
+                node["exclusiveMinimum"] = node.pop("minimum")
             if node.get("x-kubernetes-preserve-unknown-fields"):
                 return
             for value in node.values():
@@ -61,3 +66,23 @@ def validator() -> jsonschema.Draft7Validator:
 def jetjobs_in(path: Path) -> list[dict[str, Any]]:
     """The JetJob documents of a multi-document YAML file."""
     return [doc for doc in yaml.safe_load_all(path.read_text()) if doc and doc.get("kind") == "JetJob"]
+
+
+def cel_errors(document: dict[str, Any]) -> list[str]:
+    """The messages of every CEL rule of the schema that ``document`` breaks (rules are evaluated
+    where their node is present in the document, as Kubernetes does)."""
+    environment = celpy.Environment()
+    errors: list[str] = []
+
+    def walk(schema: dict[str, Any], value: Any, path: str) -> None:
+        for rule in schema.get("x-kubernetes-validations") or []:
+            program = environment.program(environment.compile(rule["rule"]))
+            if not bool(program.evaluate({"self": celpy.json_to_cel(value)})):
+                errors.append(f"{path}: {rule['message']}")
+        if isinstance(value, dict):
+            for name, child in (schema.get("properties") or {}).items():
+                if name in value:
+                    walk(child, value[name], f"{path}.{name}")
+
+    walk(openapi_schema(), document, "")
+    return errors

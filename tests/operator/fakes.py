@@ -49,12 +49,12 @@ class FakeJobEndpoint:
         """The operator's JET_OPERATOR_JOB_URL_TEMPLATE pointing here."""
         return f"http://127.0.0.1:{self._server.server_address[1]}/{{namespace}}/{{name}}"
 
-    def report(self, job: str, status: str, message: str = "", namespace: str = "default") -> None:
-        """Make member 0 of ``job`` report ``status``."""
+    def report(self, job: str, status: str, message: str = "", namespace: str = "default", **fields: Any) -> None:
+        """Make member 0 of ``job`` report ``status`` (and any other ``/job`` ``fields``)."""
         now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
         self.reports[f"{namespace}/{job}"] = {
             "jobId": "0a1b2c3d", "status": status, "message": message, "startTime": now,
-            "completionTime": now if status in ("COMPLETED", "FAILED") else None,
+            "completionTime": now if status in ("COMPLETED", "FAILED") else None, **fields,
         }
 
     def __enter__(self) -> "FakeJobEndpoint":

@@ -15,7 +15,8 @@ process that exits on its own is restarted once at once and then after a back-of
 ``restartCount``, ``lastState.terminated`` and the waiting reason ``CrashLoopBackOff``
 meanwhile (what the operator reads). Pods beyond ``replicas``, pods deleted through the API
 (e.g. by an operator restart) and pods of a deleted StatefulSet are stopped (SIGTERM, then
-SIGKILL after a bound) and deleted.
+SIGKILL after a bound) and deleted; a deleted pod the StatefulSet still wants is made again at
+once, same name and address, new uid (what the StatefulSet controller does).
 
 Spark driver pods (``jet.dev/component: spark-source|spark-sink``, ``restartPolicy: Never``)
 run once: the pod ends ``Succeeded`` or ``Failed`` with ``state.terminated`` (exit code; for a
@@ -41,7 +42,8 @@ Pod addresses are fixed in advance (per StatefulSet and ordinal: :meth:`Kubelet.
 a test can point the operator's ``JET_OPERATOR_JOB_URL_TEMPLATE`` at member 0 before it starts.
 
 Volumes are not mounted: the Secret, ConfigMaps and emptyDirs of the pod are written to a
-per-pod directory, and every argument or environment value naming a path under a mount path is
+per-pod directory, a PersistentVolumeClaim is one directory per claim shared by every pod
+(:meth:`Kubelet.claim_directory`), and every argument or environment value naming a path under a mount path is
 rewritten to the same path under that directory (a stand-in's shortcut: the processes share
 this machine's file system). An emptyDir mounted at ``/tmp`` becomes the process's ``TMPDIR``
 instead, so paths under the real ``/tmp`` (a test's files) are left alone.
@@ -217,6 +219,13 @@ class Kubelet:
                 remove_link(self.bridge)
             shutil.rmtree(self.root, ignore_errors=True)
 
+    def claim_directory(self, claim: str, namespace: str = "default") -> Path:
+        """The directory standing in for PersistentVolumeClaim ``claim``: one for every pod that
+        mounts it, kept while the stand-in lives (across pod deletions, as a volume is)."""
+        directory = self.root / "claims" / namespace / claim
+        directory.mkdir(parents=True, exist_ok=True)
+        return directory
+
     def processes(self) -> list[subprocess.Popen]:
         """The running processes of the pods that exist now (members and Spark drivers)."""
         return [pod.process for pod in self.pods.values() if pod.process is not None]
@@ -383,8 +392,8 @@ class Kubelet:
             "PYTHONPATH": os.pathsep.join(str(REPO_ROOT / d) for d in ("member", "operator", ".")),
             "HOME": str(pod.directory),
         }
-        declared = {variable["name"]: _rewrite(self._env_value(pod, obj, variable), mounts)
-                    for variable in container.get("env") or []}
+        values = {variable["name"]: self._env_value(pod, obj, variable) for variable in container.get("env") or []}
+        declared = {name: _rewrite(value, mounts) for name, value in values.items() if value is not None}
         env.update(declared)
         if tmpdir is not None:
             env["TMPDIR"] = tmpdir
@@ -443,7 +452,8 @@ class Kubelet:
                                        for i in range(replicas))
         return out[:1] + ["--host", pod.address] + out[1:]
 
-    def _env_value(self, pod: PodRuntime, obj: dict[str, Any], variable: dict[str, Any]) -> str:
+    def _env_value(self, pod: PodRuntime, obj: dict[str, Any], variable: dict[str, Any]) -> str | None:
+        """The variable's value; None for an optional Secret key that is missing (no variable)."""
         if "value" in variable:
             return str(variable["value"])
         source = variable.get("valueFrom") or {}
@@ -454,7 +464,8 @@ class Kubelet:
             }[source["fieldRef"]["fieldPath"]]
         if "secretKeyRef" in source:
             ref = source["secretKeyRef"]
-            return _secret_data(get(self.k8s, "v1/secrets", ref["name"], pod.namespace))[ref["key"]]
+            data = _secret_data(get(self.k8s, "v1/secrets", ref["name"], pod.namespace))
+            return data.get(ref["key"]) if ref.get("optional") else data[ref["key"]]
         if "configMapKeyRef" in source:
             ref = source["configMapKeyRef"]
             return get(self.k8s, "v1/configmaps", ref["name"], pod.namespace)["data"][ref["key"]]
@@ -468,6 +479,10 @@ class Kubelet:
         tmpdir = None
         for mount in container.get("volumeMounts") or []:
             volume = volumes[mount["name"]]
+            if "persistentVolumeClaim" in volume:
+                claim = self.claim_directory(volume["persistentVolumeClaim"]["claimName"], pod.namespace)
+                mounts.append((mount["mountPath"].rstrip("/"), str(claim)))
+                continue
             where = pod.directory / "volumes" / mount["name"]
             if not where.exists():
                 where.mkdir(parents=True)

@@ -86,8 +86,9 @@ def test_operator_deployment_runs_kopf_cluster_wide_by_default() -> None:
     assert container["securityContext"]["capabilities"] == {"drop": ["ALL"]}
     pod_security = deployment["spec"]["template"]["spec"]["securityContext"]
     assert pod_security["runAsNonRoot"] is True and pod_security["runAsUser"] != 0
-    env = {e["name"] for e in container["env"]}
+    env = {e["name"]: e.get("value") for e in container["env"]}
     assert "JET_OPERATOR_JOB_SERVICE_ACCOUNT" not in env  # the per-job account is made instead
+    assert env["JET_OPERATOR_SNAPSHOT_ACTION_TIMEOUT_SECONDS"] == "300"
 
 
 def test_cluster_wide_rbac() -> None:
@@ -170,6 +171,7 @@ def test_notes_tell_what_to_do_next() -> None:
     {"watchNamespaces": "team-a"},
     {"image": {"repository": "x", "pullPolicy": "Sometimes"}},
     {"replicaCount": 2},
+    {"operator": {"snapshotActionTimeoutSeconds": 0}},
 ])
 def test_values_schema_rejects_bad_values(bad: dict[str, Any]) -> None:
     with helm.Chart.load(str(CHART_DIR)) as chart:

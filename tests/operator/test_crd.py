@@ -13,6 +13,7 @@ from tests.operator.crdschema import (
     CHART_CRD_FILE,
     CRD_FILE,
     EXAMPLES_DIR,
+    cel_errors,
     jetjobs_in,
     load_crd,
     openapi_schema,
@@ -34,8 +35,14 @@ GOOD: dict[str, Any] = {
         "spark": {"image": "spark:1", "executor": {"instances": 2, "cores": 1, "memory": "2g"},
                   "conf": {"spark.sql.shuffle.partitions": "8"}},
         "restartPolicy": {"type": "OnFailure", "maxRetries": 0, "backoffSeconds": 0},
-        "state": "suspended",
+        "suspend": True,
         "tls": {"enabled": False},
+        "processingGuarantee": "exactly-once",
+        "snapshotIntervalSeconds": 0.5,
+        "snapshotStorage": {"url": "s3://snapshots/wc", "credentialsSecret": "s3-creds",
+                            "endpoint": "http://minio:9000"},
+        "initialSnapshotName": "wc-g3",
+        "upgradeMode": "savepoint",
     },
 }
 
@@ -91,7 +98,21 @@ def test_examples_are_accepted(example) -> None:
         ("spec.restartPolicy.maxRetries", -1, "less than the minimum of 0"),
         ("spec.members.replica", 2, "Additional properties are not allowed ('replica' was unexpected)"),
         ("spec.replicas", 2, "Additional properties are not allowed ('replicas' was unexpected)"),
-        ("spec.state", "paused", "'paused' is not one of"),
+        ("spec.suspend", "yes", "'yes' is not of type 'boolean'"),
+        ("spec.state", "suspended", "Additional properties are not allowed ('state' was unexpected)"),
+        ("spec.processingGuarantee", "EXACTLY_ONCE", "'EXACTLY_ONCE' is not one of ['none', 'at-least-once', 'exactly-once']"),
+        ("spec.snapshotIntervalSeconds", 0, "0 is less than or equal to the minimum of 0"),
+        ("spec.snapshotIntervalSeconds", -1, "-1 is less than or equal to the minimum of 0"),
+        ("spec.snapshotIntervalSeconds", "1s", "'1s' is not of type 'number'"),
+        ("spec.upgradeMode", "snapshot", "'snapshot' is not one of ['stateless', 'savepoint', 'last-state']"),
+        ("spec.initialSnapshotName", "", "should be non-empty"),
+        ("spec.snapshotStorage", {}, "is not valid under any of the given schemas"),
+        ("spec.snapshotStorage", {"url": "s3://b", "persistentVolumeClaim": {"claimName": "c"}},
+         "is valid under each of"),
+        ("spec.snapshotStorage", {"url": "bucket/prefix"}, "does not match"),
+        ("spec.snapshotStorage", {"persistentVolumeClaim": {}}, "'claimName' is a required property"),
+        ("spec.snapshotStorage", {"persistentVolumeClaim": {"claimName": "c"}, "path": "/abs"}, "does not match"),
+        ("spec.snapshotStorage", {"url": "s3://b", "bucket": "b"}, "'bucket' was unexpected"),
         ("spec.cooperativeThreads", 0, "less than the minimum of 1"),
         ("spec.edgeDefaults.queueSize", "big", "'big' is not of type 'integer'"),
         ("spec.edgeDefaults.queuesize", 10, "'queuesize' was unexpected"),
@@ -131,9 +152,40 @@ def test_crd_names_and_subresources() -> None:
         },
     }
     columns = {c["name"]: c for c in version["additionalPrinterColumns"]}
-    assert list(columns) == ["Phase", "Members", "Restarts", "Age", "Message"]
+    assert list(columns) == ["Phase", "Members", "Restarts", "Last Snapshot", "Attempts", "Age", "Message"]
     assert columns["Members"]["jsonPath"] == ".status.membersReady"
-    assert columns["Message"]["priority"] == 1
+    assert columns["Restarts"]["jsonPath"] == ".status.restarts"
+    assert (columns["Last Snapshot"]["jsonPath"], columns["Last Snapshot"]["type"]) == (
+        ".status.lastSnapshot.time", "date")
+    assert columns["Message"]["priority"] == 1 and columns["Attempts"]["priority"] == 1
+
+
+def test_cel_rules_accept_the_good_manifest_and_a_job_without_state() -> None:
+    assert cel_errors(GOOD) == []
+    minimal = {"spec": {"pipeline": {"path": "/p.py"}, "processingGuarantee": "none", "upgradeMode": "stateless"}}
+    assert cel_errors(minimal) == []
+    on_a_volume = _with("spec.snapshotStorage", {"persistentVolumeClaim": {"claimName": "c"}, "path": "jobs/wc"})
+    assert cel_errors(on_a_volume) == [] and _errors(on_a_volume) == []
+
+
+@pytest.mark.parametrize(
+    ("path", "value", "expected"),
+    [
+        ("spec.snapshotStorage", _DELETE,
+         "spec.processingGuarantee at-least-once/exactly-once needs spec.snapshotStorage"),
+        ("spec.snapshotStorage", _DELETE, "spec.upgradeMode savepoint/last-state needs spec.snapshotStorage"),
+        ("spec.snapshotStorage", _DELETE, "spec.initialSnapshotName needs spec.snapshotStorage"),
+        ("spec.snapshotStorage", {"url": "s3://b/p", "path": "x"},
+         "snapshotStorage.path is a directory in the persistentVolumeClaim"),
+        ("spec.snapshotStorage", {"persistentVolumeClaim": {"claimName": "c"}, "endpoint": "http://s3"},
+         "snapshotStorage.credentialsSecret and endpoint go with url"),
+        ("spec.snapshotStorage", {"persistentVolumeClaim": {"claimName": "c"}, "path": "a/../../etc"},
+         "snapshotStorage.path must stay inside the volume"),
+    ],
+)
+def test_cel_rules_refuse_state_without_storage_and_misplaced_fields(path: str, value: Any, expected: str) -> None:
+    errors = cel_errors(_with(path, value))
+    assert any(expected in error for error in errors), errors
 
 
 def _walk(node: Any, path: str = ""):

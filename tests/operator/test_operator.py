@@ -311,13 +311,13 @@ async def test_suspend_resume_and_spec_change(k8s: Emulator, job_endpoint: FakeJ
         job_endpoint.report("wc", "RUNNING")
         await wait_phase(k8s, "Running")
 
-        await k8s.patch(path, json={"spec": {"state": "suspended"}}, headers=merge)
+        await k8s.patch(path, json={"spec": {"suspend": True}}, headers=merge)
         suspended = await wait_phase(k8s, "Suspended")
         assert get(k8s, STATEFULSETS, "wc-member")["spec"]["replicas"] == 0
         assert suspended["observedGeneration"] == 2
         job_endpoint.reports.clear()
 
-        await k8s.patch(path, json={"spec": {"state": "running"}}, headers=merge)
+        await k8s.patch(path, json={"spec": {"suspend": False}}, headers=merge)
         await wait_phase(k8s, "Pending")
         assert get(k8s, STATEFULSETS, "wc-member")["spec"]["replicas"] == 2
 

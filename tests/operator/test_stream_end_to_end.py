@@ -74,7 +74,7 @@ async def test_a_streaming_job_stays_running_logs_progress_and_is_suspended_and_
         processes = kubelet.processes()
         assert len(processes) == 2 and all(p.poll() is None for p in processes)
 
-        await k8s.patch(f"{COLLECTION}/ticks", json={"spec": {"state": "suspended"}}, headers=MERGE_PATCH)
+        await k8s.patch(f"{COLLECTION}/ticks", json={"spec": {"suspend": True}}, headers=MERGE_PATCH)
         await wait_phase(k8s, "Suspended", "ticks", timeout=30)
         await eventually(lambda: get(k8s, STATEFULSETS, "ticks-member")["spec"]["replicas"] == 0,
                          what="members scaled to 0")

@@ -6,5 +6,8 @@
 - :mod:`jet.cluster.auth` — cluster token, auth interceptor, ``TlsConfig``
 - :mod:`jet.cluster.transport` — ``MemberServer``, ``PeerConnection``, ``FrameLink``
 - :mod:`jet.cluster.peers` — ``--peers`` forms, pod ordinals, ``wait_for_peers``
+- :mod:`jet.cluster.membership` — joined peers and their streams, ``PeerDialer`` (rejoin)
+- :mod:`jet.cluster.heartbeat` — heartbeats on member streams, silent peers declared lost
+- :mod:`jet.cluster.member_supervisor` — the local cluster restarts members that die
 - :mod:`jet.cluster.settings` — ``MemberSettings`` (flags > env > YAML > defaults)
 """

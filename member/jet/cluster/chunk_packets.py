@@ -9,7 +9,9 @@ below what the local engine moves; so a packet carries one pickle of a whole lis
 
 flags: bit 0 DONE (the sender's last packet), bit 1 entries are (item, partition id) pairs,
 bit 2 WATERMARK: count is 0 and the payload is the coalesced watermark of the sender's local
-upstream processors, one big-endian int64 (``MAX_TIMESTAMP`` = IDLE), not pickled.
+upstream processors, one big-endian int64 (``MAX_TIMESTAMP`` = IDLE), not pickled;
+bit 3 BARRIER: count is 0 and the payload is the snapshot id of a barrier every local upstream
+processor delivered, one big-endian int64; bit 4 TERMINAL with it: the barrier is terminal.
 The footprint of a packet for flow control is its pickle size + 56 bytes per item, the same
 total Jet's per-item footprints add up to; sender and receiver both use
 :func:`chunk_footprint`, and a watermark counts as one item of 8 bytes
@@ -29,6 +31,10 @@ PICKLE_PROTOCOL = 5
 FLAG_DONE = 1
 FLAG_PAIRS = 2
 FLAG_WATERMARK = 4
+FLAG_BARRIER = 8
+FLAG_TERMINAL = 16
+_ALL_FLAGS = FLAG_DONE | FLAG_PAIRS | FLAG_WATERMARK | FLAG_BARRIER | FLAG_TERMINAL
+_SPECIAL = FLAG_WATERMARK | FLAG_BARRIER
 _HEADER = struct.Struct(">BqiiBi")  # type, executionId, destVertexId, destOrdinal, flags, count
 HEADER_BYTES = _HEADER.size
 _TIMESTAMP = struct.Struct(">q")
@@ -69,6 +75,14 @@ def encode_watermark(execution_id: int, dest_vertex_id: int, dest_ordinal: int,
                         FLAG_WATERMARK, 0) + _TIMESTAMP.pack(timestamp)
 
 
+def encode_barrier(execution_id: int, dest_vertex_id: int, dest_ordinal: int,
+                   snapshot_id: int, terminal: bool) -> bytes:
+    """One CHUNK frame carrying a snapshot barrier."""
+    flags = FLAG_BARRIER | (FLAG_TERMINAL if terminal else 0)
+    return _HEADER.pack(FrameType.CHUNK, execution_id, dest_vertex_id, dest_ordinal,
+                        flags, 0) + _TIMESTAMP.pack(snapshot_id)
+
+
 def decode_chunk_header(frame: bytes) -> ChunkHeader:
     """The routing header, without unpickling anything (safe on the network thread)."""
     if len(frame) < HEADER_BYTES:
@@ -77,8 +91,9 @@ def decode_chunk_header(frame: bytes) -> ChunkHeader:
     kind, execution_id, vertex_id, ordinal, flags, count = _HEADER.unpack_from(frame)
     if kind != FrameType.CHUNK:
         raise PacketFormatError(f"expected a CHUNK frame, got type {kind}")
-    if count < 0 or flags & ~(FLAG_DONE | FLAG_PAIRS | FLAG_WATERMARK) or (
-            flags & FLAG_WATERMARK and (count or flags & FLAG_DONE)):
+    special = flags & _SPECIAL
+    if count < 0 or flags & ~_ALL_FLAGS or (special and (count or flags & FLAG_DONE)) or (
+            special == _SPECIAL) or (flags & FLAG_TERMINAL and not flags & FLAG_BARRIER):
         raise PacketFormatError(f"CHUNK frame with count {count} and flags {flags:#x}")
     return ChunkHeader(execution_id, vertex_id, ordinal, flags, count)
 
@@ -90,7 +105,7 @@ def decode_chunk(frame: bytes) -> tuple[ChunkHeader, list[Any]]:
     on frames from a peer that authenticated with the cluster token.
     """
     header = decode_chunk_header(frame)
-    if header.flags & FLAG_WATERMARK:
+    if header.flags & _SPECIAL:
         watermark_timestamp(frame)  # validates the payload
         return header, []
     if header.count == 0:
@@ -107,9 +122,9 @@ def decode_chunk(frame: bytes) -> tuple[ChunkHeader, list[Any]]:
 
 
 def watermark_timestamp(frame: bytes) -> int:
-    """The timestamp a WATERMARK chunk frame carries."""
+    """The int64 a WATERMARK chunk frame carries (a BARRIER frame: the snapshot id)."""
     if len(frame) != HEADER_BYTES + _TIMESTAMP.size:
-        raise PacketFormatError(f"a WATERMARK CHUNK frame has {len(frame) - HEADER_BYTES}"
+        raise PacketFormatError(f"a WATERMARK or BARRIER CHUNK frame has {len(frame) - HEADER_BYTES}"
                                 f" payload bytes, expected {_TIMESTAMP.size}")
     return _TIMESTAMP.unpack_from(frame, HEADER_BYTES)[0]
 

@@ -18,24 +18,34 @@ import cloudpickle
 
 from jet.cluster import messages
 from jet.cluster.auth import TlsConfig, load_cluster_token
-from jet.cluster.coordinator import JobStatus
 from jet.cluster.job_history import UnknownJobError
+from jet.cluster.job_state import JobConfigError, JobStateError, JobStatus
 from jet.cluster.observables import READ_WAIT_S, ObservableIterator, UnknownObservableError
 from jet.cluster.transport import ControlCallError, PeerConnection
 from jet.core.dag import DAG, DagValidationError
 from jet.execution.errors import JobCancelledError, JobFailedError, JobTimeoutError
+from jet.job_config import JobConfig
+from jet.snapshot import SnapshotError
 
 CALL_TIMEOUT_S = 30.0
 WAIT_SLICE_S = 10.0
+EXPORT_TIMEOUT_S = 300.0
+"""How long ``export_snapshot`` waits for the coordinator (a snapshot of the running job, then its copy)."""
+STATUS_POLL_S = 0.1
+_REPLY_ERRORS = {cls.__name__: cls for cls in (DagValidationError, JobConfigError, JobStateError, SnapshotError,
+                                               ValueError)}
+"""The errors a coordinator answers in its reply's ``error`` field, raised here under their own type."""
 
 
 class Job:
     """A submitted job; its state lives on the coordinator."""
 
-    def __init__(self, client: "JetClient", job_id: str, name: str) -> None:
+    def __init__(self, client: "JetClient", job_id: str, name: str, summary: dict[str, Any] | None = None) -> None:
         self._client = client
         self.id = job_id
         self.name = name
+        self.summary = summary
+        """The job's record when this object was made by ``list_jobs`` or ``job`` (else None)."""
 
     @property
     def status(self) -> JobStatus:
@@ -109,8 +119,48 @@ class Job:
         return ObservableIterator(read, name, job_failure, first)
 
     def cancel(self) -> None:
-        """Cancel the job on every member; it ends FAILED with :class:`JobCancelledError`."""
+        """Cancel the job on every member; it ends FAILED with :class:`JobCancelledError` (its
+        record and snapshots are deleted; exported snapshots stay)."""
         self._client._call(messages.CANCEL_JOB, {"job_id": self.id})
+
+    def suspend(self, timeout: float = CALL_TIMEOUT_S) -> None:
+        """Suspend the job: with a processing guarantee a terminal snapshot is taken and the
+        execution ends (a resume continues from it); without one the execution is cancelled (a
+        resume starts it from scratch). Waits up to ``timeout`` s for SUSPENDED."""
+        self._control("suspend")
+        self._await_status(lambda status: status.is_suspended or status.is_terminal, timeout, "SUSPENDED")
+
+    def resume(self) -> None:
+        """Resume a SUSPENDED job from its last snapshot; :class:`JobStateError` when it is not suspended."""
+        self._control("resume")
+
+    def restart(self) -> None:
+        """Stop the running execution (a terminal snapshot with a guarantee) and start a new one from it."""
+        self._control("restart")
+
+    def export_snapshot(self, name: str) -> dict[str, Any]:
+        """Take a snapshot of the running job (or use a suspended job's last one) and keep it as
+        the exported snapshot ``name`` (replacing one of that name), for ``initial_snapshot_name``.
+        Returns its figures (``name``, ``jobId``, ``snapshotId``, ``bytes``, ``keys``)."""
+        return self._control("export_snapshot", {"name": name}, timeout_s=EXPORT_TIMEOUT_S)["snapshot"]
+
+    def cancel_and_export_snapshot(self, name: str) -> dict[str, Any]:
+        """Export a terminal snapshot as ``name``, then cancel the job (if that snapshot fails the
+        job is suspended instead). Returns the export's figures."""
+        return self._control("cancel_and_export", {"name": name}, timeout_s=EXPORT_TIMEOUT_S)["snapshot"]
+
+    def _control(self, action: str, extra: dict[str, Any] | None = None,
+                 timeout_s: float = CALL_TIMEOUT_S) -> dict[str, Any]:
+        return self._client._call(messages.JOB_CONTROL, {"job_id": self.id, "action": action, **(extra or {})},
+                                  timeout_s=timeout_s)
+
+    def _await_status(self, reached, timeout_s: float, what: str) -> None:
+        deadline = time.monotonic() + timeout_s
+        while not reached(status := self.status):
+            if time.monotonic() > deadline:
+                raise JobTimeoutError(f"job {self.name} ({self.id}) was not {what} within {timeout_s} s "
+                                      f"(it is {status.value})", [])
+            time.sleep(STATUS_POLL_S)
 
     def __repr__(self) -> str:
         return f"Job(id={self.id!r}, name={self.name!r})"
@@ -153,17 +203,34 @@ class JetClient:
         self._connection = PeerConnection(self.addresses[0], messages.CLIENT_INDEX, 0,
                                           load_cluster_token(token), tls, open_stream=False)
 
-    def new_job(self, job: Any, config: Mapping[str, Any] | None = None) -> Job:
+    def new_job(self, job: Any, config: JobConfig | Mapping[str, Any] | None = None) -> Job:
         """Submit a ``jet.Pipeline`` or a core ``DAG``; a malformed one is refused before anything
         runs (DagValidationError, or the pipeline's own error naming the stage, source or sink).
 
-        ``config``: JSON-able settings of the job, e.g. ``{"name": "word-count"}``."""
+        ``config``: a :class:`~jet.job_config.JobConfig` or a mapping of its fields, e.g.
+        ``{"name": "word-count", "processing_guarantee": "exactly-once"}`` (a bad field raises
+        ``ValueError`` naming it; a guarantee on a cluster without a snapshot store raises
+        :class:`JobConfigError`)."""
+        job_config = JobConfig.of(config)
         dag = as_dag(job)
-        reply = self._call(messages.SUBMIT, {"config": dict(config or {})}, cloudpickle.dumps(dag))
-        if reply.get("error") == "DagValidationError":
-            raise DagValidationError(reply.get("message", ""))
+        reply = self._call(messages.SUBMIT, {"config": job_config.to_dict()}, cloudpickle.dumps(dag))
         job_id = messages.require(reply, "job_id", str)
-        return Job(self, job_id, str((config or {}).get("name") or job_id))
+        return Job(self, job_id, job_config.name or job_id)
+
+    def job(self, job_id_or_name: str) -> Job:
+        """The job with this id, else the newest of this name; :class:`UnknownJobError` when none."""
+        info = self._call(messages.JOB_STATUS, {"job": job_id_or_name})
+        return Job(self, info["jobId"], info["name"], info)
+
+    def list_jobs(self) -> list[Job]:
+        """Every job the coordinator keeps, oldest first (each with its record in ``summary``)."""
+        return [Job(self, info["jobId"], info["name"], info)
+                for info in self._call(messages.LIST_JOBS, {})["jobs"]]
+
+    def snapshots(self) -> list[dict[str, Any]]:
+        """The exported snapshots of the cluster's store: ``name``, ``jobId``, ``jobName``,
+        ``snapshotId``, ``bytes``, ``keys``, ``chunks``, ``created`` (epoch seconds)."""
+        return self._call(messages.LIST_SNAPSHOTS, {})["snapshots"]
 
     def ping(self, cluster: bool = False, timeout_s: float = 5.0) -> dict[str, Any]:
         """Member 0's ping reply; with ``cluster=True`` it says whether every member is connected."""
@@ -182,7 +249,11 @@ class JetClient:
             if (e.details or "").startswith(f"{UnknownJobError.__name__}: "):
                 raise UnknownJobError(e.details.split(": ", 1)[1]) from e
             raise
-        return messages.decode_message(reply)
+        header, blob = messages.decode_message(reply)
+        error = _REPLY_ERRORS.get(header.get("error", ""))
+        if error is not None:
+            raise error(header.get("message", ""))
+        return header, blob
 
     def close(self) -> None:
         self._connection.close()

@@ -1,173 +1,155 @@
-"""Job coordination on member 0 (Jet's master): submit, init everywhere, start, complete or fail.
+"""Job coordination on member 0 (Jet's master): executions, their failures, restarts and suspension.
 
-A job's life (Jet's ``JobStatus``; a cancelled job ends FAILED with ``JobCancelledError``)::
-
-    NOT_RUNNING  submitted and validated, the coordinator thread not yet started
-    STARTING     a new execution id; ``init`` sent to every member
-    RUNNING      every member initialised; ``start`` sent; waiting for every member's outcome
-    COMPLETING   every member reported (or was lost, or the grace after a failure passed);
-                 ``complete`` (cleanup) sent to every member
-    COMPLETED    every member completed its execution
-    FAILED       the first failure of any member, a lost member, or a cancel
-
-The first failure cancels the execution on every other member, and the job result carries that
-failure's text, traceback and member. Every wait has a bound from :class:`ControlSettings` and a
-named outcome: a member that does not answer ``init`` (``init_timeout_ms``) or another call
-(``control_timeout_ms``) fails the job naming it; a running member silent for ``report_wait_ms``
-is asked for its execution's state: still running, the wait goes on; finished, its lost report
-is taken from the answer; no answer, the job fails naming it. A lost member counts as that
-member's failure, and after a failure the members get ``cancel_grace_ms`` to report before the
-job is finalised anyway. Finished jobs are kept as :class:`FinishedJobs` says.
+A job runs as one execution after another (the states are in :mod:`jet.cluster.job_state`): a new
+execution id, ``init`` to every member (with the snapshot to restore, if any), ``start`` once all
+initialised, snapshots on schedule while it runs (:mod:`jet.cluster.snapshot_coordinator`), then
+every member's outcome. The first failure cancels the execution on every other member; when it
+has ended everywhere, :func:`jet.cluster.job_restarts.decide` says what follows: done, failed,
+restarted (a lost member, once the cluster is whole again, from the last good snapshot) or
+suspended. Every wait has a bound from :class:`ControlSettings` and a named outcome: a member that
+does not answer ``init`` (``init_timeout_ms``) or another call (``control_timeout_ms``) fails the
+execution naming it; a running member silent for ``report_wait_ms`` is asked for its execution's
+state: still running, the wait goes on; finished, its lost report is taken from the answer; no
+answer, the execution fails naming it. After a failure the members get ``cancel_grace_ms`` to
+report. Jobs with a guarantee are kept in the snapshot store (:mod:`jet.cluster.job_store`), so a
+restarted coordinator resumes them. Finished jobs are kept as :class:`FinishedJobs` says.
 """
 
 from __future__ import annotations
 
-import enum
 import logging
-import secrets
 import threading
 import time
-from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, Mapping
 
 import cloudpickle
 
 from jet.cluster import messages
-from jet.cluster.distributed_plan import partition_owners
-from jet.cluster.job_execution import ExecutionOutcome, PlanMessage, decode_report
+from jet.cluster.job_control import JobControl
+from jet.cluster.execution_driver import (CLIENT_TASKLET, EXECUTION_DONE_STATE, EXECUTION_RUNNING_STATE,
+                                          ExecutionDriver)
+from jet.cluster.job_execution import ExecutionOutcome
 from jet.cluster.job_history import FinishedJobs, UnknownJobError
-from jet.cluster.observables import ObservableStore, UnknownObservableError, observable_names
+from jet.cluster.job_restarts import Next, decide
+from jet.cluster.job_state import JobConfigError, JobRecord, JobRun, JobStatus, Termination, new_job_id
+from jet.cluster.job_store import JobStore, record_from_store
+from jet.cluster.observables import ObservableStore, UnknownObservableError
 from jet.cluster.settings import ControlSettings
 from jet.core.dag import DAG, DagValidationError
 from jet.execution.vertex_metrics import merge_vertex_metrics
+from jet.job_config import JobConfig
+
+__all__ = ["JobCoordinator", "JobRecord", "JobStatus", "EXECUTION_DONE_STATE", "EXECUTION_RUNNING_STATE"]
 
 log = logging.getLogger("jet.cluster.coordinator")
 
-CALL_SLACK_S = 2.0
-"""Beyond a call's own deadline, how long the coordinator waits for the thread making it (a call
-to member 0 itself runs in place, with no transport deadline)."""
-EXECUTION_DONE_STATE = "done"
-EXECUTION_RUNNING_STATE = "running"
 MemberCall = Callable[[int, str, bytes, float], bytes]
 """``call(member, message type, payload, timeout_s) -> reply``; raises when the member cannot answer."""
 
 
-class JobStatus(enum.Enum):
-    """Jet's job states (the first wave has no suspension)."""
-
-    NOT_RUNNING = "NOT_RUNNING"
-    STARTING = "STARTING"
-    RUNNING = "RUNNING"
-    COMPLETING = "COMPLETING"
-    COMPLETED = "COMPLETED"
-    FAILED = "FAILED"
-
-    @property
-    def is_terminal(self) -> bool:
-        return self in (JobStatus.COMPLETED, JobStatus.FAILED)
-
-
-def _iso(timestamp: float | None) -> str | None:
-    return None if timestamp is None else datetime.fromtimestamp(timestamp, timezone.utc).isoformat()
-
-
-@dataclass
-class JobRecord:
-    """What the coordinator knows of one job; ``to_header()`` is what clients and ``/job`` see."""
-
-    job_id: str
-    name: str
-    status: JobStatus = JobStatus.NOT_RUNNING
-    submission_time: float = field(default_factory=time.time)
-    start_time: float | None = None
-    completion_time: float | None = None
-    failure: ExecutionOutcome | None = None
-
-    @property
-    def message(self) -> str:
-        """The failure with its traceback when FAILED, else empty."""
-        if self.failure is None:
-            return ""
-        return (f"{self.failure.error} (on member {self.failure.member}, in {self.failure.tasklet or '?'})\n"
-                f"{self.failure.traceback}")
-
-    def to_header(self) -> dict[str, Any]:
-        failure = self.failure
-        return {"jobId": self.job_id, "name": self.name, "status": self.status.value,
-                "message": self.message if self.status is JobStatus.FAILED else "",
-                "submissionTime": _iso(self.submission_time), "startTime": _iso(self.start_time),
-                "completionTime": _iso(self.completion_time),
-                "failure": None if failure is None else failure.to_header()}
-
-
-class _JobRun:
-    """One job's coordination state, guarded by the coordinator's condition."""
-
-    def __init__(self, record: JobRecord, dag: DAG, dag_bytes: bytes) -> None:
-        self.record = record
-        self.dag = dag
-        self.dag_bytes = dag_bytes
-        self.execution_id = 0
-        self.awaiting: set[int] = set()
-        """Members whose outcome of the current execution is still due."""
-        self.initialised: set[int] = set()
-        self.results: dict[int, dict[str, list]] = {}
-        """Named results per member, from the members' outcome reports."""
-        self.final_metrics: dict[int, dict[str, dict[str, int]]] = {}
-        self.observable_names = observable_names(dag)
-        """The names of the job's observable sinks."""
-
-
-class JobCoordinator:
+class JobCoordinator(JobControl, ExecutionDriver):
     """Coordinates every job of the cluster; lives on member 0."""
 
     def __init__(self, member_count: int, call_member: MemberCall, *, cooperative_threads: int = 1,
                  on_status: Callable[[JobRecord], None] | None = None,
-                 control: ControlSettings | None = None, clock: Callable[[], float] = time.time) -> None:
+                 control: ControlSettings | None = None, clock: Callable[[], float] = time.time,
+                 job_store: JobStore | None = None) -> None:
         self.member_count = member_count
         self._call = call_member
         self._threads = cooperative_threads
         self._on_status = on_status
         self.control = control or ControlSettings()
         self._clock = clock
+        self.job_store = job_store or JobStore(None)
         self._changed = threading.Condition()
-        self._jobs: dict[str, _JobRun] = {}
+        self._jobs: dict[str, JobRun] = {}
         self._finished = FinishedJobs(self.control.max_finished_jobs, self.control.finished_job_ttl_s, clock)
         self._latest: str | None = None
         self._lost: dict[int, str] = {}
+        self._shut_down = False
         self.observables = ObservableStore()
         """The buffers of the jobs' observable sinks."""
         self._pool = ThreadPoolExecutor(max_workers=max(4, 2 * member_count), thread_name_prefix="jet-coord")
 
     # -- client side -------------------------------------------------------------------------
-    def submit(self, dag_bytes: bytes, config: Mapping[str, Any] | None = None) -> str:
-        """Validate the DAG (``DagValidationError`` before anything runs) and start the job."""
+    def submit(self, dag_bytes: bytes, config: Mapping[str, Any] | JobConfig | None = None) -> str:
+        """Validate the DAG (``DagValidationError``) and the config (``JobConfigError``) before
+        anything runs, keep the job's record when it has a guarantee, and start the job."""
         dag = cloudpickle.loads(dag_bytes)
         if not isinstance(dag, DAG):
             raise DagValidationError(f"a job needs a jet.core.DAG, got {type(dag).__name__}")
         dag.validate()
-        job_id = "-".join(f"{secrets.randbits(16):04x}" for _ in range(4))
-        name = str((config or {}).get("name") or job_id)
-        run = _JobRun(JobRecord(job_id, name, submission_time=self._clock()), dag, dag_bytes)
-        with self._changed:
-            self._jobs[job_id] = run
-            self._latest = job_id
-        self._notify(run.record)
-        threading.Thread(target=self._run, args=(run,), name=f"jet-job-{job_id}", daemon=True).start()
+        try:
+            job_config = JobConfig.of(config)
+        except ValueError as e:
+            raise JobConfigError(str(e)) from None
+        self.job_store.check(job_config)
+        job_id = new_job_id()
+        record = JobRecord(job_id, job_config.name or job_id, submission_time=self._clock(), config=job_config)
+        self.job_store.create(record, dag_bytes)
+        self._launch(JobRun(record, dag, dag_bytes))
         return job_id
+
+    def submit_or_resume(self, dag_bytes: bytes, config: Mapping[str, Any] | JobConfig | None = None) -> str:
+        """Submit the job, unless a job of the same name is kept unfinished (in this coordinator
+        or in the store): that one goes on (how a restarted member 0 with ``--pipeline`` continues)."""
+        name = JobConfig.of(config).name
+        if name:
+            self.resume_stored_jobs()
+            with self._changed:
+                same = [run for run in self._jobs.values()
+                        if run.record.name == name and not run.record.status.is_terminal]
+            if same:
+                log.info("job %s (%s) is kept unfinished; it goes on instead of a new submission",
+                         same[-1].record.job_id, name)
+                return same[-1].record.job_id
+        return self.submit(dag_bytes, config)
+
+    def resume_stored_jobs(self) -> list[str]:
+        """Take over every unfinished job recorded in the snapshot store that this coordinator
+        does not run yet: restart it from its last good snapshot (a SUSPENDED job stays so)."""
+        resumed = []
+        for stored in self.job_store.stored_jobs():
+            with self._changed:
+                if stored.job_id in self._jobs:
+                    continue
+            try:
+                dag = cloudpickle.loads(stored.dag)
+            except Exception as e:  # noqa: BLE001 - a record this code cannot run: leave it
+                log.warning("job %s (%s) in the snapshot store cannot be resumed: its DAG does not unpickle: %s",
+                            stored.job_id, stored.name, e)
+                continue
+            record = record_from_store(stored)
+            self.job_store.adopt(stored)
+            if not record.status.is_suspended:
+                record.status = JobStatus.NOT_RUNNING
+                record.restarts += 1
+                record.last_restart_cause = "the coordinator restarted"
+            log.info("job %s (%s) found in the snapshot store: %s from snapshot %d", record.job_id, record.name,
+                     "stays suspended" if record.status.is_suspended else "resumes",
+                     stored.last_good_snapshot_id)
+            self._launch(JobRun(record, dag, stored.dag))
+            resumed.append(record.job_id)
+        return resumed
+
+    def _launch(self, run: JobRun) -> None:
+        with self._changed:
+            self._jobs[run.record.job_id] = run
+            self._latest = run.record.job_id
+        self._notify(run.record)
+        threading.Thread(target=self._run, args=(run,), name=f"jet-job-{run.record.job_id}", daemon=True).start()
 
     def reject(self, name: str, error: BaseException) -> str:
         """Record a job that could not be built (its file raised, its pipeline or DAG is bad) as
         FAILED with the user's traceback, so the client, /job and the operator report it."""
-        job_id = "-".join(f"{secrets.randbits(16):04x}" for _ in range(4))
+        job_id = new_job_id()
         outcome = ExecutionOutcome.of_failure(job_id, 0, 0, error)
         now = self._clock()
         record = JobRecord(job_id, name, status=JobStatus.FAILED, submission_time=now, completion_time=now,
                            failure=ExecutionOutcome(**{**outcome.to_header(), "tasklet": "building the job"}))
         with self._changed:
-            self._jobs[job_id] = _JobRun(record, DAG(), b"")
+            self._jobs[job_id] = JobRun(record, DAG(), b"")
             self._latest = job_id
             self._forget(self._finished.add(job_id, now))
             self._changed.notify_all()
@@ -178,6 +160,12 @@ class JobCoordinator:
     def record(self, job_id: str) -> JobRecord:
         """The job's record; :class:`UnknownJobError` naming the id when unknown or forgotten."""
         return self._run_of(job_id).record
+
+    def records(self) -> list[JobRecord]:
+        """Every job kept, oldest first."""
+        with self._changed:
+            self._forget(self._finished.expired())
+            return sorted((run.record for run in self._jobs.values()), key=lambda r: r.submission_time)
 
     def latest(self) -> JobRecord | None:
         """The most recently submitted job, while it is kept."""
@@ -193,15 +181,7 @@ class JobCoordinator:
             self._changed.wait_for(lambda: record.status.is_terminal, timeout_s)
         return record
 
-    def cancel(self, job_id: str) -> JobRecord:
-        """Cancel the job everywhere; it ends FAILED with ``JobCancelledError``."""
-        run = self._run_of(job_id)
-        self._fail(run, ExecutionOutcome(job_id, run.execution_id, 0, ok=False, cancelled=True,
-                                         error="JobCancelledError: the job was cancelled by the client",
-                                         tasklet=_CLIENT_TASKLET))
-        return run.record
-
-    def _run_of(self, job_id: str) -> _JobRun:
+    def _run_of(self, job_id: str) -> JobRun:
         with self._changed:
             self._forget(self._finished.expired())
             run = self._jobs.get(job_id)
@@ -219,12 +199,13 @@ class JobCoordinator:
 
     # -- member side ------------------------------------------------------------------------
     def results(self, job_id: str) -> dict[str, list]:
-        """The job's named results (``Context.results`` of every member, in member order)."""
+        """The job's named results (``Context.results`` of every member of its last execution)."""
         run = self._run_of(job_id)
         merged: dict[str, list] = {}
         with self._changed:
-            for member in sorted(run.results):
-                for name, items in run.results[member].items():
+            execution = run.execution
+            for member in sorted(execution.results if execution else ()):
+                for name, items in execution.results[member].items():
                     merged.setdefault(name, []).extend(items)
         return merged
 
@@ -257,9 +238,13 @@ class JobCoordinator:
         counts asked from the others (a member that cannot answer is left out)."""
         run = self._run_of(job_id)
         with self._changed:
-            per_member = dict(run.final_metrics)
-            live = [m for m in run.awaiting if m not in per_member] if run.record.status is JobStatus.RUNNING else []
-        payload = messages.encode_message({"execution_id": run.execution_id})
+            execution = run.execution
+            if execution is None:
+                return {}
+            per_member = dict(execution.final_metrics)
+            live = ([m for m in execution.awaiting if m not in per_member]
+                    if run.record.status is JobStatus.RUNNING else [])
+        payload = messages.encode_message({"execution_id": execution.id})
         for member in live:
             try:
                 reply = self._call(member, messages.EXECUTION_METRICS, payload, self._call_timeout_s)
@@ -273,172 +258,150 @@ class JobCoordinator:
         """A member's execution ended (reported by the member, with its results and metrics)."""
         with self._changed:
             run = self._jobs.get(outcome.job_id)
-            if run is None or run.execution_id != outcome.execution_id:
+            execution = None if run is None else run.execution
+            if execution is None or execution.id != outcome.execution_id:
                 log.warning("outcome of an unknown execution %s of job %s from member %d",
                             outcome.execution_id, outcome.job_id, outcome.member)
                 return
-            run.awaiting.discard(outcome.member)
-            run.results[outcome.member] = results or {}
-            run.final_metrics[outcome.member] = metrics or {}
+            execution.awaiting.discard(outcome.member)
+            execution.results[outcome.member] = results or {}
+            execution.final_metrics[outcome.member] = metrics or {}
             self._changed.notify_all()
         if not outcome.ok:
-            self._fail(run, outcome)
+            self._fail_execution(run, execution, outcome)
 
     def on_member_lost(self, member: int, error: BaseException | str) -> None:
-        """A member's connection broke: every active job fails, naming the member."""
+        """A member's connection broke: every running execution fails; each job then restarts,
+        suspends or fails as :func:`~jet.cluster.job_restarts.decide` says."""
         with self._changed:
             self._lost.setdefault(member, str(error))
-            runs = [r for r in self._jobs.values() if not r.record.status.is_terminal]
-            for run in runs:
-                run.awaiting.discard(member)
+            hit = [(run, run.execution) for run in self._jobs.values()
+                   if run.execution is not None and not run.record.status.is_terminal
+                   and run.record.status in (JobStatus.STARTING, JobStatus.RUNNING)]
+            for _, execution in hit:
+                execution.lost.add(member)
+                execution.awaiting.discard(member)
             self._changed.notify_all()
-        for run in runs:
-            self._fail(run, self._lost_outcome(run, member, str(error)))
+        for run, execution in hit:
+            self._fail_execution(run, execution, self._lost_outcome(run, member, str(error)))
+
+    def on_member_joined(self, member: int) -> None:
+        """A lost member is back: jobs waiting for the cluster to be whole may restart."""
+        with self._changed:
+            if self._lost.pop(member, None) is not None:
+                log.info("member %d rejoined the cluster", member)
+            self._changed.notify_all()
 
     def shutdown(self) -> None:
+        """Stop coordinating: the jobs are left as they are (their records stay in the store for
+        the next coordinator); nothing more is committed or decided."""
+        with self._changed:
+            self._shut_down = True
+            runs = list(self._jobs.values())
+            self._changed.notify_all()
+        for run in runs:
+            execution = run.execution
+            if execution is not None and execution.snapshots is not None:
+                execution.snapshots.stop()
         self._pool.shutdown(wait=False, cancel_futures=True)
 
     # -- the job thread ----------------------------------------------------------------------
-    def _run(self, run: _JobRun) -> None:
+    def _run(self, run: JobRun) -> None:
         record = run.record
         try:
-            self._execute(run)
+            go_on = not record.status.is_suspended or self._stay_suspended(run, record.suspension_cause)
+            while go_on and not self._shut_down:
+                self._execute(run)
+                go_on = not self._shut_down and self._after_execution(run)
         except Exception as e:  # noqa: BLE001 - a coordinator bug must still end the job
+            if self._shut_down:  # its calls are refused now; the job stays as the store has it
+                log.debug("job %s: coordination stopped with the coordinator: %s", record.job_id, e)
+                return
             log.exception("coordinating job %s failed", record.job_id)
-            self._fail(run, ExecutionOutcome(record.job_id, run.execution_id, 0, ok=False,
-                                             error=f"{type(e).__name__}: {e}", tasklet="coordinator"))
+            record.failure = record.failure or ExecutionOutcome(
+                record.job_id, run.execution_id, 0, ok=False, error=f"{type(e).__name__}: {e}",
+                tasklet="coordinator")
         finally:
-            self._finish(run)
+            if not self._shut_down:
+                self._finish(run)
 
-    @property
-    def _call_timeout_s(self) -> float:
-        return self.control.control_timeout_ms / 1000
-
-    def _execute(self, run: _JobRun) -> None:
-        record = run.record
-        members = range(self.member_count)
+    def _after_execution(self, run: JobRun) -> bool:
+        """Act on how the execution ended; True to run another one."""
+        record, execution = run.record, run.execution
         with self._changed:
-            if run.record.failure is not None:
-                return
-            run.execution_id = secrets.randbits(63)
-            record.status, record.start_time = JobStatus.STARTING, self._clock()
-            lost = dict(self._lost)
-        self._notify(record)
-        log.info("starting job %s (%s), execution %d on %d members, DAG:\n%s", record.job_id, record.name,
-                 run.execution_id, self.member_count, run.dag.to_dot(default_local_parallelism=self._threads))
-        for member, error in lost.items():
-            self._fail(run, self._lost_outcome(run, member, error))
-        if record.failure is not None:
-            return
-        owners = partition_owners(self.member_count)
-        init_s = self.control.init_timeout_ms / 1000
-        inits = {m: self._pool.submit(self._call, m, messages.INIT, messages.encode_message(
-            PlanMessage(record.job_id, run.execution_id, m, self.member_count, owners, record.name).to_header(),
-            run.dag_bytes), init_s) for m in members}
-        for member, future in inits.items():
-            if self._call_ok(run, member, messages.INIT, future, init_s):
-                run.initialised.add(member)
-        with self._changed:
-            if record.failure is not None:
-                return
-            record.status = JobStatus.RUNNING
-            run.awaiting = {m for m in members if m not in self._lost}
-        self._notify(record)
-        starts = self._call_all(run, members, messages.START)
-        for member, future in starts.items():
-            self._call_ok(run, member, messages.START, future, self._call_timeout_s)
-        self._await_reports(run)
+            requested, run.requested = run.requested, None
+        decision = decide(record.config, requested, execution.failure, execution.lost)
+        if decision.next is Next.COMPLETE:
+            return False
+        if decision.next is Next.FAIL:
+            record.failure = execution.failure or self._client_outcome(run, "the job was cancelled by the client")
+            return False
+        if decision.next is Next.SUSPEND:
+            return self._stay_suspended(run, decision.cause)
+        if decision.next is Next.RESTART_WHEN_WHOLE:
+            with self._changed:
+                record.status = JobStatus.NOT_RUNNING
+            self._status_changed(record)
+            whole = self._await_whole_cluster(run, decision.suspend_if_not_whole)
+            with self._changed:
+                requested, run.requested = run.requested, None
+            if requested in (Termination.CANCEL, Termination.CANCEL_AND_EXPORT):
+                record.failure = self._client_outcome(run, "the job was cancelled by the client")
+                return False
+            if requested is Termination.SUSPEND:
+                return self._stay_suspended(run, "suspended by the client")
+            if not whole:
+                return self._stay_suspended(run, f"{decision.cause}; the cluster was not whole again within "
+                                                  f"{self.control.member_rejoin_timeout_ms} ms")
+            time.sleep(self.control.restart_delay_ms / 1000)
+        record.restarts += 1
+        record.last_restart_cause = decision.cause
+        log.info("job %s: restart %d (%s)", record.job_id, record.restarts, decision.cause)
+        return True
 
-    def _call_all(self, run: _JobRun, members, msg_type: str, extra: dict | None = None) -> dict[int, Future]:
-        """``msg_type`` about the current execution to each of ``members``, concurrently."""
-        payload = messages.encode_message({"job_id": run.record.job_id, "execution_id": run.execution_id,
-                                           **(extra or {})})
-        return {m: self._pool.submit(self._call, m, msg_type, payload, self._call_timeout_s) for m in members}
-
-    def _await_reports(self, run: _JobRun) -> None:
-        """Wait for every member's outcome; ask those silent for ``report_wait_ms`` for their state."""
-        wait_s = self.control.report_wait_ms / 1000
+    def _await_whole_cluster(self, run: JobRun, give_up: bool) -> bool:
+        """Wait for every lost member to rejoin: bounded by ``member_rejoin_timeout_ms`` when
+        ``give_up``, else on and on (logging each time the bound passes); a cancel ends it."""
+        timeout_s = self.control.member_rejoin_timeout_ms / 1000
         while True:
             with self._changed:
-                if self._changed.wait_for(lambda: not run.awaiting or run.record.failure is not None, wait_s):
-                    return
-                silent = sorted(run.awaiting)
-            log.info("job %s: no report from members %s for %.1f s; asking for their execution's state",
-                     run.record.job_id, silent, wait_s)
-            for member, future in self._call_all(run, silent, messages.EXECUTION_STATE).items():
-                self._take_state(run, member, future)
+                if self._changed.wait_for(lambda: not self._lost or run.requested is not None or self._shut_down,
+                                          timeout_s):
+                    return not self._lost
+                lost = sorted(self._lost)
+            if give_up:
+                return False
+            log.warning("job %s waits for member(s) %s to rejoin (%.0f s so far); it restarts when they do",
+                        run.record.job_id, lost, timeout_s)
 
-    def _take_state(self, run: _JobRun, member: int, future: Future) -> None:
-        """A still-running member is waited for; a finished one's report is taken from its answer;
-        a member that cannot answer fails the job, named."""
-        try:
-            header, blob = messages.decode_message(future.result(timeout=self._call_timeout_s + CALL_SLACK_S))
-        except Exception as e:  # noqa: BLE001 - a silent member: the job fails naming it
-            self._fail(run, ExecutionOutcome(
-                run.record.job_id, run.execution_id, member, ok=False,
-                error=(f"MemberSilentError: member {member} sent no report of job {run.record.job_id} for "
-                       f"{self.control.report_wait_ms} ms and did not answer when asked for the state of "
-                       f"execution {run.execution_id}: {type(e).__name__}: "
-                       f"{_describe(e, self._call_timeout_s)}"),
-                tasklet=f"execution state on member {member}"))
-            return
-        if header.get("state") == EXECUTION_DONE_STATE:
-            log.warning("job %s: member %d had finished but its report was lost; taking it from its answer",
-                        run.record.job_id, member)
-            self.on_execution_done(*decode_report(header, blob))
-
-    def _call_ok(self, run: _JobRun, member: int, msg_type: str, future: Future, timeout_s: float) -> bool:
-        try:
-            future.result(timeout=timeout_s + CALL_SLACK_S)
-            return True
-        except Exception as e:  # noqa: BLE001 - the member could not answer: its failure
-            self._fail(run, ExecutionOutcome(run.record.job_id, run.execution_id, member, ok=False,
-                                             error=f"{type(e).__name__}: member {member} failed {msg_type}: "
-                                                   f"{_describe(e, timeout_s)}",
-                                             tasklet=f"{msg_type} on member {member}"))
-            return False
-
-    def _fail(self, run: _JobRun, outcome: ExecutionOutcome) -> None:
-        """Record the job's first failure and cancel the execution on every member (once)."""
-        with self._changed:
-            if run.record.status.is_terminal or run.record.failure is not None:
-                return
-            run.record.failure = outcome
-            self._changed.notify_all()
-        if _by_client(outcome):
-            log.info("job %s: cancelled by the client", run.record.job_id)
-        else:
-            log.error("job %s failed on member %d: %s\n%s", run.record.job_id, outcome.member, outcome.error,
-                      outcome.traceback)
-
-    def _cleanup_call(self, run: _JobRun, msg_type: str, extra: dict | None = None) -> None:
-        """``cancel`` or ``complete`` to every initialised member still there, each bounded."""
-        members = [m for m in sorted(run.initialised) if m not in self._lost]
-        for member, call in self._call_all(run, members, msg_type, extra).items():
-            try:
-                call.result(timeout=self._call_timeout_s + CALL_SLACK_S)
-            except Exception as e:  # noqa: BLE001 - a member that cannot be reached is lost anyway
-                log.warning("%s of job %s on member %d: %s", msg_type, run.record.job_id, member,
-                            _describe(e, self._call_timeout_s))
-
-    def _finish(self, run: _JobRun) -> None:
+    def _stay_suspended(self, run: JobRun, cause: str) -> bool:
+        """SUSPENDED until a resume (True) or a cancel (False)."""
         record = run.record
-        if record.failure is not None and run.initialised:
-            self._cleanup_call(run, messages.CANCEL, {"reason": record.message, "member": record.failure.member,
-                                                      "by_client": _by_client(record.failure)})
-            grace_s = self.control.cancel_grace_ms / 1000
-            with self._changed:
-                if not self._changed.wait_for(lambda: not (run.awaiting - set(self._lost)), grace_s):
-                    log.warning("job %s: members %s did not report within %.1f s of the cancel",
-                                record.job_id, sorted(run.awaiting), grace_s)
         with self._changed:
-            record.status = JobStatus.COMPLETING
-        self._notify(record)
-        self._cleanup_call(run, messages.COMPLETE)
+            record.status = JobStatus.SUSPENDED
+            record.suspension_cause = cause
+            run.resume_requested = False
+        self._status_changed(record)
+        log.info("job %s is suspended: %s", record.job_id, cause)
+        with self._changed:
+            self._changed.wait_for(lambda: run.resume_requested or run.requested is not None or self._shut_down)
+            resumed, run.resume_requested = run.resume_requested, False
+            cancelled = run.requested in (Termination.CANCEL, Termination.CANCEL_AND_EXPORT)
+            run.requested = None
+            record.suspension_cause = ""
+        if cancelled or self._shut_down:
+            record.failure = self._client_outcome(run, "the job was cancelled by the client")
+            return False
+        log.info("job %s resumes", record.job_id)
+        return resumed
+
+    def _finish(self, run: JobRun) -> None:
+        record = run.record
         with self._changed:
             record.status = JobStatus.FAILED if record.failure is not None else JobStatus.COMPLETED
             record.completion_time = self._clock()
             run.dag = run.dag_bytes = None
+            self.job_store.update(record)  # gone from the store before anyone sees the job ended
             self._forget(self._finished.add(record.job_id, record.completion_time))
             self._changed.notify_all()
         self.observables.wake()
@@ -446,10 +409,18 @@ class JobCoordinator:
                  record.completion_time - (record.start_time or record.submission_time))
         self._notify(record)
 
-    def _lost_outcome(self, run: _JobRun, member: int, error: str) -> ExecutionOutcome:
+    def _lost_outcome(self, run: JobRun, member: int, error: str) -> ExecutionOutcome:
         return ExecutionOutcome(run.record.job_id, run.execution_id, member, ok=False,
                                 error=f"MemberLostError: member {member} was lost: {error}",
                                 tasklet=f"connection to member {member}")
+
+    def _client_outcome(self, run: JobRun, what: str) -> ExecutionOutcome:
+        return ExecutionOutcome(run.record.job_id, run.execution_id, 0, ok=False, cancelled=True,
+                                error=f"JobCancelledError: {what}", tasklet=CLIENT_TASKLET)
+
+    def _status_changed(self, record: JobRecord) -> None:
+        self.job_store.update(record)
+        self._notify(record)
 
     def _notify(self, record: JobRecord) -> None:
         if self._on_status is not None:
@@ -457,19 +428,3 @@ class JobCoordinator:
                 self._on_status(record)
             except Exception:  # noqa: BLE001
                 log.exception("job status listener failed")
-
-
-def _describe(error: BaseException, timeout_s: float) -> str:
-    """A failed call's error text; a wait that ran out says so with its bound."""
-    if isinstance(error, TimeoutError) and not str(error):
-        return f"no answer within {timeout_s} s"
-    return str(error)
-
-
-_CLIENT_TASKLET = "client"
-"""The ``tasklet`` of the outcome a client's cancel records."""
-
-
-def _by_client(outcome: ExecutionOutcome) -> bool:
-    """Whether ``outcome`` is a client's cancel: asked for, so no error to log."""
-    return outcome.cancelled and outcome.tasklet == _CLIENT_TASKLET

@@ -27,6 +27,7 @@ from jet.execution.outbound import (BroadcastCollector, OutboundCollector, Round
                                     SingleTargetCollector)
 from jet.execution.plan import ExecutionPlan, MemberTopology, owned_partition_table
 from jet.execution.queues import UNBOUNDED, SpscQueue
+from jet.execution.snapshot_context import SnapshotContext
 
 
 def partition_owners(member_count: int) -> list[int]:
@@ -92,9 +93,11 @@ class DistributedExecutionPlan(ExecutionPlan):
     def __init__(self, dag: DAG, *, network: MemberNetwork, execution_id: int,
                  topology: MemberTopology, cooperative_threads: int = 1,
                  edge_defaults: EdgeConfig | None = None, flow_control_period_ms: int = 100,
-                 job_id: str = "job") -> None:
+                 job_id: str = "job", snapshot_context: SnapshotContext | None = None,
+                 restore_entries: dict[tuple[str, int], list] | None = None) -> None:
         super().__init__(dag, cooperative_threads=cooperative_threads,
-                         edge_defaults=edge_defaults, topology=topology, job_id=job_id)
+                         edge_defaults=edge_defaults, topology=topology, job_id=job_id,
+                         snapshot_context=snapshot_context, restore_entries=restore_entries)
         self.network = network
         self.execution_id = execution_id
         self.period_ns = flow_control_period_ms * 1_000_000
@@ -125,8 +128,7 @@ class DistributedExecutionPlan(ExecutionPlan):
         for j in range(downstream):
             conveyor = [local[(i, j)] for i in range(upstream)]
             conveyor += [receiver_queues[m][j] for m in self.remote_members]
-            instreams[dest][j].append(InboundEdgeStream(
-                ordinal, edge.get_priority(), conveyor, name=f"{source}->{dest}#{j}"))
+            instreams[dest][j].append(self._instream(edge, conveyor, f"{source}->{dest}#{j}"))
         for m in self.remote_members:
             key = (self.execution_id, vertex_id, ordinal, m)
             self.receivers[key] = ReceiverTasklet(
@@ -138,7 +140,8 @@ class DistributedExecutionPlan(ExecutionPlan):
         for m in self.remote_members:
             self.senders[(self.execution_id, vertex_id, ordinal, m)] = SenderTasklet(
                 f"sender({source}->{dest}, to member {m})",
-                InboundEdgeStream(ordinal, 0, sender_queues[m], name=f"{source}->member{m}"),
+                InboundEdgeStream(ordinal, 0, sender_queues[m], name=f"{source}->member{m}",
+                                  wait_for_all_barriers=self.wait_for_all_barriers),
                 self._frame_sender(m), self.execution_id, vertex_id, ordinal,
                 config.packet_size_limit, pairs=edge.routing_policy is RoutingPolicy.PARTITIONED
                 and edge.all_to_one_key is None)

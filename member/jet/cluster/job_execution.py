@@ -28,11 +28,15 @@ from jet.cluster.network import MemberNetwork
 from jet.cluster.observables import Publisher, register_publisher, unregister_publisher
 from jet.core.dag import DAG
 from jet.core.edge import EdgeConfig
-from jet.execution.errors import JobCancelledError, JobFailedError
+from jet.execution.errors import JobCancelledError, JobFailedError, MemberLostError
 from jet.execution.job_future import ExecutionFuture
 from jet.execution.plan import MemberTopology
 from jet.execution.progress_log import ProgressLog, is_streaming
 from jet.execution.service import TaskletExecutionService
+from jet.execution.snapshot_context import SnapshotContext
+from jet.execution.snapshot_restore import route_restore_entries
+from jet.job_config import ProcessingGuarantee
+from jet.snapshot.store import SnapshotStore
 
 log = logging.getLogger("jet.cluster.job_execution")
 REPORT_THREAD_PREFIX = "jet.execution-report-"
@@ -103,6 +107,12 @@ class PlanMessage:
     member_count: int
     partition_owners: list[int]
     job_name: str = "job"
+    processing_guarantee: str = "NONE"
+    restore: dict[str, Any] | None = None
+    """The snapshot to restore: ``{"job_id", "snapshot_id", "slot"}`` (a job's last good one) or
+    ``{"export": name}``; None starts empty."""
+    first_snapshot_id: int = 0
+    """The id the execution's first snapshot will have (ids rise across a job's executions)."""
 
     def to_header(self) -> dict[str, Any]:
         return asdict(self)
@@ -123,7 +133,7 @@ class JobExecution:
                  service: TaskletExecutionService, on_done: Callable[[ExecutionOutcome, "JobExecution"], None],
                  edge_defaults: EdgeConfig | None = None, flow_control_period_ms: int = 100,
                  publish_observable: Callable[[str, str, int, list], None] | None = None,
-                 progress_log_interval_ms: int = 0) -> None:
+                 progress_log_interval_ms: int = 0, snapshot_store: SnapshotStore | None = None) -> None:
         """Unpickle the DAG (bytes from an authenticated peer only), build the plan, register it.
 
         ``publish_observable(job_id, name, capacity, items)`` takes the items of the job's
@@ -146,10 +156,22 @@ class JobExecution:
             raise TypeError(f"init of job {self.job_id}: the payload is a {type(dag).__name__}, not a DAG")
         topology = MemberTopology(plan_message.member_index, plan_message.member_count,
                                   list(plan_message.partition_owners))
+        guarantee = ProcessingGuarantee.parse(plan_message.processing_guarantee)
+        self._store = snapshot_store
+        if (guarantee.snapshots or plan_message.restore) and snapshot_store is None:
+            raise ValueError(f"job {self.job_id} has the guarantee {guarantee.value} or restores a snapshot, "
+                             f"but member {self.member_index} has no snapshot store (setting snapshot_store)")
+        self.snapshot_context = (SnapshotContext(guarantee, first_snapshot_id=plan_message.first_snapshot_id,
+                                                 name=f"job {self.job_id} on member {self.member_index}")
+                                 if guarantee.snapshots else None)
         self.plan = DistributedExecutionPlan(
             dag, network=network, execution_id=self.execution_id, topology=topology,
             cooperative_threads=service.cooperative_threads, edge_defaults=edge_defaults,
-            flow_control_period_ms=flow_control_period_ms, job_id=self.job_id)
+            flow_control_period_ms=flow_control_period_ms, job_id=self.job_id,
+            snapshot_context=self.snapshot_context)
+        if plan_message.restore:
+            self.plan.restore_entries = route_restore_entries(
+                self._restore_entries(plan_message.restore), dag, self.plan.local_parallelism, topology)
         self._tasklets = self.plan.build()
         self._progress_log = (ProgressLog(f"job {self.job_id} on member {self.member_index}",
                                           self.plan.vertex_metrics, progress_log_interval_ms)
@@ -160,6 +182,43 @@ class JobExecution:
         self._publisher = None if publish_observable is None else _job_publisher(publish_observable, self.job_id)
         if self._publisher is not None:
             register_publisher(self.job_id, self.member_index, self._publisher)
+
+    def _restore_entries(self, restore: dict[str, Any]):
+        store = self._store
+        if "export" in restore:
+            log.info("job %s: member %d restores exported snapshot %r", self.job_id, self.member_index,
+                     restore["export"])
+            return store.read_export(str(restore["export"]))
+        log.info("job %s: member %d restores snapshot %s of job %s", self.job_id, self.member_index,
+                 restore.get("snapshot_id"), restore.get("job_id"))
+        return store.read_snapshot(str(restore["job_id"]), expected_id=restore.get("snapshot_id"))
+
+    # -- snapshots ----------------------------------------------------------------------------
+    def snapshot_phase1(self, snapshot_id: int, slot: int, terminal: bool, timeout_s: float) -> dict[str, int]:
+        """Take this member's part of snapshot ``snapshot_id`` into ``slot`` of the store; the
+        counts of what it wrote (``keys``, ``bytes``, ``chunks``). Raises when it cannot
+        complete within ``timeout_s``."""
+        context = self._require_snapshots(snapshot_id)
+        writer = self._store.join_snapshot(self.job_id, snapshot_id, slot)
+        member = self.member_index
+
+        def write_chunk(vertex: str, sequence: int, entries: list) -> int:
+            before = writer.bytes_written
+            writer.write_chunk(vertex, member, sequence, entries)
+            return writer.bytes_written - before
+
+        future = context.start_phase1(snapshot_id, terminal, write_chunk)
+        return future.result(timeout=timeout_s)
+
+    def snapshot_phase2(self, snapshot_id: int, success: bool, timeout_s: float) -> None:
+        """Every live processor commits (``success``) or forgets the prepared work of the snapshot."""
+        self._require_snapshots(snapshot_id).start_phase2(snapshot_id, success).result(timeout=timeout_s)
+
+    def _require_snapshots(self, snapshot_id: int) -> SnapshotContext:
+        if self.snapshot_context is None:
+            raise ValueError(f"job {self.job_id}: execution {self.execution_id} takes no snapshots "
+                             f"(snapshot {snapshot_id} requested); its guarantee is NONE")
+        return self.snapshot_context
 
     @property
     def started(self) -> bool:
@@ -208,9 +267,10 @@ class JobExecution:
             unregister_publisher(self.job_id, self.member_index, self._publisher)
 
     def _peer_lost(self, peer: int, error: BaseException) -> None:
-        failure = JobFailedError(f"member {peer} was lost: {error}", tasklet=f"connection to member {peer}",
-                                 traceback_text=f"connection to member {peer} lost: {error}")
-        log.error("job %s, execution %d: %s", self.job_id, self.execution_id, failure)
+        failure = MemberLostError(f"member {peer} was lost: {error}", tasklet=f"connection to member {peer}",
+                                  traceback_text=f"connection to member {peer} lost: {error}")
+        log.warning("job %s, execution %d stops on member %d: %s", self.job_id, self.execution_id,
+                    self.member_index, failure)
         self.fail(failure)
 
     def report_payload(self) -> bytes | None:
@@ -227,6 +287,8 @@ class JobExecution:
     def _finish(self, future: ExecutionFuture) -> None:
         if self._progress_log is not None:
             self._progress_log.stop()
+        if self.snapshot_context is not None:
+            self.snapshot_context.execution_ended(future.failure)
         outcome = ExecutionOutcome.of_failure(self.job_id, self.execution_id, self.member_index, future.failure)
         if outcome.ok:
             log.info("job %s: execution %d completed on member %d", self.job_id, self.execution_id,
@@ -234,6 +296,9 @@ class JobExecution:
         elif outcome.cancelled:
             log.info("job %s: execution %d cancelled on member %d", self.job_id, self.execution_id,
                      self.member_index)
+        elif isinstance(future.failure, MemberLostError):
+            log.warning("job %s: execution %d stopped on member %d: %s", self.job_id, self.execution_id,
+                        self.member_index, outcome.error)
         else:
             log.error("job %s: execution %d failed on member %d in %s: %s\n%s", self.job_id,
                       self.execution_id, self.member_index, outcome.tasklet, outcome.error, outcome.traceback)

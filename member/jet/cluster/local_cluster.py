@@ -10,6 +10,14 @@ only the member processes get, and a static peer list. They die with this proces
 the *thread* that started the members, so start a cluster from a thread that outlives it.
 Settings overrides (``flow_control_period_ms=50``, ``queue_size=256``, ...) reach the members as
 ``JET_*`` environment variables.
+
+A member process that dies (killed, crashed) is started again with the same index, ports and
+environment, its output appended to the same log, and rejoins the cluster by itself
+(:mod:`jet.cluster.member_supervisor`; ``restart_dead_members=False`` turns it off). Its ports are
+free again at once: the gRPC server binds with ``SO_REUSEADDR`` (gRPC sets it on every listening
+socket) and the HTTP server too, so the dead member's connections in TIME_WAIT do not block them,
+while ``SO_REUSEPORT`` stays off (``grpc.so_reuseport=0``), so a port still held by a live process
+fails the bind instead of being shared.
 """
 
 from __future__ import annotations
@@ -27,6 +35,7 @@ from typing import Any, Mapping, Sequence
 import jet
 from jet.cluster.auth import MEMBER_KEY_ENV, TOKEN_ENV
 from jet.cluster.client import JetClient, Job
+from jet.cluster.member_supervisor import MemberSupervisor
 from jet.cluster.settings import MemberSettings
 from jet.core.dag import DAG
 
@@ -60,8 +69,10 @@ class LocalCluster:
 
     def __init__(self, members: int = 2, threads: int | None = None, *, log_dir: str | os.PathLike | None = None,
                  log_level: str = "INFO", ready_timeout_s: float = READY_TIMEOUT_S,
-                 member_env: Sequence[Mapping[str, str]] | None = None, **settings: Any) -> None:
-        """``member_env[i]``: environment variables for member i only (say, its ``PYTHONHASHSEED``)."""
+                 member_env: Sequence[Mapping[str, str]] | None = None, restart_dead_members: bool = True,
+                 **settings: Any) -> None:
+        """``member_env[i]``: environment variables for member i only (say, its ``PYTHONHASHSEED``);
+        ``restart_dead_members``: start a member that dies again (see the module's docstring)."""
         if members < 1:
             raise ValueError(f"local_cluster(members=...) must be >= 1, got {members}")
         if member_env is not None and len(member_env) != members:
@@ -77,23 +88,30 @@ class LocalCluster:
         self.addresses = [f"{self.host}:{port}" for port in self.ports]
         self.log_paths: list[Path] = []
         self.members: list[subprocess.Popen] = []
+        """The current process of each member (replaced when one is restarted)."""
         self._client: JetClient | None = None
+        self._supervisor: MemberSupervisor | None = None
+        self._threads, self._log_dir, self._log_level = threads, log_dir, log_level
+        self._member_envs: list[dict[str, str]] = []
         env = {k: v for k, v in os.environ.items() if not k.startswith("JET_")}
         env.update({f"JET_{name.upper()}": str(value) for name, value in settings.items() if value is not None})
         env.update({TOKEN_ENV: self.token, MEMBER_KEY_ENV: self.member_key, "PYTHONPATH": _python_path(),
                     "PYTHONUNBUFFERED": "1"})
         try:
             for index in range(members):
-                own_env = {**env, **member_env[index]} if member_env else env
-                self.members.append(self._spawn(index, threads, own_env, log_dir, log_level))
+                self._member_envs.append({**env, **member_env[index]} if member_env else env)
+                self.members.append(self._spawn(index))
             self._wait_ready(ready_timeout_s)
+            if restart_dead_members:
+                self._supervisor = MemberSupervisor(self.members, lambda index, status: self._spawn(index, True)).start()
         except BaseException:
             self.close()
             raise
 
-    def _spawn(self, index: int, threads: int | None, env: dict[str, str], log_dir: Any,
-               log_level: str) -> subprocess.Popen:
-        command = [sys.executable, "-m", "jet.cli", "--log-level", log_level, "member",
+    def _spawn(self, index: int, restart: bool = False) -> subprocess.Popen:
+        """Start member ``index`` (again, appending to its log, when ``restart``)."""
+        threads, log_dir = self._threads, self._log_dir
+        command = [sys.executable, "-m", "jet.cli", "--log-level", self._log_level, "member",
                    "--host", self.host, "--port", str(self.ports[index]),
                    "--http-port", str(self.http_ports[index]), "--peers", ",".join(self.addresses),
                    "--index", str(index), "--exit-with-parent"]
@@ -103,13 +121,14 @@ class LocalCluster:
         if log_dir is not None:
             path = Path(log_dir) / f"member-{index}.log"
             path.parent.mkdir(parents=True, exist_ok=True)
-            self.log_paths.append(path)
-            output = path.open("wb")
+            if not restart:
+                self.log_paths.append(path)
+            output = path.open("ab" if restart else "wb")
         try:
             # A session of their own: a Ctrl-C in the terminal reaches the parent only, which cancels
             # the job and stops them in order (they still die with it: --exit-with-parent).
-            return subprocess.Popen(command, stdin=subprocess.PIPE, stdout=output, stderr=output, env=env,
-                                    start_new_session=True)
+            return subprocess.Popen(command, stdin=subprocess.PIPE, stdout=output, stderr=output,
+                                    env=self._member_envs[index], start_new_session=True)
         finally:
             if output is not None:
                 output.close()
@@ -122,11 +141,8 @@ class LocalCluster:
                 if process.poll() is not None:
                     raise RuntimeError(f"member {index} exited with code {process.returncode} while starting"
                                        f"{self._log_tail(index)}")
-            try:
-                if self.client.ping(cluster=True, timeout_s=5.0).get("cluster_ready"):
-                    return
-            except Exception:  # noqa: BLE001 - not up yet
-                pass
+            if self.cluster_ready():
+                return
             if time.monotonic() > deadline:
                 raise TimeoutError(f"the local cluster of {len(self.members)} members was not ready within "
                                    f"{timeout_s} s{self._log_tail(0)}")
@@ -150,17 +166,42 @@ class LocalCluster:
         """Submit a ``jet.Pipeline`` or a core ``DAG`` (see :meth:`JetClient.new_job`)."""
         return self.client.new_job(job, config)
 
+    @property
+    def member_restarts(self) -> int:
+        """How many member processes were restarted after they died."""
+        return 0 if self._supervisor is None else self._supervisor.restarts
+
+    def kill_member(self, index: int, signal: int = signal.SIGKILL) -> subprocess.Popen:
+        """Send ``signal`` to member ``index``'s current process (for tests and chaos runs); the
+        process signalled. A member that dies of it is restarted (unless that is turned off)."""
+        if not 0 <= index < len(self.members):
+            raise ValueError(f"kill_member: index {index} is outside the {len(self.members)} members")
+        process = self.members[index]
+        process.send_signal(signal)
+        return process
+
+    def cluster_ready(self, timeout_s: float = 5.0) -> bool:
+        """Whether every member is connected to every other now (member 0's view; False when
+        member 0 does not answer)."""
+        try:
+            return bool(self.client.ping(cluster=True, timeout_s=timeout_s).get("cluster_ready"))
+        except Exception:  # noqa: BLE001 - not up (yet)
+            return False
+
     def close(self, wait: bool = True) -> None:
         """SIGTERM every member, SIGKILL those still running after a grace period; no orphans.
 
         ``wait=False`` only sends SIGTERM and returns: for a parent about to exit, whose members
         end with it anyway (they also exit when their stdin from the parent closes)."""
+        if self._supervisor is not None:
+            self._supervisor.stop_restarting()
         if self._client is not None:
             self._client.close()
             self._client = None
         for process in self.members:
             if process.poll() is None:
                 process.send_signal(signal.SIGTERM)
+                process.send_signal(signal.SIGCONT)  # one stopped by a test cannot act on SIGTERM
         if not wait:
             return
         deadline = time.monotonic() + STOP_GRACE_S
@@ -172,6 +213,8 @@ class LocalCluster:
                 process.wait()
             if process.stdin is not None:
                 process.stdin.close()
+        if self._supervisor is not None:
+            self._supervisor.join()  # last: the members die with the thread that restarted them
 
     def __enter__(self) -> "LocalCluster":
         return self

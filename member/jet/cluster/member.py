@@ -1,10 +1,12 @@
 """One member process: gRPC server, a stream to every other member, jobs, coordination, HTTP.
 
 Start-up: the gRPC server and the HTTP endpoint come up first (``/healthz`` answers 200), then the
-member waits for its peers (bounded, with backoff) and connects: of each pair, the lower index dials
-the higher one and both send their frames over that one stream; control calls go to every peer on
-a channel of their own. Member 0 also runs the :class:`JobCoordinator`. Every job's executions share
-one :class:`TaskletExecutionService`.
+member connects to its peers: of each pair, the lower index dials the higher one and both send their
+frames over that one stream; control calls go to every peer on a channel of their own. Streams are
+watched by heartbeats; a lost one fails the executions over it and is dialled again until the peer
+is back, which then joins again (:mod:`jet.cluster.membership`), so a member that restarts rejoins
+by itself. Member 0 also runs the :class:`JobCoordinator`. Every job's executions share one
+:class:`TaskletExecutionService`.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import time
 import traceback
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict
+from functools import partial
 from typing import Any, Callable
 
 import cloudpickle
@@ -24,19 +27,24 @@ from jet.cluster import messages
 from jet.cluster.auth import ANYONE, COORDINATOR_ONLY, MEMBERS, Caller, Role
 from jet.cluster.coordinator import (EXECUTION_DONE_STATE, EXECUTION_RUNNING_STATE, JobCoordinator, JobRecord,
                                     JobStatus)
+from jet.cluster.heartbeat import HeartbeatMonitor, check_heartbeat_settings
 from jet.cluster.job_execution import ExecutionOutcome, JobExecution, PlanMessage, decode_report
+from jet.cluster.job_state import JobConfigError, JobStateError
+from jet.cluster.job_store import JobStore
 from jet.cluster.member_http import MemberHttpServer, MemberMetrics
+from jet.cluster.membership import Membership, PeerDialer
 from jet.cluster.network import MemberNetwork
 from jet.cluster.observables import READ_MAX_ITEMS, READ_WAIT_S, UnknownObservableError
 from jet.cluster.packets import FrameType, PacketFormatError, frame_type
-from jet.cluster.peers import PeerAddress, parse_peers, wait_for_peers
+from jet.cluster.peers import PeerAddress, parse_peers
 from jet.cluster.server_limits import ServerLimits
 from jet.cluster.settings import MemberSettings
-from jet.cluster.transport import MemberServer, PeerConnection
+from jet.cluster.transport import FrameLink, MemberServer, PeerConnection
 from jet.core.dag import DAG, DagValidationError
 from jet.core.edge import EdgeConfig
 from jet.execution.runner import default_cooperative_threads
 from jet.execution.service import TaskletExecutionService
+from jet.snapshot import SnapshotError, SnapshotStore
 
 log = logging.getLogger("jet.cluster.member")
 
@@ -44,6 +52,8 @@ PEER_TIMEOUT_S = 300.0
 MAX_WAIT_S = 30.0
 REPORT_FIRST_BACKOFF_S = 0.1
 REPORT_MAX_BACKOFF_S = 5.0
+START_POLL_S = 0.2
+"""How often a starting member looks whether it was stopped while it waits for its peers."""
 LEAVING_NOTICE_TIMEOUT_S = 1.0
 """How long a stopping member waits for each peer to take its notice that it is leaving."""
 
@@ -66,6 +76,7 @@ class Member:
                              f"({', '.join(map(str, self.addresses))})")
         self.index = index
         self.member_count = len(self.addresses)
+        check_heartbeat_settings(settings.heartbeat_interval_ms, settings.heartbeat_timeout_ms)
         self._token = token if token is not None else settings.cluster_token()
         self._member_key = member_key if member_key is not None else self._configured_member_key(settings)
         self.host = settings.bind_host()
@@ -80,28 +91,41 @@ class Member:
                                    member_key=self._member_key, member_count=self.member_count,
                                    on_frame=self.network.on_frame, on_client_frame=self._on_client_frame,
                                    on_control=self._on_control, on_connection_lost=self._connection_lost,
+                                   on_peer_connected=self._peer_stream_accepted, on_peer_lost=self._peer_stream_lost,
                                    limits=ServerLimits(client_streams=settings.max_client_streams,
                                                        client_calls=settings.max_client_calls,
                                                        member_streams=self.member_count))
+        self.snapshot_store = (SnapshotStore(settings.snapshot_store, endpoint_url=settings.snapshot_store_endpoint)
+                               if settings.snapshot_store else None)
+        """Where jobs with a guarantee keep their records and snapshots (shared by every member)."""
         self.coordinator = (JobCoordinator(self.member_count, self.call_member, cooperative_threads=self.threads,
-                                           on_status=self._count_job, control=settings.control)
+                                           on_status=self._count_job, control=settings.control,
+                                           job_store=JobStore(self.snapshot_store))
                             if index == 0 else None)
         remote = index != 0  # member 0 reports to itself in place: no network can lose that
         self._faults = {"drop_reports": settings.control.fault_drop_reports if remote else 0,
-                        "unanswered_state_queries": settings.control.fault_unanswered_state_queries if remote else 0}
+                        "unanswered_state_queries": settings.control.fault_unanswered_state_queries if remote else 0,
+                        "fail_snapshot_phase1": settings.control.fault_fail_snapshot_phase1}
         """Fault injection for tests: how many more reports to drop and state queries to ignore."""
         self._serving = threading.Event()
         self.http = MemberHttpServer(self.host, settings.http_port, token=self._token, healthy=self._serving.is_set,
                                      latest_job=self._latest_job if index == 0 else None, metrics=self.metrics)
-        self.connections: dict[int, PeerConnection] = {}
+        self.membership = Membership(index, self.member_count, on_joined=self._member_joined,
+                                     on_lost=self._member_lost)
+        self.connections: dict[int, PeerConnection] = self.membership.connections
+        """Each peer's control connection (replaced when it rejoins)."""
         self._departed: set[int] = set()
         """Peers that said they are stopping: their streams closing is no loss worth a warning."""
+        self._heartbeats = HeartbeatMonitor(self.membership.links, settings.heartbeat_interval_ms,
+                                            settings.heartbeat_timeout_ms)
         self.executions: dict[int, JobExecution] = {}
         self.metrics.watch_executions(lambda: list(self.executions.values()))
+        if self.coordinator is not None:
+            self.metrics.watch_jobs(self.coordinator.records)
         self._lock = threading.Lock()
         self._reports = ThreadPoolExecutor(max_workers=4, thread_name_prefix="jet-report")
-        self.connected = threading.Event()
-        """Set once the streams with every other member are up."""
+        self.connected = self.membership.all_joined
+        """Set while the streams with every other member are up."""
         self.stopped = threading.Event()
 
     def _configured_member_key(self, settings: MemberSettings) -> str:
@@ -112,7 +136,8 @@ class Member:
 
     # -- life cycle ----------------------------------------------------------------------------
     def start(self) -> "Member":
-        """Serve gRPC and HTTP, then connect to every peer (blocks until connected)."""
+        """Serve gRPC and HTTP, then connect to every peer: blocks until connected, or for
+        ``peer_timeout_s`` at most, after which it warns and goes on trying in the background."""
         self.network.start()
         self.server.start()
         self._serving.set()
@@ -123,26 +148,62 @@ class Member:
         return self
 
     def _connect(self) -> None:
-        wait_for_peers(self.addresses, self.index, self._peer_timeout_s)
-        for peer, address in enumerate(self.addresses):
-            if peer != self.index:
-                self.connections[peer] = PeerConnection(
-                    str(address), self.index, peer, self._token, self._tls, member_key=self._member_key,
-                    on_frame=self.network.on_frame,
-                    on_connection_lost=self._connection_lost, open_stream=peer > self.index)
-        for peer in range(self.index):
-            self.server.wait_for_peer(peer, self._peer_timeout_s)
+        """Dial every higher peer (for ever, see :class:`PeerDialer`), serve the lower ones' streams,
+        and watch them all with heartbeats; wait for the whole cluster, bounded."""
+        self._heartbeats.start()
+        accept_timeout_s = self._heartbeats.timeout_s
         for peer in range(self.index + 1, self.member_count):
-            self.connections[peer].control(messages.PING, messages.encode_message({}), self._peer_timeout_s)
-        self.connected.set()
-        log.info("member %d connected to members %s", self.index,
-                 [f"{p} ({a})" for p, a in enumerate(self.addresses) if p != self.index])
+            PeerDialer(self.membership, peer, self.addresses[peer], partial(self._dial, peer), self.stopped,
+                       accept_timeout_s).start()
+        deadline = time.monotonic() + self._peer_timeout_s
+        while not self.connected.wait(START_POLL_S) and not self.stopped.is_set():
+            if time.monotonic() > deadline:
+                log.warning("member %d is not connected to members %s after %.0f s; it goes on trying",
+                            self.index, self.membership.missing_peers(), self._peer_timeout_s)
+                return
+
+    def _dial(self, peer: int, on_connection_lost: Callable[[int, BaseException], None]) -> PeerConnection:
+        """A stream (and control channel) to a higher peer on a fresh channel."""
+        return PeerConnection(str(self.addresses[peer]), self.index, peer, self._token, self._tls,
+                              member_key=self._member_key, on_frame=self.network.on_frame,
+                              on_connection_lost=on_connection_lost)
+
+    def _peer_stream_accepted(self, link: FrameLink) -> None:
+        """A lower peer's stream arrived (authenticated): it joins, with a fresh control channel."""
+        peer = link.peer_index
+        if not 0 <= peer < self.index or self.stopped.is_set():
+            return  # a higher index never dials down: such a stream is served, never joined
+        control = PeerConnection(str(self.addresses[peer]), self.index, peer, self._token, self._tls,
+                                 member_key=self._member_key, open_stream=False)
+        if not self.membership.joined(peer, link, control):
+            control.close()
+
+    def _peer_stream_lost(self, link: FrameLink, error: BaseException) -> None:
+        if self.membership.lost(link.peer_index, link, error) or isinstance(error, ConnectionError):
+            return
+        # A stream that is not the member's joined one sent what its reader refused (say, an
+        # authenticated member's garbage): the frames it delivered may have reached executions.
+        log.warning("member %d closed a stream of member %d that sent a bad frame: %s", self.index,
+                    link.peer_index, error)
+        self.network.on_connection_lost(link.peer_index, error)
+
+    def _member_joined(self, peer: int) -> None:
+        """Under the membership lock: ``peer`` joined (at start, or again after a loss)."""
+        self._departed.discard(peer)
+        joins = self.membership.joins[peer]
+        log.info("member %d: member %d (%s) %s", self.index, peer, self.addresses[peer],
+                 "joined" if joins == 1 else f"rejoined (join {joins})")
+        if self.connected.is_set():
+            log.info("member %d connected to all %d other members", self.index, self.member_count - 1)
+        on_member_joined = getattr(self.coordinator, "on_member_joined", None)
+        if on_member_joined is not None:
+            on_member_joined(peer)
 
     def cluster_ready(self) -> bool:
         """Whether every member is connected to every other (asks them; member 0's view)."""
         if not self.connected.is_set():
             return False
-        for peer, connection in self.connections.items():
+        for peer, connection in list(self.connections.items()):
             try:
                 reply, _ = messages.decode_message(connection.control(
                     messages.PING, messages.encode_message({}), 5.0, wait_for_ready=False))
@@ -167,28 +228,28 @@ class Member:
         if self.stopped.is_set():
             return
         self.stopped.set()
+        self.server.stop_accepting_members()
         log.info("member %d shutting down", self.index)
+        if self.coordinator is not None:  # first: its jobs stay as they are in the store, to be resumed
+            self.coordinator.shutdown()
         with self._lock:
             executions = list(self.executions.values())
         for execution in executions:
             execution.cancel("the member is shutting down")
         self._say_leaving()
-        for connection in self.connections.values():
-            connection.close()
+        self._heartbeats.stop()
+        self.membership.close()
         self.http.stop()
         self.server.stop(1.0)
         self.network.stop()
-        if self.coordinator is not None:
-            self.coordinator.shutdown()
         self._reports.shutdown(wait=False, cancel_futures=True)
         self.service.shutdown()
 
     def _say_leaving(self) -> None:
         """Tell every connected peer this member is stopping, so its streams closing is expected
         there (best effort: a peer that does not answer at once will log the loss instead)."""
-        if not self.connected.is_set():
-            return
-        for peer, connection in self.connections.items():
+        for peer in self.membership.joined_peers():
+            connection = self.connections[peer]
             try:
                 connection.control(messages.LEAVING, messages.encode_message({}), LEAVING_NOTICE_TIMEOUT_S,
                                    wait_for_ready=False)
@@ -197,10 +258,7 @@ class Member:
 
     # -- data and control plumbing --------------------------------------------------------------
     def _send_frame(self, peer: int, frame: bytes) -> None:
-        if peer > self.index:
-            self.connections[peer].send(frame)
-        else:
-            self.server.send(peer, frame)
+        self.membership.send(peer, frame)
 
     def call_member(self, member: int, msg_type: str, payload: bytes, timeout_s: float) -> bytes:
         """A control call to ``member``; a call to this member is handled in place."""
@@ -212,20 +270,22 @@ class Member:
         return connection.control(msg_type, payload, timeout_s, wait_for_ready=False)
 
     def _connection_lost(self, peer: int, error: BaseException) -> None:
-        if peer < 0:  # a Spark task or driver (negative index) hung up: no member was lost
-            log.debug("Spark peer %d closed its stream: %s", peer, error)
-            return
+        """A client's stream ended (members' streams go through the membership)."""
+        log.debug("Spark peer %d closed its stream: %s", peer, error)
+
+    def _member_lost(self, peer: int, error: BaseException) -> None:
+        """Under the membership lock: the stream with ``peer`` broke or went silent."""
         if peer in self._departed:
             log.log(logging.DEBUG if self.stopped.is_set() else logging.INFO,
                     "member %d: member %d has left the cluster", self.index, peer)
         else:
-            log.log(logging.DEBUG if self.stopped.is_set() else logging.ERROR if self.executions else logging.WARNING,
+            log.log(logging.DEBUG if self.stopped.is_set() else logging.WARNING,
                     "member %d lost its connection with member %d: %s", self.index, peer, error)
         if self.stopped.is_set():
             return  # this member's executions were cancelled when it began to stop
-        self.network.on_connection_lost(peer, error)
-        if self.coordinator is not None:
+        if self.coordinator is not None:  # first: the cause, before the failures it brings
             self.coordinator.on_member_lost(peer, error)
+        self.network.on_connection_lost(peer, error)
 
     def _on_control(self, caller: Caller, msg_type: str, payload: bytes) -> bytes:
         return self._handle(caller, msg_type, payload)
@@ -272,7 +332,8 @@ class Member:
                                      on_done=self._report, edge_defaults=self.edge_defaults,
                                      flow_control_period_ms=self.settings.flow_control_period_ms,
                                      publish_observable=self._publish_observable,
-                                     progress_log_interval_ms=self.settings.progress_log_interval_ms)
+                                     progress_log_interval_ms=self.settings.progress_log_interval_ms,
+                                     snapshot_store=self.snapshot_store)
         except Exception as e:  # the user's supplier or an unpicklable DAG: the traceback goes to the job
             raise JobInitError(f"{type(e).__name__}: {e}\n{traceback.format_exc()}") from e
         with self._lock:
@@ -303,6 +364,11 @@ class Member:
             log.info("job %s: cancelled by the client", execution.job_id)
             execution.cancel("cancelled by the client")
             return {}
+        if header.get("restarting"):
+            log.warning("job %s: execution %d is cancelled to be restarted: %s", execution.job_id,
+                        execution.execution_id, header.get("reason", ""))
+            execution.cancel(f"restarting after: {header.get('reason', '')}")
+            return {}
         if origin != self.index:
             log.error("job %s fails everywhere: the coordinator cancels it after a failure on member %s:\n%s",
                       execution.job_id, origin, header.get("reason", ""))
@@ -315,6 +381,31 @@ class Member:
             execution = self.executions.pop(execution_id, None)
         if execution is not None:
             execution.cleanup()
+        return {}
+
+    def _snapshot_phase1(self, peer: int, header: dict, blob: bytes) -> dict:
+        """Save this member's state of the execution into the snapshot's slot; its figures, or
+        ``error`` (a failed snapshot is the coordinator's to report, not this member's)."""
+        execution = self._execution(header)
+        snapshot_id = messages.require(header, "snapshot_id", int)
+        try:
+            if self._take_fault("fail_snapshot_phase1"):
+                raise SnapshotError(f"fault injection: member {self.index} fails phase 1 of snapshot {snapshot_id}")
+            return execution.snapshot_phase1(snapshot_id, messages.require(header, "slot", int),
+                                             bool(header.get("terminal")), float(header.get("timeout_s", 60.0)))
+        except Exception as e:  # noqa: BLE001 - reported to the coordinator, which logs the failed snapshot
+            log.info("job %s: phase 1 of snapshot %d failed on member %d: %s", execution.job_id, snapshot_id,
+                     self.index, e)
+            return {"error": f"{type(e).__name__}: {e}"}
+
+    def _snapshot_phase2(self, peer: int, header: dict, blob: bytes) -> dict:
+        """Every live processor commits (or forgets) the snapshot's prepared work; ``error`` when not."""
+        execution = self._execution(header)
+        try:
+            execution.snapshot_phase2(messages.require(header, "snapshot_id", int), bool(header.get("success")),
+                                      float(header.get("timeout_s", 60.0)))
+        except Exception as e:  # noqa: BLE001 - reported to the coordinator, which logs it
+            return {"error": f"{type(e).__name__}: {e}"}
         return {}
 
     def _execution_metrics(self, peer: int, header: dict, blob: bytes) -> dict:
@@ -389,19 +480,52 @@ class Member:
         coordinator = self._require_coordinator()
         try:
             return {"job_id": coordinator.submit(blob, header.get("config"))}
-        except DagValidationError as e:
-            return {"error": "DagValidationError", "message": str(e)}
+        except (DagValidationError, JobConfigError) as e:
+            return {"error": type(e).__name__, "message": str(e)}
 
     def submit(self, dag: DAG, config: dict | None = None) -> str:
-        """Submit a job on the coordinator from inside its own process (``--pipeline``)."""
-        return self._require_coordinator().submit(cloudpickle.dumps(dag), config)
+        """Submit a job on the coordinator from inside its own process (``--pipeline``); a job of
+        the same name kept unfinished in the snapshot store goes on instead."""
+        return self._require_coordinator().submit_or_resume(cloudpickle.dumps(dag), config)
+
+    def resume_stored_jobs(self) -> list[str]:
+        """Member 0: take over the unfinished jobs recorded in the snapshot store."""
+        return self._require_coordinator().resume_stored_jobs()
 
     def reject(self, name: str, error: BaseException) -> str:
         """Record a ``--pipeline`` job that could not be built as FAILED (see JobCoordinator.reject)."""
         return self._require_coordinator().reject(name, error)
 
     def _job_status(self, peer: int, header: dict, blob: bytes) -> dict:
-        return self._require_coordinator().record(messages.require(header, "job_id", str)).to_header()
+        """A job's record by its id (``job_id``), or by its id or name (``job``)."""
+        coordinator = self._require_coordinator()
+        if "job" in header:
+            return coordinator.find(messages.require(header, "job", str)).to_header()
+        return coordinator.record(messages.require(header, "job_id", str)).to_header()
+
+    def _job_control(self, peer: int, header: dict, blob: bytes) -> dict:
+        """suspend, resume, restart, export_snapshot or cancel_and_export; a request the job's
+        state does not allow is answered with ``error`` (the client raises it)."""
+        coordinator = self._require_coordinator()
+        job_id, action = messages.require(header, "job_id", str), messages.require(header, "action", str)
+        try:
+            if action in _EXPORTS:
+                return {"snapshot": coordinator.export_snapshot(job_id, messages.require(header, "name", str),
+                                                                cancel=action == "cancel_and_export")}
+            operation = {"suspend": coordinator.suspend, "resume": coordinator.resume,
+                         "restart": coordinator.restart}.get(action)
+            if operation is None:
+                raise ValueError(f"job_control: unknown action {action!r}; known: suspend, resume, restart, "
+                                 f"{', '.join(_EXPORTS)}")
+            return operation(job_id).to_header()
+        except (JobStateError, SnapshotError, ValueError) as e:
+            return {"error": type(e).__name__, "message": str(e)}
+
+    def _list_jobs(self, peer: int, header: dict, blob: bytes) -> dict:
+        return {"jobs": self._require_coordinator().job_headers()}
+
+    def _list_snapshots(self, peer: int, header: dict, blob: bytes) -> dict:
+        return {"snapshots": self._require_coordinator().snapshots()}
 
     def _job_wait(self, peer: int, header: dict, blob: bytes) -> dict:
         timeout_s = min(float(header.get("timeout_s", MAX_WAIT_S)), MAX_WAIT_S)
@@ -459,7 +583,7 @@ class Member:
         return None if record is None else record.to_header()
 
     def _count_job(self, record: JobRecord) -> None:
-        if record.status is JobStatus.NOT_RUNNING:
+        if record.status is JobStatus.NOT_RUNNING and record.start_time is None:
             self.metrics.jobs_submitted.inc()
         elif record.status is JobStatus.COMPLETED:
             self.metrics.jobs_completed.inc()
@@ -473,6 +597,8 @@ class Member:
         messages.CANCEL: (_cancel, COORDINATOR_ONLY), messages.COMPLETE: (_complete, COORDINATOR_ONLY),
         messages.EXECUTION_METRICS: (_execution_metrics, COORDINATOR_ONLY),
         messages.EXECUTION_STATE: (_execution_state, COORDINATOR_ONLY),
+        messages.SNAPSHOT_PHASE1: (_snapshot_phase1, COORDINATOR_ONLY),
+        messages.SNAPSHOT_PHASE2: (_snapshot_phase2, COORDINATOR_ONLY),
         # Members tell each other (and the coordinator) about themselves.
         messages.EXECUTION_DONE: (_execution_done, MEMBERS), messages.LEAVING: (_leaving, MEMBERS),
         messages.OBSERVABLE_ITEMS: (_observable_items, MEMBERS),
@@ -481,10 +607,13 @@ class Member:
         messages.JOB_STATUS: (_job_status, ANYONE), messages.JOB_WAIT: (_job_wait, ANYONE),
         messages.CANCEL_JOB: (_cancel_job, ANYONE), messages.JOB_METRICS: (_job_metrics, ANYONE),
         messages.JOB_RESULTS: (_job_results, ANYONE), messages.OBSERVABLE_READ: (_observable_read, ANYONE),
+        messages.JOB_CONTROL: (_job_control, ANYONE), messages.LIST_JOBS: (_list_jobs, ANYONE),
+        messages.LIST_SNAPSHOTS: (_list_snapshots, ANYONE),
     }
     """Each control message's handler and the roles that may send it."""
 
 
+_EXPORTS = ("export_snapshot", "cancel_and_export")
 _MEMBER_FRAME_TYPES = frozenset({FrameType.CHUNK, FrameType.ACK})
 _ROLE_NAMES = {Role.COORDINATOR: "the coordinator (member 0)", Role.MEMBER: "other members",
                Role.CLIENT: "clients"}

@@ -2,14 +2,17 @@
 
 - ``GET /healthz``: 200 ``ok`` once the member's gRPC server is up (readiness and liveness probes),
   503 before; open to anyone who reaches the port;
-- ``GET /job`` (member 0, the coordinator): the most recent job as JSON ``{"jobId", "status",
-  "message", "startTime", "completionTime"}`` (a failed job's message holds the user's traceback);
+- ``GET /job`` (member 0, the coordinator): the most recent job as JSON ``{"jobId", "name",
+  "status", "message", "startTime", "completionTime", "processingGuarantee", "restarts",
+  "lastRestartCause", "lastSnapshot" ({id, time, bytes, keys, durationMs} or null),
+  "snapshotCount"}`` (a failed job's message holds the user's traceback, a suspended one's its cause);
   only with ``Authorization: Bearer <cluster token>`` (or ``Bearer`` the read-only
   :func:`~jet.cluster.auth.job_status_credential` of the token, which the operator sends), 401 without; 404 on the other members;
 - ``GET /metrics``: Prometheus text (jobs submitted/completed/failed, executions per member, and
   per vertex and processor of the running executions Jet's ``receivedCount``, ``emittedCount``,
   ``topObservedWm``, ``coalescedWm``, ``lastForwardedWm``, ``lastForwardedWmLatency`` and
-  ``lateEventsDropped``: :mod:`jet.cluster.vertex_collector`), open for scraping (figures only).
+  ``lateEventsDropped``: :mod:`jet.cluster.vertex_collector`), and on member 0 per job its restarts
+  and snapshots (:class:`JobMetricsCollector`), open for scraping (figures only).
 
 The server binds the member's own host (see ``MemberSettings.bind_host``).
 """
@@ -25,6 +28,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable, Iterable
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, generate_latest
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
 from jet.cluster.auth import job_status_credential
@@ -32,10 +36,13 @@ from jet.cluster.vertex_collector import VertexMetricsCollector
 
 log = logging.getLogger("jet.cluster.http")
 
-JOB_FIELDS = ("jobId", "status", "message", "startTime", "completionTime")
+JOB_FIELDS = ("jobId", "name", "status", "message", "startTime", "completionTime", "processingGuarantee",
+              "restarts", "lastRestartCause", "lastSnapshot", "snapshotCount")
 BEARER_PREFIX = "Bearer "
 _ANY_ADDRESS = ("[::]", "::", "0.0.0.0", "")
-NO_JOB = {"jobId": None, "status": "NOT_RUNNING", "message": "", "startTime": None, "completionTime": None}
+NO_JOB = {"jobId": None, "name": None, "status": "NOT_RUNNING", "message": "", "startTime": None,
+          "completionTime": None, "processingGuarantee": "NONE", "restarts": 0, "lastRestartCause": "",
+          "lastSnapshot": None, "snapshotCount": 0}
 
 
 class MemberMetrics:
@@ -59,8 +66,42 @@ class MemberMetrics:
         """Export the per-vertex figures of the executions ``executions()`` returns at each scrape."""
         self.registry.register(VertexMetricsCollector(executions))
 
+    def watch_jobs(self, records: Callable[[], Iterable[Any]]) -> None:
+        """Export each job's restarts and last snapshot (the coordinator's ``records()``) at each scrape."""
+        self.registry.register(JobMetricsCollector(records))
+
     def text(self) -> bytes:
         return generate_latest(self.registry)
+
+
+class JobMetricsCollector:
+    """``jet_job_restarts_total``, ``jet_snapshots_total``, ``jet_snapshot_failures_total``,
+    ``jet_snapshot_duration_seconds`` and ``jet_snapshot_bytes`` (of the last snapshot) per job,
+    labelled ``job`` and ``job_name``, read from the coordinator's records at each scrape."""
+
+    def __init__(self, records: Callable[[], Iterable[Any]]) -> None:
+        self._records = records
+
+    def describe(self) -> list:
+        return []  # figures appear with the jobs; nothing to check at registration
+
+    def collect(self):
+        labels = ["job", "job_name"]
+        restarts = CounterMetricFamily("jet_job_restarts", "Restarts of the job (lost members, restart())", labels=labels)
+        taken = CounterMetricFamily("jet_snapshots", "Snapshots of the job committed", labels=labels)
+        failed = CounterMetricFamily("jet_snapshot_failures", "Snapshots of the job that failed", labels=labels)
+        duration = GaugeMetricFamily("jet_snapshot_duration_seconds", "Duration of the job's last snapshot",
+                                     labels=labels)
+        size = GaugeMetricFamily("jet_snapshot_bytes", "Size of the job's last snapshot", labels=labels)
+        for record in self._records():
+            values = [record.job_id, record.name]
+            restarts.add_metric(values, record.restarts)
+            taken.add_metric(values, record.snapshots.count)
+            failed.add_metric(values, record.snapshots.failures)
+            if record.snapshots.last_id >= 0:
+                duration.add_metric(values, record.snapshots.last_duration_ms / 1000)
+                size.add_metric(values, record.snapshots.last_bytes)
+        yield from (restarts, taken, failed, duration, size)
 
 
 class _IPv6HttpServer(ThreadingHTTPServer):

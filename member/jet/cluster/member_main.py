@@ -10,11 +10,13 @@ import traceback
 from typing import Any, Callable, Mapping
 
 from jet.cluster.auth import CredentialsError
+from jet.cluster.job_state import JobConfigError
 from jet.cluster.member import Member
 from jet.cluster.peers import member_index_from_pod_name
 from jet.cluster.settings import MemberSettings, SettingsError
 from jet.core.dag import DAG
 from jet.execution.gc_tuning import settle_member_heap
+from jet.job_config import JobConfig
 
 log = logging.getLogger("jet.cluster.member")
 CLUSTER_READY_TIMEOUT_S = 300.0
@@ -36,8 +38,12 @@ def resolve_settings(flags: Mapping[str, Any], config_file: str | None,
 
 
 def run_member(flags: Mapping[str, Any], config_file: str | None = None,
-               job_supplier: Callable[[], DAG] | None = None) -> int:
-    """Run a member until SIGTERM/SIGINT; the exit code (2 for bad settings, 1 for a failed start)."""
+               job_supplier: Callable[[], DAG] | None = None, job_config: JobConfig | None = None) -> int:
+    """Run a member until SIGTERM/SIGINT; the exit code (2 for bad settings, 1 for a failed start).
+
+    Member 0 resumes the unfinished jobs of its snapshot store once the cluster is ready; its
+    ``job_supplier`` job (``--pipeline``, with ``job_config``) is submitted unless a job of the
+    same name is among them."""
     try:
         settings = resolve_settings(flags, config_file)
         member = Member(settings)
@@ -53,14 +59,21 @@ def run_member(flags: Mapping[str, Any], config_file: str | None = None,
         try:
             member.start()
             settle_member_heap()
-            if job_supplier is not None and member.index == 0:
+            if member.index == 0 and (job_supplier is not None or member.snapshot_store is not None):
                 member.wait_until_cluster_ready(CLUSTER_READY_TIMEOUT_S)
+                member.resume_stored_jobs()
+            if job_supplier is not None and member.index == 0:
                 try:
                     dag = job_supplier()
                 except Exception as error:  # noqa: BLE001 - the user's code: report it, keep serving
                     member.reject("--pipeline", error)
                     return
-                job_id = member.submit(dag, {"name": getattr(dag, "name", None)})
+                config = (job_config or JobConfig()).to_dict()
+                try:
+                    job_id = member.submit(dag, {**config, "name": config["name"] or getattr(dag, "name", None)})
+                except JobConfigError as error:  # a guarantee without a store: reported as the job's failure
+                    member.reject(config["name"] or "--pipeline", error)
+                    return
                 log.info("member 0 submitted the --pipeline job as %s", job_id)
         except BaseException as e:  # noqa: BLE001 - reported, then the member exits
             if not stop.is_set():

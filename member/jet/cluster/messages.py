@@ -24,6 +24,10 @@ CANCEL_JOB = "cancel_job"
 JOB_METRICS = "job_metrics"
 JOB_RESULTS = "job_results"
 OBSERVABLE_READ = "observable_read"
+JOB_CONTROL = "job_control"
+"""suspend, resume, restart, export_snapshot or cancel_and_export of a job (``action``)."""
+LIST_JOBS = "list_jobs"
+LIST_SNAPSHOTS = "list_snapshots"
 PING = "ping"
 # Coordinator -> every member.
 INIT = "init"
@@ -32,6 +36,8 @@ CANCEL = "cancel"
 COMPLETE = "complete"
 EXECUTION_METRICS = "execution_metrics"
 EXECUTION_STATE = "execution_state"
+SNAPSHOT_PHASE1 = "snapshot_phase1"
+SNAPSHOT_PHASE2 = "snapshot_phase2"
 # Member -> coordinator.
 EXECUTION_DONE = "execution_done"
 OBSERVABLE_ITEMS = "observable_items"
@@ -66,6 +72,13 @@ def decode_message(payload: bytes) -> tuple[dict[str, Any], bytes]:
     if not isinstance(header, dict):
         raise PacketFormatError(f"control header must be a JSON object, got {type(header).__name__}")
     return header, payload[end:]
+
+
+def describe_call_error(error: BaseException, timeout_s: float) -> str:
+    """A failed control call's error text; a wait that ran out says so with its bound."""
+    if isinstance(error, TimeoutError) and not str(error):
+        return f"no answer within {timeout_s} s"
+    return str(error)
 
 
 def require(header: dict[str, Any], field: str, kind: type | tuple[type, ...]) -> Any:

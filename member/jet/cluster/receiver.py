@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from collections import deque
 
-from jet.cluster.chunk_packets import (FLAG_DONE, FLAG_WATERMARK, WATERMARK_FOOTPRINT, chunk_footprint,
-                                       decode_chunk, payload_bytes, watermark_timestamp)
+from jet.cluster.chunk_packets import (FLAG_BARRIER, FLAG_DONE, FLAG_TERMINAL, FLAG_WATERMARK, WATERMARK_FOOTPRINT,
+                                       chunk_footprint, decode_chunk, payload_bytes, watermark_timestamp)
 from jet.cluster.flow_control import ReceiveWindow
-from jet.core.special_items import IDLE_MESSAGE, MAX_TIMESTAMP, Watermark
+from jet.core.special_items import IDLE_MESSAGE, MAX_TIMESTAMP, SnapshotBarrier, SpecialItem, Watermark
 from jet.execution.outbound import OutboundCollector
 from jet.execution.queues import DONE_ITEM
 from jet.execution.tasklet import DONE, MADE_PROGRESS, NO_PROGRESS, WAS_ALREADY_DONE
@@ -20,7 +20,8 @@ class ReceiverTasklet:
     its worker thread and hands each chunk to its local collector (round-robin, broadcast, or
     by the partition id each item carries). A watermark packet becomes a watermark offered to
     every local downstream queue of this receiver, where it is coalesced with the other
-    upstream members' and the local processors'. Only what the collector took is acked, and the
+    upstream members' and the local processors'; a barrier packet likewise becomes a barrier
+    in every local downstream queue. Only what the collector took is acked, and the
     flow-control timer turns the acked bytes into the sender's next limit, so the frames
     waiting here stay within the receive window.
     """
@@ -36,7 +37,8 @@ class ReceiverTasklet:
         self._collector = collector
         self._pending: list | None = None
         self._pending_footprint = 0
-        self._pending_watermark: Watermark | None = None
+        self._pending_watermark: SpecialItem | None = None
+        """A watermark or barrier to offer to every local queue, after the data before it."""
         self._done_received = False
         self._finished = False
 
@@ -91,6 +93,9 @@ class ReceiverTasklet:
                 timestamp = watermark_timestamp(frame)
                 self._pending_watermark = (IDLE_MESSAGE if timestamp == MAX_TIMESTAMP
                                            else Watermark(timestamp))
+            elif header.flags & FLAG_BARRIER:
+                self._pending_watermark = SnapshotBarrier(watermark_timestamp(frame),
+                                                          bool(header.flags & FLAG_TERMINAL))
             elif entries:
                 self._pending = entries
                 self._pending_footprint = chunk_footprint(payload_bytes(frame), len(entries))

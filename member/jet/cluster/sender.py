@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import Callable
 
-from jet.cluster.chunk_packets import (WATERMARK_FOOTPRINT, chunk_footprint, encode_chunk,
+from jet.cluster.chunk_packets import (WATERMARK_FOOTPRINT, chunk_footprint, encode_barrier, encode_chunk,
                                        encode_watermark, payload_bytes)
 from jet.cluster.flow_control import SendLimit
 from jet.core.inbox import Inbox
-from jet.core.special_items import Watermark
+from jet.core.special_items import SnapshotBarrier, Watermark
 from jet.execution.inbound import InboundEdgeStream
 from jet.execution.tasklet import DONE, DONE_BIT, MADE_PROGRESS, NO_PROGRESS, PROGRESS_BIT, WAS_ALREADY_DONE
 
@@ -22,10 +22,10 @@ class SenderTasklet:
     """Reads the conveyor of one (edge, remote member) and sends it in chunk packets.
 
     Every local upstream processor has a queue into this sender, read through an
-    InboundEdgeStream like any processor input, so DONE (and later barriers) are aligned before
+    InboundEdgeStream like any processor input, so DONE and snapshot barriers are aligned before
     they cross the network, and the watermarks of the local upstream processors are coalesced:
-    the sender forwards their minimum (or IDLE) in a packet of its own, after the items drained
-    before it. A packet holds at most ``packet_size_limit`` bytes of pickled items
+    the sender forwards their minimum (or IDLE), and an aligned barrier, in a packet of its
+    own, after the items drained before it. A packet holds at most ``packet_size_limit`` bytes of pickled items
     (a single larger item travels alone, as a Jet packet may overshoot by one item). Before each
     packet the flow-control limit from the receiver's last ack must allow it.
     """
@@ -49,6 +49,7 @@ class SenderTasklet:
         self._input_done = False
         self._done_sent = False
         self._watermark: Watermark | None = None
+        self._barrier: SnapshotBarrier | None = None
 
     def init(self) -> None:
         pass
@@ -61,13 +62,15 @@ class SenderTasklet:
             return WAS_ALREADY_DONE
         progress = False
         buffer = self._buffer
-        if not buffer and self._watermark is None and not self._input_done:
+        if not buffer and self._watermark is None and self._barrier is None and not self._input_done:
             stream = self._stream
             result = stream.drain_to(buffer)
             progress = bool(result & PROGRESS_BIT)
             self._input_done = bool(result & DONE_BIT)
             if stream.pending_watermark is not None:
                 self._watermark, stream.pending_watermark = stream.pending_watermark, None
+            if stream.pending_barrier is not None:
+                self._barrier, stream.pending_barrier = stream.pending_barrier, None
         packets = 0
         while buffer and packets < MAX_PACKETS_PER_CALL and self.send_limit.may_send(self.sent_seq_bytes):
             self._send_packet(buffer)
@@ -79,7 +82,14 @@ class SenderTasklet:
             self.packets_sent += 1
             self._watermark = None
             progress = True
-        if self._input_done and not buffer and self._watermark is None:
+        if (self._barrier is not None and self._watermark is None and not buffer
+                and self.send_limit.may_send(self.sent_seq_bytes)):
+            barrier, self._barrier = self._barrier, None
+            self._send_frame(encode_barrier(*self._route, barrier.snapshot_id, barrier.is_terminal))
+            self.sent_seq_bytes += WATERMARK_FOOTPRINT
+            self.packets_sent += 1
+            progress = True
+        if self._input_done and not buffer and self._watermark is None and self._barrier is None:
             self._send([], done=True)
             self._done_sent = True
             return DONE

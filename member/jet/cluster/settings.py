@@ -25,6 +25,7 @@ from typing import Any, Callable, Mapping
 import yaml
 
 from jet.cluster.auth import MEMBER_KEY_ENV, MEMBER_KEY_FILE_ENV, TlsConfig, load_cluster_token, load_member_key
+from jet.cluster.heartbeat import DEFAULT_HEARTBEAT_INTERVAL_MS, DEFAULT_HEARTBEAT_TIMEOUT_MS
 from jet.cluster.server_limits import DEFAULT_CLIENT_CALLS, DEFAULT_CLIENT_STREAMS
 from jet.execution.progress_log import DEFAULT_PROGRESS_LOG_INTERVAL_MS
 
@@ -78,6 +79,17 @@ class ControlSettings:
     fault_unanswered_state_queries: int = 0
     """Fault injection for tests: a member other than member 0 leaves the coordinator's first N
     questions about an execution's state unanswered (each runs into its deadline)."""
+    snapshot_timeout_ms: int = 60_000
+    """Coordinator: how long each phase of a snapshot may take on the members; a snapshot past it
+    fails and the last good one stays."""
+    member_rejoin_timeout_ms: int = 30_000
+    """Coordinator: after a member is lost, how long a job waits for the cluster to be whole again
+    before it restarts on it (with ``auto_scaling``, after that it goes on waiting; without, it is
+    suspended)."""
+    restart_delay_ms: int = 500
+    """Coordinator: the pause before a job restarts after a lost member (Jet waits 2 s)."""
+    fault_fail_snapshot_phase1: int = 0
+    """Fault injection for tests: this member fails its first N phase-1 snapshot requests."""
 
 
 @dataclass(frozen=True)
@@ -111,6 +123,16 @@ class MemberSettings:
     """The bounds of the control plane's waits and the coordinator's job history."""
     progress_log_interval_ms: int = DEFAULT_PROGRESS_LOG_INTERVAL_MS
     """A streaming job's progress in the log: a line per vertex this often (0: never)."""
+    snapshot_store: str | None = None
+    """Where jobs with a processing guarantee keep their records and snapshots: a directory or an
+    fsspec URL (``s3://bucket/prefix`` with the usual AWS variables); ``None``: no store, so such
+    jobs are refused."""
+    snapshot_store_endpoint: str | None = None
+    """The endpoint of an S3-compatible store (else ``$AWS_ENDPOINT_URL``, else AWS)."""
+    heartbeat_interval_ms: int = DEFAULT_HEARTBEAT_INTERVAL_MS
+    """How often a member sends a heartbeat on each member stream."""
+    heartbeat_timeout_ms: int = DEFAULT_HEARTBEAT_TIMEOUT_MS
+    """A member stream silent this long is lost, as a broken one is (more than the interval)."""
 
     @classmethod
     def load(cls, flags: Mapping[str, Any] | None = None, environ: Mapping[str, str] | None = None,
@@ -230,10 +252,15 @@ _SPECS: dict[str, _Spec] = {name: _Spec(name, *parser) for name, parser in {
     "tls_key_file": _TEXT,
     "tls_ca_file": _TEXT,
     "progress_log_interval_ms": _COUNT,
+    "snapshot_store": _TEXT,
+    "snapshot_store_endpoint": _TEXT,
+    "heartbeat_interval_ms": _POSITIVE,
+    "heartbeat_timeout_ms": _POSITIVE,
     **{name: _POSITIVE for name in ("init_timeout_ms", "control_timeout_ms", "cancel_grace_ms",
                                     "report_wait_ms", "report_retry_ms", "max_finished_jobs",
-                                    "finished_job_ttl_s")},
-    **{name: _COUNT for name in ("fault_drop_reports", "fault_unanswered_state_queries")},
+                                    "finished_job_ttl_s", "snapshot_timeout_ms", "member_rejoin_timeout_ms")},
+    **{name: _COUNT for name in ("fault_drop_reports", "fault_unanswered_state_queries", "restart_delay_ms",
+                                 "fault_fail_snapshot_phase1")},
 }.items()}
 _EDGE_FIELDS = {f.name for f in fields(EdgeDefaults)}
 _CONTROL_FIELDS = {f.name for f in fields(ControlSettings)}

@@ -12,8 +12,15 @@ are bounded (:mod:`jet.cluster.server_limits`) so members' control calls always 
 
 Either end of a stream is a :class:`FrameLink`: ``send(frame)`` queues a frame, incoming frames go to
 ``on_frame(peer_index, frame)`` on the link's reader thread in order, and when the stream breaks
-``on_connection_lost(peer_index, error)`` is called once (not after a local ``close()``). There is no
-reconnect: a lost connection fails the job, as in Jet.
+``on_connection_lost(peer_index, error)`` is called once (not after a local ``close()``). A link
+does not reconnect itself: a lost connection fails the executions over it, and the member layer
+(:mod:`jet.cluster.membership`) dials a new stream when the peer is back.
+
+**Heartbeats** are empty gRPC messages: they carry no frame, so the framing above ignores them, and
+every message (data or heartbeat) refreshes the link's ``last_message_at``. The serving side sends
+one as soon as it accepts a stream, which tells the dialling side its stream was accepted
+(``FrameLink.established``); :class:`~jet.cluster.heartbeat.HeartbeatMonitor` sends the rest and
+fails a link silent for too long.
 """
 
 from __future__ import annotations
@@ -22,6 +29,7 @@ import logging
 import queue
 import struct
 import threading
+import time
 from concurrent import futures
 from typing import Callable, Iterable, Iterator
 
@@ -44,6 +52,7 @@ ControlHandler = Callable[[Caller, str, bytes], bytes]
 
 logger = logging.getLogger(__name__)
 _CLOSE = object()
+_HEARTBEAT = object()
 _TYPE_LENGTH = struct.Struct(">H")
 _FRAME_LENGTH = struct.Struct(">I")
 RECONNECT_BACKOFF_MS = 100
@@ -133,6 +142,11 @@ class FrameLink:
         """The serving side's way to end the call with a status (instead of cancelling it)."""
         self.closed_event = threading.Event()
         """Set once the link is closed, locally or by a failure."""
+        self.established = threading.Event()
+        """Set when the first message from the peer arrives (the serving side sends a heartbeat
+        at once, so on the dialling side this means the peer accepted the stream)."""
+        self.last_message_at = time.monotonic()
+        """``time.monotonic()`` of the last message from the peer (or of the link's creation)."""
 
     @property
     def closed(self) -> bool:
@@ -143,6 +157,17 @@ class FrameLink:
         if self._closed:
             raise ConnectionError(f"the stream to member {self.peer_index} is closed")
         self._outgoing.put(frame)
+
+    def send_heartbeat(self) -> None:
+        """Queue a heartbeat: an empty message, skipped when it would travel with frames anyway."""
+        if self._closed:
+            raise ConnectionError(f"the stream to member {self.peer_index} is closed")
+        self._outgoing.put(_HEARTBEAT)
+
+    def fail(self, error: BaseException) -> None:
+        """Declare the link lost: cancel the stream and call ``on_connection_lost`` with ``error``
+        (once; nothing happens on a link already closed)."""
+        self._finish(error)
 
     def pending_frames(self) -> int:
         """Frames queued and not yet taken by gRPC."""
@@ -157,6 +182,9 @@ class FrameLink:
         to :data:`MAX_BATCH_BYTES` (a gRPC message costs far more than its bytes)."""
         get, get_nowait, pack_length = self._outgoing.get, self._outgoing.get_nowait, _FRAME_LENGTH.pack
         while (frame := get()) is not _CLOSE:
+            if frame is _HEARTBEAT:
+                yield b""
+                continue
             parts = [pack_length(len(frame)), frame]
             size = len(frame)
             while size < MAX_BATCH_BYTES:
@@ -167,6 +195,8 @@ class FrameLink:
                 if frame is _CLOSE:
                     yield b"".join(parts)
                     return
+                if frame is _HEARTBEAT:  # this message is proof of life enough
+                    continue
                 parts += (pack_length(len(frame)), frame)
                 size += len(frame)
             yield b"".join(parts)
@@ -174,8 +204,12 @@ class FrameLink:
     def _read_loop(self, incoming: Iterable[bytes]) -> None:
         on_frame = self._on_frame or _no_frame_handler
         unpack_length = _FRAME_LENGTH.unpack_from
+        clock, established = time.monotonic, self.established
         try:
             for message in incoming:
+                self.last_message_at = clock()
+                if not established.is_set():
+                    established.set()
                 offset, end = 0, len(message)
                 while offset < end:
                     if offset + 4 > end or offset + 4 + (length := unpack_length(message, offset)[0]) > end:
@@ -234,8 +268,10 @@ class MemberServer:
     """The gRPC server of one member: accepts frame streams and control calls.
 
     ``on_frame`` (members' streams), ``on_client_frame`` (clients' streams; without it they are
-    refused), ``on_control``, ``on_peer_connected`` and ``on_connection_lost`` may be given here or
-    assigned before :meth:`start`. ``on_control(caller, msg_type, payload) -> reply`` runs on a
+    refused), ``on_control``, ``on_peer_connected``, ``on_peer_lost`` and ``on_connection_lost`` may
+    be given here or assigned before :meth:`start`. ``on_peer_lost(link, error)``, when set, is
+    called instead of ``on_connection_lost`` when a member's stream ends, naming the very link (a
+    member that rejoins has had several). ``on_control(caller, msg_type, payload) -> reply`` runs on a
     server thread; ``PermissionError`` in it fails the call with ``PERMISSION_DENIED``, any other
     exception with ``INTERNAL``, each naming the exception. ``member_key=None`` refuses every
     caller claiming a member index; ``member_count`` (when known) refuses indexes outside the cluster.
@@ -246,16 +282,19 @@ class MemberServer:
                  on_frame: FrameCallback | None = None, on_client_frame: FrameCallback | None = None,
                  on_control: ControlHandler | None = None,
                  on_peer_connected: Callable[[FrameLink], None] | None = None,
+                 on_peer_lost: Callable[[FrameLink, BaseException], None] | None = None,
                  on_connection_lost: ConnectionLostCallback | None = None,
                  limits: ServerLimits = ServerLimits()) -> None:
         self.on_frame = on_frame
         self.on_client_frame = on_client_frame
         self.on_control = on_control
         self.on_peer_connected = on_peer_connected
+        self.on_peer_lost = on_peer_lost
         self.on_connection_lost = on_connection_lost
         self.limits = limits
         self._links: dict[int, FrameLink] = {}
         self._links_changed = threading.Condition()
+        self._accepting_members = True
         self._member_streams = Slots(limits.member_streams)
         self._client_streams = Slots(limits.client_streams)
         self._client_calls = Slots(limits.client_calls)
@@ -278,6 +317,10 @@ class MemberServer:
     def start(self) -> "MemberServer":
         self._server.start()
         return self
+
+    def stop_accepting_members(self) -> None:
+        """Refuse members' new streams from now on (UNAVAILABLE): this member is stopping."""
+        self._accepting_members = False
 
     def stop(self, grace_s: float | None = None) -> None:
         """Stop serving; open links are closed without ``on_connection_lost``."""
@@ -318,6 +361,8 @@ class MemberServer:
             logger.warning("refused a stream from %s: this member serves no client streams", caller)
             context.abort(grpc.StatusCode.PERMISSION_DENIED,
                           f"this server accepts frame streams from members only, not from {caller}")
+        if caller.is_member and not self._accepting_members:
+            context.abort(grpc.StatusCode.UNAVAILABLE, "this member is stopping")
         slots = self._member_streams if caller.is_member else self._client_streams
         give_back = slots.take()
         if give_back is None:
@@ -346,6 +391,7 @@ class MemberServer:
         if not context.add_callback(terminated):
             terminated()
             return iter(())
+        link.send_heartbeat()  # the first message: tells the dialling side its stream was accepted
         if self.on_peer_connected is not None:
             self.on_peer_connected(link)
         _start_reader(link, request_iterator, f"jet-recv-{caller.index}")
@@ -355,7 +401,9 @@ class MemberServer:
         with self._links_changed:
             if self._links.get(link.peer_index) is link:
                 del self._links[link.peer_index]
-        if self.on_connection_lost is not None:
+        if self.on_peer_lost is not None and link.peer_index >= 0:
+            self.on_peer_lost(link, error)
+        elif self.on_connection_lost is not None:
             self.on_connection_lost(link.peer_index, error)
 
     def _control(self, request: bytes, context: grpc.ServicerContext) -> bytes:

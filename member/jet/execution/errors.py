@@ -20,6 +20,11 @@ class JobCancelledError(JobFailedError):
     """The job was cancelled (in Jet a cancelled job ends FAILED with this cause)."""
 
 
+class MemberLostError(JobFailedError):
+    """The execution stopped because a member it ran on was lost; the coordinator restarts the
+    job (from its last snapshot) or fails it, and says so."""
+
+
 class JobTimeoutError(TimeoutError):
     """The job did not finish in time; ``running`` names the tasklets still running."""
 

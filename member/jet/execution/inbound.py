@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Sequence
 
 from jet.core.inbox import Inbox
-from jet.core.special_items import MAX_TIMESTAMP, Watermark
+from jet.core.special_items import MAX_TIMESTAMP, SnapshotBarrier, Watermark
 from jet.execution.queues import DONE_ITEM, SpecialItem, SpscQueue
 from jet.execution.tasklet import DONE, MADE_PROGRESS, NO_PROGRESS, WAS_ALREADY_DONE
 from jet.execution.watermark_coalescer import create_coalescer
@@ -19,13 +19,19 @@ class InboundEdgeStream:
     over the queues that are not idle: :mod:`jet.execution.watermark_coalescer`); when that
     yields a watermark to forward, the drain stops right there and leaves it in
     ``pending_watermark``, so a watermark always comes after every item drained with it.
+
+    A snapshot barrier is forwarded (in ``pending_barrier``, the drain stopping there) once
+    every live queue delivered it. With ``wait_for_all_barriers`` (exactly-once, and from a
+    terminal barrier on) a queue that delivered it is not drained until then; otherwise it is,
+    and items after the barrier may be processed before the snapshot (at-least-once).
     """
 
     __slots__ = ("ordinal", "priority", "_queues", "name", "pending_watermark", "_coalescer",
-                 "_queue_index", "_idle")
+                 "_queue_index", "_idle", "pending_barrier", "wait_for_all_barriers",
+                 "_barrier_queues", "_blocked", "_barrier")
 
     def __init__(self, ordinal: int, priority: int, queues: Sequence[SpscQueue],
-                 name: str = "") -> None:
+                 name: str = "", wait_for_all_barriers: bool = False) -> None:
         self.ordinal = ordinal
         self.priority = priority
         self._queues = list(queues)
@@ -39,6 +45,14 @@ class InboundEdgeStream:
         self._queue_index = {q: i for i, q in enumerate(self._queues)}
         self._idle: set[SpscQueue] = set()
         """The queues whose last special item was IDLE (usually none)."""
+        self.pending_barrier: SnapshotBarrier | None = None
+        """A barrier every live queue delivered, for the reader to take (and clear)."""
+        self.wait_for_all_barriers = wait_for_all_barriers
+        self._barrier_queues: set[SpscQueue] = set()
+        """The queues that delivered the barrier being aligned."""
+        self._blocked: set[SpscQueue] = set()
+        """Queues not drained until the barrier is aligned (exactly-once)."""
+        self._barrier: SnapshotBarrier | None = None
 
     def drain_to(self, inbox: Inbox) -> int:
         """Move everything available into ``inbox``; return a ProgressState value.
@@ -50,7 +64,10 @@ class InboundEdgeStream:
         progress = False
         add = inbox.add_chunk
         idle = self._idle
+        blocked = self._blocked
         for queue in queues:
+            if blocked and queue in blocked:
+                continue
             poll = queue.poll
             was_idle = idle and queue in idle
             while True:
@@ -83,6 +100,12 @@ class InboundEdgeStream:
             self._queues = [q for q in self._queues if q is not queue]
             self._idle.discard(queue)
             watermark = self._coalescer.queue_done(index)
+            if self._barrier_queues:
+                self._barrier_queues.discard(queue)
+                self._blocked.discard(queue)
+                self._check_barrier_aligned()
+        elif type(item) is SnapshotBarrier:
+            return self._on_barrier(queue, item)
         elif type(item) is Watermark:
             if item.timestamp == MAX_TIMESTAMP:
                 self._idle.add(queue)
@@ -92,9 +115,36 @@ class InboundEdgeStream:
         else:
             raise AssertionError(f"unexpected special item {item!r} on {queue!r}")
         if watermark is None:
+            if self.pending_barrier is not None:
+                return MADE_PROGRESS if self._queues else DONE
             return None
         self.pending_watermark = watermark
         return MADE_PROGRESS if self._queues else DONE
+
+    def _on_barrier(self, queue: SpscQueue, barrier: SnapshotBarrier) -> int | None:
+        current = self._barrier
+        if current is not None and current.snapshot_id != barrier.snapshot_id:
+            raise AssertionError(f"{self.name or 'an edge'}: queue {queue.name} delivered {barrier!r} while "
+                                 f"{current!r} is still being aligned")
+        self._barrier = barrier
+        self._barrier_queues.add(queue)
+        if barrier.is_terminal:
+            self.wait_for_all_barriers = True  # DONE follows a terminal barrier: never read past it
+        if self.wait_for_all_barriers:
+            self._blocked.add(queue)
+        if self._check_barrier_aligned():
+            return MADE_PROGRESS
+        return None
+
+    def _check_barrier_aligned(self) -> bool:
+        """Forward the barrier once every live queue delivered it."""
+        if self._barrier is None or len(self._barrier_queues) < len(self._queues):
+            return False
+        self.pending_barrier = self._barrier
+        self._barrier = None
+        self._barrier_queues.clear()
+        self._blocked.clear()
+        return True
 
     def is_done(self) -> bool:
         return not self._queues

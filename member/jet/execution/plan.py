@@ -14,7 +14,9 @@ from jet.execution.outbound import (BroadcastCollector, OutboundCollector, Parti
                                     RoundRobinCollector, SingleTargetCollector)
 from jet.execution.processor_tasklet import ProcessorTasklet
 from jet.execution.queues import UNBOUNDED, SpscQueue
+from jet.execution.snapshot_context import SnapshotContext
 from jet.execution.vertex_metrics import vertex_metrics
+from jet.job_config import ProcessingGuarantee
 
 
 @dataclass(frozen=True)
@@ -56,7 +58,12 @@ class ExecutionPlan:
 
     def __init__(self, dag: DAG, *, cooperative_threads: int = 1,
                  edge_defaults: EdgeConfig | None = None,
-                 topology: MemberTopology | None = None, job_id: str = "local") -> None:
+                 topology: MemberTopology | None = None, job_id: str = "local",
+                 snapshot_context: SnapshotContext | None = None,
+                 restore_entries: dict[tuple[str, int], list] | None = None) -> None:
+        """``snapshot_context``: the execution takes snapshots (its guarantee is not NONE).
+        ``restore_entries``: per (vertex, local index) the snapshot entries its processor
+        restores before anything else (see :mod:`jet.execution.snapshot_restore`)."""
         self.dag = dag
         self.cooperative_threads = cooperative_threads
         self.edge_defaults = edge_defaults or EdgeConfig()
@@ -70,6 +77,9 @@ class ExecutionPlan:
         self.results: dict[str, list] = {}
         """Named results the job's sinks collect on this member (see Context.results)."""
         self.tasklets: list[ProcessorTasklet] = []
+        self.snapshot_context = snapshot_context
+        self.guarantee = snapshot_context.guarantee if snapshot_context else ProcessingGuarantee.NONE
+        self.restore_entries = restore_entries
 
     def build(self) -> list[ProcessorTasklet]:
         """Create every processor and wire the queues; nothing runs yet."""
@@ -89,10 +99,12 @@ class ExecutionPlan:
         tasklets = []
         for vertex in self.order:
             for index, processor in enumerate(processors[vertex.name]):
+                restore = (None if self.restore_entries is None
+                           else self.restore_entries.get((vertex.name, index), []))
                 tasklets.append(ProcessorTasklet(
                     f"{vertex.name}#{index}", processor, self._context(vertex, index),
                     instreams[vertex.name][index], collectors[vertex.name][index],
-                    capacities[vertex.name]))
+                    capacities[vertex.name], self.snapshot_context, restore))
         self.tasklets = tasklets
         return tasklets
 
@@ -107,7 +119,7 @@ class ExecutionPlan:
                        local_parallelism=self.local_parallelism[vertex.name],
                        member_index=topology.member_index, member_count=topology.member_count,
                        job_id=self.job_id, cooperative_threads=self.cooperative_threads,
-                       results=self.results)
+                       results=self.results, processing_guarantee=self.guarantee)
 
     def _create_processor(self, vertex: Vertex, index: int) -> Processor:
         processor = vertex.processor_supplier()
@@ -130,12 +142,20 @@ class ExecutionPlan:
         self.queues[f"{source}->{dest}"] = queues
         for j in range(downstream):
             conveyor = [queues[(i, j)] for i in range(upstream) if (i, j) in queues]
-            instreams[dest][j].append(InboundEdgeStream(
-                edge.dest_ordinal, edge.get_priority(), conveyor, name=f"{source}->{dest}#{j}"))
+            instreams[dest][j].append(self._instream(edge, conveyor, f"{source}->{dest}#{j}"))
         for i in range(upstream):
             targets = [j for j in range(downstream) if (i, j) in queues]
             leaves = [queues[(i, j)] for j in targets]
             collectors[source][i][edge.source_ordinal] = self._collector(edge, leaves, downstream)
+
+    @property
+    def wait_for_all_barriers(self) -> bool:
+        """Whether inputs align snapshot barriers (exactly-once)."""
+        return self.guarantee is ProcessingGuarantee.EXACTLY_ONCE
+
+    def _instream(self, edge: Edge, conveyor: list[SpscQueue], name: str) -> InboundEdgeStream:
+        return InboundEdgeStream(edge.dest_ordinal, edge.get_priority(), conveyor, name=name,
+                                 wait_for_all_barriers=self.wait_for_all_barriers)
 
     def _collector(self, edge: Edge, leaves: list[SpscQueue], downstream: int) -> OutboundCollector:
         policy = edge.routing_policy

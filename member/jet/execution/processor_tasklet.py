@@ -9,7 +9,7 @@ from typing import Sequence
 from jet.core.inbox import Inbox
 from jet.core.outbox import Outbox
 from jet.core.processor import Context, Processor
-from jet.core.special_items import IDLE_MESSAGE, MAX_TIMESTAMP, MIN_TIMESTAMP, Watermark
+from jet.core.special_items import IDLE_MESSAGE, MAX_TIMESTAMP, MIN_TIMESTAMP, SnapshotBarrier, Watermark
 from jet.execution.inbound import InboundEdgeStream
 from jet.execution.outbound import OutboundCollector
 from jet.execution.queues import DONE_ITEM
@@ -29,6 +29,15 @@ class ProcessorState(enum.Enum):
     """An input ordinal is exhausted: call complete_edge(ordinal) until it returns True."""
     COMPLETE = "complete"
     """Every input is exhausted (or there is none): call complete() until it returns True."""
+    RESTORE = "restore"
+    """Feed the snapshot's entries to restore_from_snapshot, then finish_snapshot_restore."""
+    SAVE_SNAPSHOT = "save_snapshot"
+    """Every live input delivered the barrier (a source: a snapshot began): save_to_snapshot
+    until True, then snapshot_commit_prepare until True, then hand the entries over."""
+    EMIT_BARRIER = "emit_barrier"
+    """Hand the barrier to every outbound collector after the output before it."""
+    WAIT_FOR_SNAPSHOT_COMPLETED = "wait_for_snapshot_completed"
+    """After a terminal barrier: wait for phase 2, commit, then end without complete()."""
     EMIT_DONE_ITEM = "emit_done_item"
     """Hand the last output downstream, then DONE to every outbound collector."""
     END = "end"
@@ -41,6 +50,10 @@ _COMPLETE_EDGE = ProcessorState.COMPLETE_EDGE
 _COMPLETE = ProcessorState.COMPLETE
 _EMIT_DONE_ITEM = ProcessorState.EMIT_DONE_ITEM
 _END = ProcessorState.END
+_RESTORE = ProcessorState.RESTORE
+_SAVE_SNAPSHOT = ProcessorState.SAVE_SNAPSHOT
+_EMIT_BARRIER = ProcessorState.EMIT_BARRIER
+_WAIT_FOR_SNAPSHOT_COMPLETED = ProcessorState.WAIT_FOR_SNAPSHOT_COMPLETED
 
 
 class ProcessorTasklet:
@@ -56,12 +69,20 @@ class ProcessorTasklet:
     Watermarks are coalesced twice: per edge across its queues (``InboundEdgeStream``), then
     here across the input ordinals; the processor gets the result once the items drained
     before it are processed.
+
+    Snapshot barriers are aligned the same two ways: once every live input ordinal delivered
+    the barrier (exactly-once: an ordinal that did is not read until then) and the inbox is
+    empty, the processor saves its state, prepares its commit and the barrier goes downstream.
+    A processor with no live input (a source) snapshots between two ``complete()`` calls when
+    the execution's :class:`SnapshotContext` publishes a new snapshot. Phase 2 (commit) runs at
+    the start of a call, in any state.
     """
 
     def __init__(self, name: str, processor: Processor, context: Context,
                  instreams: Sequence[InboundEdgeStream],
                  collectors: Sequence[OutboundCollector],
-                 outbox_capacities: Sequence[int]) -> None:
+                 outbox_capacities: Sequence[int], snapshot_context: "SnapshotContext | None" = None,
+                 restore_entries: list | None = None) -> None:
         self.name = name
         self.processor = processor
         self.context = context
@@ -87,6 +108,27 @@ class ProcessorTasklet:
         self._pending_wms: deque[Watermark] = deque()
         self._special_accepted: set[int] = set()
         self.state = _PROCESS_INBOX if instreams else _COMPLETE
+        self._ssc = snapshot_context
+        self._live_ordinals = set(ordinals)
+        self._barrier_ordinals: set[int] = set()
+        self._wait_for_all_barriers = bool(snapshot_context and snapshot_context.wait_for_all_barriers)
+        self._pending_barrier: SnapshotBarrier | None = None
+        self._barrier: SnapshotBarrier | None = None
+        """The barrier of the snapshot being saved or emitted."""
+        self._state_after_snapshot = self.state
+        self.saved_snapshot_id = snapshot_context.first_snapshot_id - 1 if snapshot_context else -1
+        """The last snapshot this processor saved (or skipped, having ended)."""
+        self.committed_snapshot_id = self.saved_snapshot_id
+        """The last snapshot whose phase 2 this processor ran."""
+        self._restore_inbox: Inbox | None = None
+        if restore_entries is not None:
+            self._restore_inbox = Inbox()
+            if restore_entries:
+                self._restore_inbox.add_chunk(list(restore_entries))
+            self._state_after_restore = self.state
+            self.state = _RESTORE
+        if snapshot_context is not None:
+            snapshot_context.register(self, has_priority_groups=bool(self._groups))
         self.items_in = 0
         """Items the processor removed from its inbox (read by metrics, written by this tasklet)."""
         self.items_out = 0
@@ -107,12 +149,21 @@ class ProcessorTasklet:
     def init(self) -> None:
         self.processor.init(self.outbox, self.context)
 
+    @property
+    def has_pending_priority_groups(self) -> bool:
+        """Whether inputs of a later priority group are still unread (snapshots wait for it)."""
+        return bool(self._groups)
+
     def close(self) -> None:
         self.processor.close()
 
     # -- the step ---------------------------------------------------------------------------
     def call(self) -> int:
         progress, blocked = self._hand_over_outbox()
+        ssc = self._ssc
+        if ssc is not None and ssc.active_phase2_id > self.committed_snapshot_id:
+            if self.state is not _RESTORE and self.state is not _END and not self._commit_finish():
+                return MADE_PROGRESS if progress else NO_PROGRESS
         state = self.state
         if state is _PROCESS_INBOX:
             if blocked:
@@ -133,14 +184,31 @@ class ProcessorTasklet:
         elif state is _COMPLETE:
             if blocked:
                 return MADE_PROGRESS if progress else NO_PROGRESS
+            if ssc is not None and ssc.active_phase1_id > self.saved_snapshot_id:
+                self._begin_snapshot(SnapshotBarrier(ssc.active_phase1_id, ssc.active_is_terminal))
+                return MADE_PROGRESS
             emitted = self._emitted()
             if self.processor.complete():
                 progress = True
                 self.state = _EMIT_DONE_ITEM
             progress |= self._emitted() != emitted
+        elif state is _SAVE_SNAPSHOT:
+            if blocked:
+                return MADE_PROGRESS if progress else NO_PROGRESS
+            progress |= self._save_snapshot()
+        elif state is _EMIT_BARRIER:
+            if self.outbox.pending_special is None:
+                self._barrier_emitted()
+                progress = True
+        elif state is _WAIT_FOR_SNAPSHOT_COMPLETED:
+            pass  # phase 2 (at the top of the call) moves on to EMIT_DONE_ITEM
+        elif state is _RESTORE:
+            progress |= self._restore()
         elif state is _EMIT_DONE_ITEM:
             if self._emit_done():
                 self.state = _END
+                if ssc is not None:
+                    ssc.tasklet_ended(self)
                 return DONE
             return MADE_PROGRESS if progress else NO_PROGRESS
         else:
@@ -168,12 +236,16 @@ class ProcessorTasklet:
         return progress
 
     def _leave_empty_inbox(self) -> bool:
-        """The inbox is empty: go to what is due (a watermark, an edge to complete, the end)."""
+        """The inbox is empty: go to what is due (a watermark, an edge to complete, a
+        snapshot, the end)."""
         if self._pending_wms:
             self.state = _PROCESS_WATERMARK
         elif self._edge_to_complete is not None:
             self._completed_ordinal, self._edge_to_complete = self._edge_to_complete, None
             self.state = _COMPLETE_EDGE
+        elif self._pending_barrier is not None:
+            barrier, self._pending_barrier = self._pending_barrier, None
+            self._begin_snapshot(barrier)
         elif self._active_ordinals == 0:
             self.state = _COMPLETE
         else:
@@ -203,10 +275,15 @@ class ProcessorTasklet:
         progress = False
         group = self._group
         tried = 0
+        aligning = self._barrier_ordinals and self._wait_for_all_barriers
         while group and tried < len(group):
             if self._cursor >= len(group):
                 self._cursor = 0
             stream = group[self._cursor]
+            if aligning and stream.ordinal in self._barrier_ordinals:
+                self._cursor += 1
+                tried += 1
+                continue
             self._current = stream
             result = stream.drain_to(self.inbox)
             tried += 1
@@ -218,12 +295,18 @@ class ProcessorTasklet:
                 self._observe_input_wm(stream.ordinal, watermark)
             elif self._idle_ordinals and self.inbox:
                 self._observe_input_event(stream.ordinal)
+            if stream.pending_barrier is not None:
+                barrier, stream.pending_barrier = stream.pending_barrier, None
+                self._on_input_barrier(stream.ordinal, barrier)
             if result & DONE_BIT:
                 group.pop(self._cursor)
                 self._edge_to_complete = stream.ordinal
                 self._active_ordinals -= 1
                 self._idle_ordinals.discard(stream.ordinal)
                 self._add_pending_wm(self._coalescer.queue_done(self._wm_index[stream.ordinal]))
+                self._live_ordinals.discard(stream.ordinal)
+                if self._barrier_ordinals:
+                    self._check_barriers_aligned()
                 if not group:
                     self._next_group()
                 return True
@@ -235,6 +318,88 @@ class ProcessorTasklet:
     def _next_group(self) -> None:
         self._group = self._groups.popleft() if self._groups else []
         self._cursor = 0
+        if not self._groups and self._ssc is not None:
+            self._ssc.priority_groups_done(self)
+
+    # -- snapshots ----------------------------------------------------------------------------
+    def _on_input_barrier(self, ordinal: int, barrier: SnapshotBarrier) -> None:
+        if barrier.snapshot_id <= self.saved_snapshot_id:
+            raise AssertionError(f"{self.name}: input ordinal {ordinal} delivered {barrier!r} after snapshot "
+                                 f"{self.saved_snapshot_id} was saved")
+        self._barrier = barrier
+        if barrier.is_terminal:
+            self._wait_for_all_barriers = True
+        self._barrier_ordinals.add(ordinal)
+        self._check_barriers_aligned()
+
+    def _check_barriers_aligned(self) -> None:
+        """Every live ordinal delivered the barrier: the snapshot is due once the inbox is empty."""
+        if self._barrier is not None and self._live_ordinals <= self._barrier_ordinals:
+            self._pending_barrier = self._barrier
+            self._barrier_ordinals.clear()
+
+    def _begin_snapshot(self, barrier: SnapshotBarrier) -> None:
+        self._barrier = barrier
+        self._state_after_snapshot = _PROCESS_INBOX if self._active_ordinals else _COMPLETE
+        self._prepared = False
+        self.state = _SAVE_SNAPSHOT
+
+    def _save_snapshot(self) -> bool:
+        """save_to_snapshot until True, then snapshot_commit_prepare until True, then the
+        entries go to the snapshot context and the barrier to the outbox."""
+        processor = self.processor
+        if not self._prepared:
+            if not processor.save_to_snapshot():
+                return bool(self.outbox.snapshot_entries)
+            self._prepared = True
+        if not processor.snapshot_commit_prepare():
+            return True
+        outbox = self.outbox
+        entries, outbox.snapshot_entries = outbox.snapshot_entries, []
+        barrier = self._barrier
+        self.saved_snapshot_id = barrier.snapshot_id
+        self._ssc.tasklet_saved(self, barrier.snapshot_id, self.context.vertex_name, entries)
+        if not outbox.offer_watermark(barrier):
+            raise AssertionError(f"{self.name}: a special item was pending when the barrier was due")
+        self.state = _EMIT_BARRIER
+        if self.outbox.pending_special is not None:
+            self._hand_over_outbox()
+        if self.outbox.pending_special is None:
+            self._barrier_emitted()
+        return True
+
+    def _barrier_emitted(self) -> None:
+        if self._barrier.is_terminal:
+            self.state = _WAIT_FOR_SNAPSHOT_COMPLETED
+        else:
+            self.state = self._state_after_snapshot
+            if self.state is _PROCESS_INBOX:
+                self._leave_empty_inbox()
+
+    def _commit_finish(self) -> bool:
+        """Phase 2 of the published snapshot; True once snapshot_commit_finish returned True."""
+        ssc = self._ssc
+        snapshot_id = ssc.active_phase2_id
+        # A tasklet that did not save the snapshot (it was restoring) has nothing to commit.
+        if snapshot_id <= self.saved_snapshot_id and not self.processor.snapshot_commit_finish(ssc.phase2_success):
+            return False
+        self.committed_snapshot_id = snapshot_id
+        ssc.tasklet_committed(self, snapshot_id)
+        if self.state is _WAIT_FOR_SNAPSHOT_COMPLETED and snapshot_id >= self._barrier.snapshot_id:
+            self.state = _EMIT_DONE_ITEM
+        return True
+
+    def _restore(self) -> bool:
+        inbox = self._restore_inbox
+        if inbox:
+            before = len(inbox)
+            self.processor.restore_from_snapshot(inbox)
+            return len(inbox) != before
+        if not self.processor.finish_snapshot_restore():
+            return False
+        self._restore_inbox = None
+        self.state = self._state_after_restore
+        return True
 
     # -- the second coalescing level: across input ordinals -----------------------------------
     def _observe_input_event(self, ordinal: int) -> None:
@@ -320,3 +485,6 @@ class ProcessorTasklet:
 
     def __repr__(self) -> str:
         return f"ProcessorTasklet({self.name!r}, {self.state.name})"
+
+
+from jet.execution.snapshot_context import SnapshotContext  # noqa: E402  (type only; no cycle at runtime)

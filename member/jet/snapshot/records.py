@@ -27,6 +27,11 @@ class JobRecord:
     last_good_snapshot_id: int = -1
     last_good_slot: int = -1
     ongoing_snapshot_id: int = -1
+    restarts: int = 0
+    last_restart_cause: str = ""
+    suspension_cause: str = ""
+    snapshot_stats: dict[str, Any] = field(default_factory=dict)
+    """The coordinator's figures of the job's snapshots (last one, count, failures)."""
 
     def to_json(self) -> str:
         """The record without its DAG bytes, as JSON."""

@@ -24,6 +24,8 @@ from collections.abc import Iterator
 from typing import Any
 from urllib.parse import quote, unquote
 
+import cloudpickle
+
 from jet.snapshot.errors import SnapshotError
 from jet.snapshot.fs import list_names, open_url, remove_tree, write_atomic
 from jet.snapshot.records import JobRecord, SnapshotInfo
@@ -56,7 +58,8 @@ class SnapshotWriter:
             raise SnapshotError(f"job {self.job_id}: snapshot {self.snapshot_id} in slot "
                                 f"{self.slot} is already committed; no more chunks")
         name = f"{quote(vertex, safe='')}.{member}.{sequence}.pkl"
-        data = pickle.dumps((vertex, list(entries)), protocol=pickle.HIGHEST_PROTOCOL)
+        # cloudpickle: state may hold instances of classes defined in the user's pipeline file.
+        data = cloudpickle.dumps((vertex, list(entries)), protocol=pickle.HIGHEST_PROTOCOL)
         self.store.fs.pipe_file(f"{self.dir}/{CHUNKS}/{name}", data)
         self.keys_written += len(entries)
         self.bytes_written += len(data)
@@ -182,11 +185,15 @@ class SnapshotStore:
         where = f"job {job_id}, slot {record.last_good_slot}, snapshot {record.last_good_snapshot_id}"
         return self._validate(directory, where, record.last_good_snapshot_id)
 
-    def read_snapshot(self, job_id: str) -> Iterator[tuple[str, Any, Any]]:
-        """(vertex, key, value) of every entry of the job's last good snapshot."""
+    def read_snapshot(self, job_id: str, expected_id: int | None = None) -> Iterator[tuple[str, Any, Any]]:
+        """(vertex, key, value) of every entry of the job's last good snapshot (which must be
+        ``expected_id`` when given)."""
         info = self.last_good(job_id)
         if info is None:
             raise SnapshotError(f"job {job_id}: has no snapshot")
+        if expected_id is not None and info.snapshot_id != expected_id:
+            raise SnapshotError(f"job {job_id}: snapshot {expected_id} was to be restored, but the last good "
+                                f"snapshot in the store is {info.snapshot_id}")
         directory = self._snapshot_dir(job_id, info.slot, info.snapshot_id)
         where = f"job {job_id}, slot {info.slot}, snapshot {info.snapshot_id}"
         return self._read_entries(directory, info, where)

@@ -1,0 +1,212 @@
+"""SnapshotContext: one execution's snapshots on one member (Jet's ``SnapshotContext``).
+
+The coordinator drives a snapshot in two phases. :meth:`start_phase1` publishes the snapshot
+id, which tasklets with no live input (sources) poll between two ``complete()`` calls: they
+save their state and emit the barrier; every other tasklet saves once the barrier reached it
+on every live input. Each saved tasklet hands its entries here; a writer thread writes them
+as chunks into the snapshot store, and phase 1 ends on this member when every tasklet saved
+(or had ended) and every chunk is written. :meth:`start_phase2` publishes the commit, which
+every live tasklet runs (``snapshot_commit_finish``) at the start of its next call.
+
+Publishing phase 1 waits while a tasklet still has inputs of a later priority group to read
+(a hash join's build side): its barriers could not be aligned before those inputs end.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any, Callable
+
+from jet.job_config import ProcessingGuarantee
+
+log = logging.getLogger("jet.execution.snapshot")
+
+CHUNK_ENTRIES = 20_000
+"""Entries per chunk file: big enough to amortise a store write, small enough to stream."""
+
+ChunkWriter = Callable[[str, int, list], None]
+"""``write(vertex, sequence, entries)``: store one chunk of a snapshot (raises on failure)."""
+
+
+class SnapshotPhaseError(RuntimeError):
+    """A snapshot phase could not complete on this member."""
+
+
+class _Phase:
+    """One phase of one snapshot: the tasklets still due and the future it completes."""
+
+    def __init__(self, snapshot_id: int, remaining: set) -> None:
+        self.snapshot_id = snapshot_id
+        self.remaining = remaining
+        self.future: Future = Future()
+        self.keys = 0
+        self.bytes = 0
+        self.chunks = 0
+        self.writes_pending = 0
+
+
+class SnapshotContext:
+    """The snapshot state one execution's tasklets poll; created per execution and member."""
+
+    def __init__(self, guarantee: ProcessingGuarantee, *, first_snapshot_id: int = 0,
+                 name: str = "execution") -> None:
+        self.guarantee = guarantee
+        self.wait_for_all_barriers = guarantee is ProcessingGuarantee.EXACTLY_ONCE
+        self.first_snapshot_id = first_snapshot_id
+        self.name = name
+        self.active_phase1_id = first_snapshot_id - 1
+        """The snapshot sources must take (polled by the tasklets, written last when published)."""
+        self.active_is_terminal = False
+        self.active_phase2_id = first_snapshot_id - 1
+        """The snapshot whose commit the tasklets must run."""
+        self.phase2_success = True
+        self._lock = threading.Lock()
+        self._live: set = set()
+        self._waiting_for_groups: set = set()
+        self._phase1: _Phase | None = None
+        self._phase2: _Phase | None = None
+        self._unpublished: tuple[int, bool] | None = None
+        self._writer: ChunkWriter | None = None
+        self._sequence = 0
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="jet-snapshot-writer")
+        self._failure: BaseException | None = None
+
+    # -- the tasklets' side ---------------------------------------------------------------------
+    def register(self, tasklet: Any, has_priority_groups: bool) -> None:
+        """At build time: a processor tasklet that takes part in snapshots."""
+        with self._lock:
+            self._live.add(tasklet)
+            if has_priority_groups:
+                self._waiting_for_groups.add(tasklet)
+
+    def priority_groups_done(self, tasklet: Any) -> None:
+        """The tasklet reads its last priority group now: a postponed snapshot may begin."""
+        with self._lock:
+            self._waiting_for_groups.discard(tasklet)
+            self._publish_if_due()
+
+    def tasklet_saved(self, tasklet: Any, snapshot_id: int, vertex: str, entries: list) -> None:
+        """The tasklet saved its state for ``snapshot_id`` (its barrier goes downstream next)."""
+        with self._lock:
+            phase = self._phase1
+            if phase is None or phase.snapshot_id != snapshot_id:
+                log.warning("%s: %s saved snapshot %d, which is not being taken; its %d entries are dropped",
+                            self.name, tasklet, snapshot_id, len(entries))
+                return
+            for start in range(0, len(entries), CHUNK_ENTRIES):
+                self._sequence += 1
+                phase.writes_pending += 1
+                self._pool.submit(self._write, phase, vertex, self._sequence, entries[start:start + CHUNK_ENTRIES])
+            phase.keys += len(entries)
+            phase.remaining.discard(tasklet)
+            self._complete_phase1_if_done(phase)
+
+    def tasklet_committed(self, tasklet: Any, snapshot_id: int) -> None:
+        with self._lock:
+            phase = self._phase2
+            if phase is not None and phase.snapshot_id == snapshot_id:
+                phase.remaining.discard(tasklet)
+                self._complete_phase2_if_done(phase)
+
+    def tasklet_ended(self, tasklet: Any) -> None:
+        """The tasklet emitted DONE: it takes part in no more snapshot or commit."""
+        with self._lock:
+            self._live.discard(tasklet)
+            self._waiting_for_groups.discard(tasklet)
+            for phase in (self._phase1, self._phase2):
+                if phase is not None and tasklet in phase.remaining:
+                    phase.remaining.discard(tasklet)
+            if self._phase1 is not None:
+                self._complete_phase1_if_done(self._phase1)
+            if self._phase2 is not None:
+                self._complete_phase2_if_done(self._phase2)
+            self._publish_if_due()
+
+    # -- the coordinator's side ----------------------------------------------------------------
+    def start_phase1(self, snapshot_id: int, terminal: bool, write_chunk: ChunkWriter) -> Future:
+        """Begin snapshot ``snapshot_id``; the future gives ``{"keys", "bytes", "chunks"}``."""
+        with self._lock:
+            if self._failure is not None:
+                raise SnapshotPhaseError(f"{self.name}: the execution ended: {self._failure}")
+            if snapshot_id <= self.active_phase1_id:
+                raise SnapshotPhaseError(f"{self.name}: snapshot {snapshot_id} requested after snapshot "
+                                         f"{self.active_phase1_id} (ids must rise)")
+            if self._phase1 is not None and not self._phase1.future.done():
+                raise SnapshotPhaseError(f"{self.name}: snapshot {snapshot_id} requested while snapshot "
+                                         f"{self._phase1.snapshot_id} is in phase 1")
+            self._writer = write_chunk
+            phase = _Phase(snapshot_id, set(self._live))
+            self._phase1 = phase
+            self._unpublished = (snapshot_id, terminal)
+            self._publish_if_due()
+            self._complete_phase1_if_done(phase)
+            return phase.future
+
+    def start_phase2(self, snapshot_id: int, success: bool) -> Future:
+        """Publish the commit (or the failure) of ``snapshot_id``; the future ends when every
+        live tasklet ran ``snapshot_commit_finish``."""
+        with self._lock:
+            if self._phase2 is not None and self._phase2.snapshot_id == snapshot_id:
+                return self._phase2.future  # a repeated request
+            phase = _Phase(snapshot_id, set(self._live))
+            self._phase2 = phase
+            self.phase2_success = success
+            self.active_phase2_id = snapshot_id
+            self._complete_phase2_if_done(phase)
+            return phase.future
+
+    def execution_ended(self, failure: BaseException | None) -> None:
+        """The execution is over: phases still open fail (or complete, when it ended cleanly)."""
+        with self._lock:
+            self._failure = failure or SnapshotPhaseError("the execution completed")
+            self._live.clear()
+            for phase in (self._phase1, self._phase2):
+                if phase is None or phase.future.done():
+                    continue
+                phase.remaining.clear()
+                if failure is None:
+                    if phase is self._phase1:
+                        self._complete_phase1_if_done(phase)
+                    else:
+                        self._complete_phase2_if_done(phase)
+                else:
+                    phase.future.set_exception(SnapshotPhaseError(f"{self.name}: the execution ended: {failure}"))
+        self._pool.shutdown(wait=False)
+
+    # -- inside the lock -------------------------------------------------------------------------
+    def _publish_if_due(self) -> None:
+        if self._unpublished is None or self._waiting_for_groups:
+            return
+        snapshot_id, terminal = self._unpublished
+        self._unpublished = None
+        self.active_is_terminal = terminal
+        self.active_phase1_id = snapshot_id  # last: a tasklet that sees the id sees the flag
+
+    def _complete_phase1_if_done(self, phase: _Phase) -> None:
+        if phase.remaining or phase.writes_pending or phase.future.done():
+            return
+        phase.future.set_result({"keys": phase.keys, "bytes": phase.bytes, "chunks": phase.chunks})
+
+    def _complete_phase2_if_done(self, phase: _Phase) -> None:
+        if not phase.remaining and not phase.future.done():
+            phase.future.set_result(None)
+
+    def _write(self, phase: _Phase, vertex: str, sequence: int, entries: list) -> None:
+        try:
+            written = self._writer(vertex, sequence, entries)
+        except BaseException as e:  # noqa: BLE001 - the snapshot fails, named, on the coordinator
+            log.warning("%s: writing a chunk of snapshot %d (vertex %s) failed: %s", self.name,
+                        phase.snapshot_id, vertex, e)
+            with self._lock:
+                if not phase.future.done():
+                    phase.future.set_exception(SnapshotPhaseError(
+                        f"{self.name}: writing snapshot {phase.snapshot_id} of vertex {vertex!r} failed: "
+                        f"{type(e).__name__}: {e}"))
+            return
+        with self._lock:
+            phase.writes_pending -= 1
+            phase.chunks += 1
+            phase.bytes += int(written or 0)
+            self._complete_phase1_if_done(phase)

@@ -1,0 +1,95 @@
+"""Which processor restores which snapshot entry (Jet's restore edges, without the extra vertices).
+
+Jet reads a snapshot through a ``__snapshot_read`` vertex and one distributed edge per user
+vertex, partitioned by the entry's key. Here each member reads the snapshot's entries and keeps
+those its processors own, by the same rule, so state lands where the new plan routes its keys
+however many members the snapshot was taken on:
+
+- an entry under a :class:`~jet.core.snapshot_keys.BroadcastKey` goes to every processor of its
+  vertex (each keeps its share: sources by their index, merged values by minimum);
+- any other key's partition comes from the vertex's partitioned input edge (its partitioner, or
+  the default one); the partition's owner member keeps it, and gives it to the local processor
+  that edge would route the key to (the owned-partition table of a distributed edge, the local
+  table of a local one).
+
+Entries of a vertex the DAG no longer has are skipped with one warning per vertex (an upgraded
+pipeline that renamed or dropped it).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Callable, Iterable
+
+from jet.core.dag import DAG, Vertex
+from jet.core.edge import Edge, RoutingPolicy
+from jet.core.partitioner import DEFAULT_PARTITIONER, HashPartitioner, key_to_partition_fn
+from jet.core.snapshot_keys import BroadcastKey
+from jet.execution.plan import MemberTopology, local_partition_table, owned_partition_table
+
+log = logging.getLogger("jet.execution.snapshot")
+
+RestoreEntries = dict[tuple[str, int], list]
+"""Per (vertex name, local processor index): the (key, value) entries it restores."""
+
+
+class _VertexRouting:
+    """Where one vertex's keyed entries go on this member."""
+
+    def __init__(self, dag: DAG, vertex: Vertex, local_parallelism: int, topology: MemberTopology) -> None:
+        self.local_parallelism = local_parallelism
+        edge = _partitioned_input(dag, vertex)
+        partitioner = edge.partitioner if edge is not None else DEFAULT_PARTITIONER
+        if isinstance(partitioner, HashPartitioner):
+            partitioner = DEFAULT_PARTITIONER  # local-only edges may use hash(); keys must route stably here
+        self.partition_of: Callable[[object], int] = key_to_partition_fn(partitioner, distributed=True)
+        self.owners = topology.partition_owners
+        self.member = topology.member_index
+        if edge is not None and edge.is_distributed():
+            owned = owned_partition_table(self.owners, self.member, local_parallelism)
+            self.local_of = lambda p: owned[p]
+        else:
+            table = local_partition_table(local_parallelism)
+            self.local_of = lambda p: table[p]
+
+    def local_index(self, key: object) -> int | None:
+        """The local processor that restores ``key``, or None when another member owns it."""
+        partition = self.partition_of(key)
+        if self.owners[partition] != self.member:
+            return None
+        return self.local_of(partition)
+
+
+def _partitioned_input(dag: DAG, vertex: Vertex) -> Edge | None:
+    """The vertex's partitioned input edge that decides where its keys live (distributed first)."""
+    edges = [e for e in dag.inbound_edges(vertex.name)
+             if e.routing_policy is RoutingPolicy.PARTITIONED and e.all_to_one_key is None]
+    edges.sort(key=lambda e: not e.is_distributed())
+    return edges[0] if edges else None
+
+
+def route_restore_entries(entries: Iterable[tuple[str, object, object]], dag: DAG,
+                          local_parallelism: dict[str, int], topology: MemberTopology) -> RestoreEntries:
+    """Split a snapshot's (vertex, key, value) entries among this member's processors."""
+    routed: RestoreEntries = {(name, i): [] for name, lp in local_parallelism.items() for i in range(lp)}
+    routing: dict[str, _VertexRouting] = {}
+    unknown: set[str] = set()
+    for vertex_name, key, value in entries:
+        lp = local_parallelism.get(vertex_name)
+        if lp is None:
+            if vertex_name not in unknown:
+                unknown.add(vertex_name)
+                log.warning("the snapshot has state of vertex %r, which this job does not have; it is skipped",
+                            vertex_name)
+            continue
+        if type(key) is BroadcastKey:
+            for index in range(lp):
+                routed[(vertex_name, index)].append((key, value))
+            continue
+        router = routing.get(vertex_name)
+        if router is None:
+            router = routing[vertex_name] = _VertexRouting(dag, dag.get_vertex(vertex_name), lp, topology)
+        index = router.local_index(key)
+        if index is not None:
+            routed[(vertex_name, index)].append((key, value))
+    return routed

@@ -1,0 +1,107 @@
+"""Act on a running job through its coordinator (member 0): suspend, resume, cancel, cancel with
+an exported snapshot. Jet's own client does the talking (gRPC with the cluster token; with TLS
+on, member 0's certificate is verified with the job's CA under member 0's DNS name, whatever
+address is dialled).
+
+Each action waits, bounded, until ``/job`` shows its effect, so the operator changes the
+members only once the job has stopped writing.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+from jet_operator.lifecycle import JobReport
+
+logger = logging.getLogger(__name__)
+
+POLL_INTERVAL_SECONDS = 0.5
+# /job statuses after which a job does nothing more until someone resumes or resubmits it.
+STOPPED_JOB_STATUSES = frozenset({"COMPLETED", "FAILED", "SUSPENDED", "NOT_RUNNING"})
+
+
+class JobControlError(Exception):
+    """An action on the job failed or did not take effect in time; the message says which."""
+
+
+@dataclass(frozen=True)
+class ClusterAccess:
+    """How to reach a job's coordinator as a client."""
+
+    address: str
+    """``host:port`` of member 0's gRPC port."""
+    token: str
+    ca_pem: str | None
+    """The job's CA certificate (PEM) when the members speak TLS."""
+    server_name: str
+    """The name member 0's certificate is verified for (its pod DNS name)."""
+
+
+@contextlib.contextmanager
+def _client(access: ClusterAccess) -> Iterator[Any]:
+    import jet  # the member package: in the operator's image (same image as the members)
+    from jet.cluster.auth import TlsConfig
+
+    with tempfile.TemporaryDirectory(prefix="jet-operator-") as directory:
+        tls = None
+        if access.ca_pem is not None:
+            ca_file = Path(directory) / "ca.crt"
+            ca_file.write_text(access.ca_pem)
+            tls = TlsConfig(cert_file="", key_file="", ca_file=str(ca_file), server_name=access.server_name)
+        with jet.connect([access.address], access.token, tls) as client:
+            yield client
+
+
+class JobControl:
+    """The actions; ``report`` reads member 0's ``/job`` (the effect of an action is read there)."""
+
+    def __init__(self, access: ClusterAccess, report: Callable[[], JobReport | None],
+                 timeout_seconds: float) -> None:
+        self._access = access
+        self._report = report
+        self._timeout = timeout_seconds
+
+    def suspend(self, job_id: str) -> JobReport:
+        """Suspend the job with a terminal snapshot; returns the report once it is SUSPENDED."""
+        self._act(job_id, "suspend", lambda job: job.suspend())
+        return self._wait(lambda r: r.status == "SUSPENDED", f"job {job_id} to be SUSPENDED")
+
+    def resume(self, job_id: str) -> None:
+        """Resume a suspended job from its last snapshot (returns once asked: it restarts on its own)."""
+        self._act(job_id, "resume", lambda job: job.resume())
+
+    def cancel(self, job_id: str) -> JobReport:
+        """Cancel the job (its record and snapshots go; exports stay)."""
+        self._act(job_id, "cancel", lambda job: job.cancel())
+        return self._wait(lambda r: r.status in STOPPED_JOB_STATUSES, f"job {job_id} to stop")
+
+    def cancel_and_export(self, job_id: str, snapshot_name: str) -> JobReport:
+        """Export a terminal snapshot named ``snapshot_name`` and cancel the job."""
+        self._act(job_id, f"cancel with snapshot {snapshot_name!r}",
+                  lambda job: job.cancel_and_export_snapshot(snapshot_name))
+        return self._wait(lambda r: r.status in STOPPED_JOB_STATUSES, f"job {job_id} to stop")
+
+    def _act(self, job_id: str, what: str, action: Callable[[Any], Any]) -> None:
+        try:
+            with _client(self._access) as client:
+                action(client.job(job_id))
+        except Exception as error:  # noqa: BLE001 - any client failure: one clear message
+            raise JobControlError(f"{what} of job {job_id} at {self._access.address} failed: {error}") from error
+        logger.info("Asked member 0 at %s to %s job %s", self._access.address, what, job_id)
+
+    def _wait(self, done: Callable[[JobReport], bool], what: str) -> JobReport:
+        deadline = time.monotonic() + self._timeout
+        last = None
+        while time.monotonic() < deadline:
+            last = self._report()
+            if last is not None and done(last):
+                return last
+            time.sleep(POLL_INTERVAL_SECONDS)
+        seen = f"last seen {last.status}" if last is not None else "member 0 not answering"
+        raise JobControlError(f"timed out after {self._timeout:.0f}s waiting for {what} ({seen})")

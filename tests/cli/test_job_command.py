@@ -1,0 +1,75 @@
+"""``jet job`` against a running local cluster: list, status, suspend, resume, cancel, exit codes."""
+
+import json
+
+import pytest
+
+import jet
+from jet.cluster.job_state import JobStatus
+from jet.core import DAG, Edge
+from jet.core.processors import map_p
+
+from tests.cli.support import jet as run_jet, jet_env
+from tests.cluster.cluster_support import endless_source, wait_until
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    with jet.local_cluster(members=2, log_dir=tmp_path_factory.mktemp("logs")) as running:
+        yield running
+
+
+def endless_dag() -> DAG:
+    dag = DAG()
+    source = dag.new_vertex("source", endless_source(), 1)
+    sink = dag.new_vertex("sink", map_p(lambda x: None), 1)
+    dag.edge(Edge.between(source, sink))
+    return dag
+
+
+def jet_job(cluster, *args, token=None):
+    return run_jet("job", "--address", cluster.addresses[0], "--timeout", 30, *args,
+               env=jet_env(JET_CLUSTER_TOKEN=token or cluster.token))
+
+
+def test_list_status_suspend_resume_and_cancel_a_job_by_its_name(cluster):
+    job = cluster.new_job(endless_dag(), {"name": "endless"})
+    wait_until(lambda: job.status is JobStatus.RUNNING, what="RUNNING")
+
+    listed = jet_job(cluster, "list")
+    assert listed.returncode == 0, listed.stderr
+    header, *rows = listed.stdout.splitlines()
+    assert header.split() == ["ID", "NAME", "STATUS", "GUARANTEE", "RESTARTS", "LAST", "SNAPSHOT"]
+    assert any(row.split()[:5] == [job.id, "endless", "RUNNING", "NONE", "0"] for row in rows)
+
+    status = jet_job(cluster, "status", "endless")
+    assert status.returncode == 0, status.stderr
+    info = json.loads(status.stdout)
+    assert (info["jobId"], info["status"], info["lastSnapshot"], info["snapshotCount"]) == (job.id, "RUNNING", None, 0)
+
+    suspended = jet_job(cluster, "suspend", "endless")
+    assert (suspended.returncode, suspended.stdout.strip()) == (0, f"job endless ({job.id}): SUSPENDED")
+    assert job.status is JobStatus.SUSPENDED
+
+    refused = jet_job(cluster, "export-snapshot", "endless", "v1")
+    assert refused.returncode == 1 and "processing guarantee NONE" in refused.stderr
+
+    resumed = jet_job(cluster, "resume", "endless")
+    assert resumed.returncode == 0, resumed.stderr
+    wait_until(lambda: job.status is JobStatus.RUNNING, what="RUNNING again")
+    again = jet_job(cluster, "resume", job.id)
+    assert again.returncode == 1 and "only a SUSPENDED job can be resumed" in again.stderr
+
+    cancelled = jet_job(cluster, "cancel", job.id)
+    assert cancelled.returncode == 0, cancelled.stderr
+    wait_until(lambda: job.status is JobStatus.FAILED, what="FAILED")
+
+
+def test_unknown_jobs_and_wrong_tokens_have_their_exit_codes(cluster):
+    unknown = jet_job(cluster, "status", "no-such-job")
+    assert unknown.returncode == 2 and "unknown job 'no-such-job'" in unknown.stderr
+    denied = jet_job(cluster, "list", token="not-the-token")
+    assert denied.returncode == 3 and "cannot reach the cluster" in denied.stderr
+    listed = jet_job(cluster, "snapshots")
+    assert listed.returncode == 0 and listed.stdout.split() == ["NAME", "JOB", "JOB", "NAME", "SNAPSHOT", "BYTES",
+                                                                  "KEYS", "CREATED"]
