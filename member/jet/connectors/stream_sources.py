@@ -21,7 +21,7 @@ from jet.core.event_time import EventTimePolicy
 from jet.core.inbox import Inbox
 from jet.core.outbox import Outbox
 from jet.core.processor import Context, Processor
-from jet.core.processors.snapshot_state import own_key, tagged, unexpected_entry
+from jet.core.processors.snapshot_state import collect_positions, own_key
 from jet.core.processors.sources import share_of
 
 log = logging.getLogger("jet.connectors.stream_sources")
@@ -92,11 +92,7 @@ class _EmitterSourceP(Processor):
         return True
 
     def restore_from_snapshot(self, inbox: Inbox) -> None:
-        restored = self._restored = self._restored or []
-        for key, value in inbox.take_chunk():
-            if tagged(key, "position") is None:
-                raise unexpected_entry(self.context.vertex_name, self, key)
-            restored.append(value)
+        self._restored = collect_positions(self, inbox, self._restored)
 
     def finish_snapshot_restore(self) -> bool:
         if self._restored is not None:

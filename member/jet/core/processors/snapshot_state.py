@@ -68,3 +68,14 @@ def unexpected_entry(vertex_name: str, processor: Any, key: Any) -> ValueError:
     """The error for a snapshot entry a processor does not know."""
     return ValueError(f"vertex {vertex_name!r}: {type(processor).__name__} cannot restore the snapshot"
                       f" entry with key {key!r}; was the snapshot taken of another job?")
+
+
+def collect_positions(processor: Any, inbox: Any, restored: list | None) -> list:
+    """A source's ``restore_from_snapshot``: every saved ``position`` value appended to
+    ``restored`` (a new list when None); any other entry is an error naming the vertex."""
+    restored = restored if restored is not None else []
+    for key, value in inbox.take_chunk():
+        if tagged(key, "position") is None:
+            raise unexpected_entry(processor.context.vertex_name, processor, key)
+        restored.append(value)
+    return restored

@@ -10,7 +10,7 @@ from jet.core.inbox import Inbox
 from jet.core.outbox import Outbox
 from jet.core.processor import Context
 from jet.core.processors.base import ChunkEmittingProcessor, Supplier
-from jet.core.processors.snapshot_state import own_key, tagged, unexpected_entry
+from jet.core.processors.snapshot_state import collect_positions, own_key
 
 
 class BlockSourceP(ChunkEmittingProcessor):
@@ -65,11 +65,7 @@ class BlockSourceP(ChunkEmittingProcessor):
         return True
 
     def restore_from_snapshot(self, inbox: Inbox) -> None:
-        restored = self._restored = self._restored or []
-        for key, value in inbox.take_chunk():
-            if tagged(key, "position") is None:
-                raise unexpected_entry(self.context.vertex_name, self, key)
-            restored.append(value)
+        self._restored = collect_positions(self, inbox, self._restored)
 
     def finish_snapshot_restore(self) -> bool:
         if self._restored is not None:
