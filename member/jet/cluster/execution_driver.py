@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 import secrets
+import time
 from concurrent.futures import Future
 
 from jet.cluster import messages
@@ -74,8 +75,24 @@ class ExecutionDriver:
             return [m for m in range(self.member_count) if m not in self._lost]
         return list(range(self.member_count))
 
+    def _await_mesh(self, members: list[int]) -> None:
+        """Wait (bounded by ``member_rejoin_timeout_ms``) until each of ``members`` has a link to
+        each other one: a member that rejoined the coordinator may not have rejoined the others
+        yet, and an execution started meanwhile would fail at init."""
+        deadline = time.monotonic() + self.control.member_rejoin_timeout_ms / 1000
+        payload = messages.encode_message({})
+        while time.monotonic() < deadline and not self._shut_down:
+            try:
+                if all(set(messages.decode_message(self._call(m, messages.PING, payload, 2.0))[0].get(
+                        "joined", members)) >= set(members) - {m} for m in members):
+                    return
+            except Exception:  # noqa: BLE001 - a member not answering yet: ask again
+                pass
+            time.sleep(0.05)
+
     def _init_and_start(self, run: JobRun, execution: Execution) -> None:
         record = run.record
+        self._await_mesh(list(execution.members))
         try:
             restore = self.job_store.restore_point(record)
         except Exception as e:  # noqa: BLE001 - a damaged record or store: the job cannot go on

@@ -24,6 +24,8 @@ from jet.job_config import JobConfig
 LOST_MEMBER_ERROR = "MemberLostError"
 LOST_CONNECTION_TASKLET = "connection to member "
 """How a member names the tasklet of a failure caused by a lost peer (``JobExecution._peer_lost``)."""
+NOT_CONNECTED = "ConnectionError: "
+"""A member refused an execution because a peer's link was down at that moment (init raced a rejoin)."""
 
 
 class Next(enum.Enum):
@@ -50,7 +52,7 @@ def is_restartable(failure: ExecutionOutcome, lost_members: set[int]) -> bool:
     """Whether an execution's failure came from the cluster, not the job: a member lost while it
     ran, or a failure that names a lost member or a broken connection to one."""
     return bool(lost_members) or failure.error.startswith(LOST_MEMBER_ERROR) \
-        or failure.tasklet.startswith(LOST_CONNECTION_TASKLET)
+        or failure.tasklet.startswith(LOST_CONNECTION_TASKLET) or failure.error.startswith(NOT_CONNECTED)
 
 
 def decide(config: JobConfig, requested: Termination | None, failure: ExecutionOutcome | None,

@@ -316,7 +316,7 @@ class Member:
     # -- handlers: every member ------------------------------------------------------------------
     def _ping(self, peer: int, header: dict, blob: bytes) -> dict:
         reply: dict[str, Any] = {"member": self.index, "members": self.member_count,
-                                 "connected": self.connected.is_set()}
+                                 "connected": self.connected.is_set(), "joined": self.membership.joined_peers()}
         if header.get("cluster"):
             reply["cluster_ready"] = self.cluster_ready()
         return reply
