@@ -254,7 +254,8 @@ def assess(
         return Assessment(Phase.STARTING, "waiting for the coordinator (member 0) to report", ready)
     phase = _PHASE_OF_JOB_STATUS.get(job.status, Phase.STARTING)
     name = f"job {job.job_id}" if job.job_id else "the job"
-    return Assessment(phase, f"{name} is {job.status}", ready)
+    detail = f": {job.message}" if job.message else ""
+    return Assessment(phase, f"{name} is {job.status}{detail}", ready)
 
 
 def _assess_completed(spark_pods: Sequence[PodView], ready: int, now: datetime.datetime,

@@ -435,6 +435,12 @@ class Member:
         self.metrics.running.dec()
         self.metrics.executions.labels("completed" if outcome.ok else "cancelled" if outcome.cancelled
                                        else "failed").inc()
+        if not outcome.ok and self.stopped.is_set():
+            # Cancelled because this member stops (a pod deleted): the coordinator counts the
+            # member lost and restarts the job; a report would read as the job's own failure.
+            log.debug("member %d is stopping; the cancellation of job %s is not reported", self.index,
+                      outcome.job_id)
+            return
         try:
             self._reports.submit(self._send_report, outcome, execution.report_payload())
         except RuntimeError:  # the member is shutting down: the coordinator sees it lost
