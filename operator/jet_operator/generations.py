@@ -148,8 +148,8 @@ def _suspend(api: KubeApi, config: OperatorConfig, job: JobRef, spec: JetJobSpec
         logger.warning("%s/%s: %s", job.namespace, job.name, error)
         return f"no terminal snapshot ({error}); the job resumes from its last snapshot"
     snapshot = (report.last_snapshot or {}).get("id")
-    taken = f"with a terminal snapshot (id {snapshot})" if snapshot is not None else "with a terminal snapshot"
-    return f"job {report.job_id} suspended {taken}; it resumes from there"
+    taken = f"terminal snapshot {snapshot}" if snapshot is not None else "a terminal snapshot"
+    return f"job {report.job_id} took {taken} and is SUSPENDED; spec.suspend: false resumes it from there"
 
 
 def _savepoint(api: KubeApi, config: OperatorConfig, job: JobRef, spec: JetJobSpec, status: Mapping[str, Any],

@@ -164,7 +164,7 @@ def start_generation(
                   **_members_fields(job, spec.replicas if running else 0, 0))
     if start.upgrade is not None:
         common["upgrade"] = start.upgrade
-    note = f" ({start.note})" if start.note else ""
+    note = f"; {start.note}" if start.note else ""
     if not running:
         delete_spark_drivers(api, job)
         return phase_update(Phase.SUSPENDED, f"suspended by spec.suspend{note}", status, job.generation, now,
@@ -387,6 +387,6 @@ def _resume(api: KubeApi, config: OperatorConfig, job: JobRef, spec: JetJobSpec,
         return report, []
     snapshot = (report.last_snapshot or {}).get("id")
     source = f"snapshot {snapshot}" if snapshot is not None else "its last snapshot"
-    cause = f" (it was suspended: {report.message})" if report.message else ""
+    cause = f" (suspended because: {report.message})" if report.message else ""
     return (dataclasses.replace(report, status="STARTING", message=f"resuming from {source}"),
             [JobEvent("Resumed", f"job {report.job_id} resumes from {source}{cause}")])

@@ -278,6 +278,8 @@ class Member:
         if peer in self._departed:
             log.log(logging.DEBUG if self.stopped.is_set() else logging.INFO,
                     "member %d: member %d has left the cluster", self.index, peer)
+            # The cause a restarted job shows (JetJob status, /job), rather than gRPC's CANCELLED.
+            error = ConnectionError(f"member {peer} stopped (it said it was leaving)")
         else:
             log.log(logging.DEBUG if self.stopped.is_set() else logging.WARNING,
                     "member %d lost its connection with member %d: %s", self.index, peer, error)
