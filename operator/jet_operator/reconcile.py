@@ -387,6 +387,6 @@ def _resume(api: KubeApi, config: OperatorConfig, job: JobRef, spec: JetJobSpec,
         return report, []
     snapshot = (report.last_snapshot or {}).get("id")
     source = f"snapshot {snapshot}" if snapshot is not None else "its last snapshot"
-    cause = f" (suspended because: {report.message})" if report.message else ""
+    cause = f"; suspension cause: {report.message}" if report.message else ""
     return (dataclasses.replace(report, status="STARTING", message=f"resuming from {source}"),
             [JobEvent("Resumed", f"job {report.job_id} resumes from {source}{cause}")])
