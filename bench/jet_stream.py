@@ -69,14 +69,17 @@ def sleep_until(wall_ms: float) -> None:
     time.sleep(max(0.0, (wall_ms - now_ms()) / 1000))
 
 
-def run(rate: int, members: int, seconds: float, warmup_s: float, out_dir: str, grace_s: float) -> dict[str, Any]:
+def run(rate: int, members: int, seconds: float, warmup_s: float, out_dir: str, grace_s: float,
+        guarantee: str = "none", snapshot_interval_ms: int = 1000) -> dict[str, Any]:
     """Run the pipeline at ``rate`` on ``members`` members for ``seconds`` (plus ``grace_s`` for
-    the last windows to arrive); return the run's start (wall ms) and the late events dropped
-    after the warm-up (None if the metrics do not count them)."""
+    the last windows to arrive) with the processing ``guarantee`` (snapshots every
+    ``snapshot_interval_ms``); return the run's start (wall ms), the late events dropped after
+    the warm-up (None if the metrics do not count them) and the job's last snapshot figures."""
     with tempfile.TemporaryDirectory(prefix="jet-stream-logs-") as logs, \
             jet.local_cluster(members, log_dir=logs) as cluster:
         start = now_ms()
-        job = cluster.new_job(pipeline(rate, out_dir))
+        job = cluster.new_job(pipeline(rate, out_dir), {"processing_guarantee": guarantee,
+                                                        "snapshot_interval_ms": snapshot_interval_ms})
         while job.info()["status"] != "RUNNING":
             if now_ms() - start > SUBMIT_TIMEOUT_S * 1000:
                 raise RuntimeError(f"the job did not start within {SUBMIT_TIMEOUT_S} s: {job.info()}")
@@ -85,5 +88,7 @@ def run(rate: int, members: int, seconds: float, warmup_s: float, out_dir: str, 
         late_at_warmup = late_events_dropped(job.metrics())
         sleep_until(start + (seconds + grace_s) * 1000)
         late = late_events_dropped(job.metrics())
+        info = job.info()
         job.cancel()
-    return {"start_ms": start, "late": None if late is None else late - (late_at_warmup or 0)}
+    return {"start_ms": start, "late": None if late is None else late - (late_at_warmup or 0),
+            "snapshots": info.get("snapshotCount", 0), "last_snapshot": info.get("lastSnapshot")}

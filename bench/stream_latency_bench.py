@@ -3,6 +3,7 @@ Bytewax and PyFlink on the same definition in one run (the Streaming issue's ben
 
     python bench/stream_latency_bench.py [--systems jet,bytewax,pyflink]
         [--rates 10000,100000,200000,500000,1000000] [--members 1,2] [--seconds 20] [--warmup 3]
+        [--guarantee none|at-least-once|exactly-once] [--snapshot-interval-ms 1000]
 
 The definition: events from a generator at a fixed rate, timestamp = the time the event is due,
 key = sequence % 100; 50 ms allowed lag (Jet's limiting lag, Bytewax's `EventClock` wait,
@@ -122,7 +123,8 @@ def measure(run: Run, args: argparse.Namespace) -> RunSummary:
         jet_late = None
         if run.system == "jet":
             import jet_stream
-            outcome = jet_stream.run(run.rate, run.parallel, args.seconds, args.warmup, out_dir, args.grace)
+            outcome = jet_stream.run(run.rate, run.parallel, args.seconds, args.warmup, out_dir, args.grace,
+                                     args.guarantee, args.snapshot_interval_ms)
             start, jet_late = outcome["start_ms"], outcome["late"]
         elif run.system == "bytewax":
             start = run_processes(bytewax_commands(run, out_dir, start_file), out_dir, start_file,
@@ -206,6 +208,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--seconds", type=float, default=20.0, help="length of each run")
     parser.add_argument("--warmup", type=float, default=3.0, help="seconds of each run not measured")
     parser.add_argument("--grace", type=float, default=2.0, help="seconds after a run for its last windows")
+    parser.add_argument("--guarantee", default="none", choices=("none", "at-least-once", "exactly-once"),
+                        help="Jet's processing guarantee (snapshots every --snapshot-interval-ms)")
+    parser.add_argument("--snapshot-interval-ms", type=int, default=1000)
     parser.add_argument("--flink-python", default=DEFAULT_FLINK_PYTHON)
     parser.add_argument("--flink-args", default="", help="more options for pyflink_stream.py, space separated")
     args = parser.parse_args(argv)

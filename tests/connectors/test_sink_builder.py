@@ -55,7 +55,9 @@ def test_the_sink_ignores_watermarks_emits_nothing_and_is_non_cooperative():
     states: list = []
     sink = built_sink(states)
     assert sink.supplier().is_cooperative is False
-    TestSupport.verify_processor(sink.supplier).input([1, 2, Watermark(10), 3]).expect_output([])
+    # Without snapshots: each run's instances are counted below (a restore would add instances).
+    TestSupport.verify_processor(sink.supplier).input([1, 2, Watermark(10), 3]).disable_snapshots() \
+        .expect_output([])
     assert [state.received for state in states] == [[1, 2, 3], [1, 2, 3]]  # the harness runs it twice
     assert all(state.destroyed == 1 and state.flushed_counts[-1] == 3 for state in states)
 

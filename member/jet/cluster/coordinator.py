@@ -5,10 +5,13 @@ execution id, ``init`` to every member (with the snapshot to restore, if any), `
 initialised, snapshots on schedule while it runs (:mod:`jet.cluster.snapshot_coordinator`), then
 every member's outcome. The first failure cancels the execution on every other member; when it
 has ended everywhere, :func:`jet.cluster.job_restarts.decide` says what follows: done, failed,
-restarted (a lost member, once the cluster is whole again, from the last good snapshot) or
-suspended. Every wait has a bound from :class:`ControlSettings` and a named outcome: a member that
-does not answer ``init`` (``init_timeout_ms``) or another call (``control_timeout_ms``) fails the
-execution naming it; a running member silent for ``report_wait_ms`` is asked for its execution's
+restarted (a lost member: once it is back, or with ``auto_scaling`` after
+``member_rejoin_timeout_ms`` on the members that are up; from the last good snapshot) or
+suspended. A job with ``auto_scaling`` runs on the members that are up; when members join, jobs
+that run on fewer restart gracefully on all after ``scale_up_delay_ms`` (:mod:`jet.cluster.scale_up`).
+Every wait has a bound from :class:`ControlSettings` and a named outcome: a member that does not
+answer ``init`` (``init_timeout_ms``) or another call (``control_timeout_ms``) fails the execution
+naming it; a running member silent for ``report_wait_ms`` is asked for its execution's
 state: still running, the wait goes on; finished, its lost report is taken from the answer; no
 answer, the execution fails naming it. After a failure the members get ``cancel_grace_ms`` to
 report. Jobs with a guarantee are kept in the snapshot store (:mod:`jet.cluster.job_store`), so a
@@ -32,9 +35,11 @@ from jet.cluster.execution_driver import (CLIENT_TASKLET, EXECUTION_DONE_STATE, 
 from jet.cluster.job_execution import ExecutionOutcome
 from jet.cluster.job_history import FinishedJobs, UnknownJobError
 from jet.cluster.job_restarts import Next, decide
-from jet.cluster.job_state import JobConfigError, JobRecord, JobRun, JobStatus, Termination, new_job_id
+from jet.cluster.job_state import (Execution, JobConfigError, JobRecord, JobRun, JobStatus, Termination,
+                                   new_job_id)
 from jet.cluster.job_store import JobStore, record_from_store
 from jet.cluster.observables import ObservableStore, UnknownObservableError
+from jet.cluster.scale_up import JobScaling, ScaleUpTimer
 from jet.cluster.settings import ControlSettings
 from jet.core.dag import DAG, DagValidationError
 from jet.execution.vertex_metrics import merge_vertex_metrics
@@ -48,7 +53,7 @@ MemberCall = Callable[[int, str, bytes, float], bytes]
 """``call(member, message type, payload, timeout_s) -> reply``; raises when the member cannot answer."""
 
 
-class JobCoordinator(JobControl, ExecutionDriver):
+class JobCoordinator(JobControl, ExecutionDriver, JobScaling):
     """Coordinates every job of the cluster; lives on member 0."""
 
     def __init__(self, member_count: int, call_member: MemberCall, *, cooperative_threads: int = 1,
@@ -71,6 +76,7 @@ class JobCoordinator(JobControl, ExecutionDriver):
         self.observables = ObservableStore()
         """The buffers of the jobs' observable sinks."""
         self._pool = ThreadPoolExecutor(max_workers=max(4, 2 * member_count), thread_name_prefix="jet-coord")
+        self._scale_up = ScaleUpTimer(self.control.scale_up_delay_ms, self._scale_up_jobs)
 
     # -- client side -------------------------------------------------------------------------
     def submit(self, dag_bytes: bytes, config: Mapping[str, Any] | JobConfig | None = None) -> str:
@@ -276,7 +282,7 @@ class JobCoordinator(JobControl, ExecutionDriver):
         with self._changed:
             self._lost.setdefault(member, str(error))
             hit = [(run, run.execution) for run in self._jobs.values()
-                   if run.execution is not None and not run.record.status.is_terminal
+                   if run.execution is not None and member in run.execution.members
                    and run.record.status in (JobStatus.STARTING, JobStatus.RUNNING)]
             for _, execution in hit:
                 execution.lost.add(member)
@@ -286,11 +292,13 @@ class JobCoordinator(JobControl, ExecutionDriver):
             self._fail_execution(run, execution, self._lost_outcome(run, member, str(error)))
 
     def on_member_joined(self, member: int) -> None:
-        """A lost member is back: jobs waiting for the cluster to be whole may restart."""
+        """A lost member is back: jobs waiting for it may restart, and jobs with
+        ``auto_scaling`` that run without it scale up after ``scale_up_delay_ms``."""
         with self._changed:
             if self._lost.pop(member, None) is not None:
                 log.info("member %d rejoined the cluster", member)
             self._changed.notify_all()
+        self._scale_up.member_joined()
 
     def shutdown(self) -> None:
         """Stop coordinating: the jobs are left as they are (their records stay in the store for
@@ -299,6 +307,7 @@ class JobCoordinator(JobControl, ExecutionDriver):
             self._shut_down = True
             runs = list(self._jobs.values())
             self._changed.notify_all()
+        self._scale_up.stop()
         for run in runs:
             execution = run.execution
             if execution is not None and execution.snapshots is not None:
@@ -330,7 +339,8 @@ class JobCoordinator(JobControl, ExecutionDriver):
         record, execution = run.record, run.execution
         with self._changed:
             requested, run.requested = run.requested, None
-        decision = decide(record.config, requested, execution.failure, execution.lost)
+            restart_cause, run.restart_cause = run.restart_cause, ""
+        decision = decide(record.config, requested, execution.failure, execution.lost, restart_cause)
         if decision.next is Next.COMPLETE:
             return False
         if decision.next is Next.FAIL:
@@ -338,11 +348,11 @@ class JobCoordinator(JobControl, ExecutionDriver):
             return False
         if decision.next is Next.SUSPEND:
             return self._stay_suspended(run, decision.cause)
-        if decision.next is Next.RESTART_WHEN_WHOLE:
+        if decision.next is Next.RESTART_AFTER_REJOIN_WAIT:
             with self._changed:
                 record.status = JobStatus.NOT_RUNNING
             self._status_changed(record)
-            whole = self._await_whole_cluster(run, decision.suspend_if_not_whole)
+            missing = self._await_rejoin(run, execution)
             with self._changed:
                 requested, run.requested = run.requested, None
             if requested in (Termination.CANCEL, Termination.CANCEL_AND_EXPORT):
@@ -350,29 +360,28 @@ class JobCoordinator(JobControl, ExecutionDriver):
                 return False
             if requested is Termination.SUSPEND:
                 return self._stay_suspended(run, "suspended by the client")
-            if not whole:
+            if missing and decision.suspend_if_not_whole:
                 return self._stay_suspended(run, f"{decision.cause}; the cluster was not whole again within "
                                                   f"{self.control.member_rejoin_timeout_ms} ms")
+            if missing:
+                log.warning("job %s goes on without member(s) %s, not back within %d ms (auto-scaling)",
+                            record.job_id, missing, self.control.member_rejoin_timeout_ms)
             time.sleep(self.control.restart_delay_ms / 1000)
         record.restarts += 1
         record.last_restart_cause = decision.cause
         log.info("job %s: restart %d (%s)", record.job_id, record.restarts, decision.cause)
         return True
 
-    def _await_whole_cluster(self, run: JobRun, give_up: bool) -> bool:
-        """Wait for every lost member to rejoin: bounded by ``member_rejoin_timeout_ms`` when
-        ``give_up``, else on and on (logging each time the bound passes); a cancel ends it."""
-        timeout_s = self.control.member_rejoin_timeout_ms / 1000
-        while True:
-            with self._changed:
-                if self._changed.wait_for(lambda: not self._lost or run.requested is not None or self._shut_down,
-                                          timeout_s):
-                    return not self._lost
-                lost = sorted(self._lost)
-            if give_up:
-                return False
-            log.warning("job %s waits for member(s) %s to rejoin (%.0f s so far); it restarts when they do",
-                        run.record.job_id, lost, timeout_s)
+    def _await_rejoin(self, run: JobRun, execution: Execution) -> list[int]:
+        """Wait up to ``member_rejoin_timeout_ms`` for the members ``execution`` lost to rejoin
+        (a request or the coordinator's shutdown ends it early); those still missing."""
+        def missing() -> list[int]:
+            return sorted(m for m in execution.lost if m in self._lost)
+
+        with self._changed:
+            self._changed.wait_for(lambda: not missing() or run.requested is not None or self._shut_down,
+                                   self.control.member_rejoin_timeout_ms / 1000)
+            return missing()
 
     def _stay_suspended(self, run: JobRun, cause: str) -> bool:
         """SUSPENDED until a resume (True) or a cancel (False)."""

@@ -8,11 +8,15 @@ and every upstream processor's collector composes the local leaves with the send
 edge's policy: unicast round-robins over members with the local processors as one slot,
 broadcast sends once per member (the receiver re-broadcasts locally), partitioned sends each
 partition to its owner member, whose receiver routes by the partition id the item carries.
+
+An execution may run on a subset of the cluster's members (a job that went on without a lost
+member): its topology counts *positions* in the execution's member list, while senders,
+receivers and frames name the physical member indices, which ``members`` maps positions to.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Sequence
 
 from jet.cluster.flow_control import ReceiveWindow
 from jet.cluster.network import MemberNetwork
@@ -31,8 +35,20 @@ from jet.execution.snapshot_context import SnapshotContext
 
 
 def partition_owners(member_count: int) -> list[int]:
-    """The partition -> member table of a cluster of ``member_count`` members."""
+    """The partition -> member table of an execution on ``member_count`` members (their
+    positions in the execution's member list)."""
     return [p % member_count for p in range(PARTITION_COUNT)]
+
+
+def check_execution_members(members: Sequence[int], cluster_size: int) -> list[int]:
+    """``members`` as a list, or a ``ValueError`` unless it is a non-empty ascending list of
+    distinct member indices below ``cluster_size``."""
+    members = list(members)
+    if (not members or any(not isinstance(m, int) or isinstance(m, bool) for m in members)
+            or members != sorted(set(members)) or members[0] < 0 or members[-1] >= cluster_size):
+        raise ValueError(f"an execution's members must be distinct member indices 0..{cluster_size - 1} in "
+                         f"ascending order, got {members!r}")
+    return members
 
 
 class CollectorLeaf:
@@ -94,7 +110,10 @@ class DistributedExecutionPlan(ExecutionPlan):
                  topology: MemberTopology, cooperative_threads: int = 1,
                  edge_defaults: EdgeConfig | None = None, flow_control_period_ms: int = 100,
                  job_id: str = "job", snapshot_context: SnapshotContext | None = None,
-                 restore_entries: dict[tuple[str, int], list] | None = None) -> None:
+                 restore_entries: dict[tuple[str, int], list] | None = None,
+                 members: Sequence[int] | None = None) -> None:
+        """``members``: the physical member index at each position of ``topology`` (default:
+        position i is member i)."""
         super().__init__(dag, cooperative_threads=cooperative_threads,
                          edge_defaults=edge_defaults, topology=topology, job_id=job_id,
                          snapshot_context=snapshot_context, restore_entries=restore_entries)
@@ -104,7 +123,14 @@ class DistributedExecutionPlan(ExecutionPlan):
         self.vertex_ids = {v.name: i for i, v in enumerate(self.order)}
         self.senders: dict[tuple[int, int, int, int], SenderTasklet] = {}
         self.receivers: dict[tuple[int, int, int, int], ReceiverTasklet] = {}
-        self.remote_members = [m for m in range(topology.member_count) if m != topology.member_index]
+        self.members = list(range(topology.member_count) if members is None else members)
+        if len(self.members) != topology.member_count:
+            raise ValueError(f"the execution's members {self.members} do not match its topology of "
+                             f"{topology.member_count} members")
+        self.remote_members = [m for position, m in enumerate(self.members) if position != topology.member_index]
+        """The physical indices of the other members of the execution, in position order."""
+        self._remote_leaf = {position: self.remote_members.index(m) for position, m in enumerate(self.members)
+                             if position != topology.member_index}
 
     def build(self) -> list:
         """Processor tasklets, then the receivers and senders of the distributed edges."""
@@ -155,9 +181,9 @@ class DistributedExecutionPlan(ExecutionPlan):
         send = self.network.send_frame
         return lambda frame: send(member, frame)
 
-    def _owner_member_index(self, member: int) -> int:
-        """Index of ``member``'s sender among the leaves after the local ones."""
-        return self.remote_members.index(member)
+    def _owner_member_index(self, position: int) -> int:
+        """Index of the sender to the member at ``position`` among the leaves after the local ones."""
+        return self._remote_leaf[position]
 
     def _upstream_collector(self, edge: Edge, local_leaves: list, remote_leaves: list,
                             downstream: int) -> OutboundCollector:

@@ -45,15 +45,17 @@ class ExecutionDriver:
     def _execute(self, run: JobRun) -> None:
         """One execution, from ``init`` to ``complete`` on every member."""
         record = run.record
-        execution = Execution(secrets.randbits(63), range(self.member_count))
         with self._changed:
+            execution = Execution(secrets.randbits(63), self._execution_members(run))
             run.execution = execution
             record.status = JobStatus.STARTING
             record.start_time = record.start_time or self._clock()
-            lost = dict(self._lost)
+            record.members = list(execution.members)
+            lost = {m: error for m, error in self._lost.items() if m in execution.members}
         self._status_changed(record)
-        log.info("starting job %s (%s), execution %d on %d members%s, DAG:\n%s", record.job_id, record.name,
-                 execution.id, self.member_count, f" (restart {record.restarts})" if record.restarts else "",
+        log.info("starting job %s (%s), execution %d on %s%s, DAG:\n%s", record.job_id, record.name,
+                 execution.id, _describe_members(execution.members, self.member_count),
+                 f" (restart {record.restarts})" if record.restarts else "",
                  run.dag.to_dot(default_local_parallelism=self._threads))
         for member, error in lost.items():
             execution.lost.add(member)
@@ -64,6 +66,13 @@ class ExecutionDriver:
         if execution.snapshots is not None:
             execution.snapshots.stop(wait_s=2 * execution.snapshots.timeout_s + CALL_SLACK_S)
         self._wind_down(run, execution)
+
+    def _execution_members(self, run: JobRun) -> list[int]:
+        """Who runs the job's next execution (the caller holds the condition): with
+        ``auto_scaling`` the members that are up, else every member (a lost one fails it)."""
+        if run.config.auto_scaling:
+            return [m for m in range(self.member_count) if m not in self._lost]
+        return list(range(self.member_count))
 
     def _init_and_start(self, run: JobRun, execution: Execution) -> None:
         record = run.record
@@ -76,14 +85,15 @@ class ExecutionDriver:
             return
         if restore is not None:
             log.info("job %s: execution %d restores %s", record.job_id, execution.id, restore)
-        owners = partition_owners(self.member_count)
+        members = list(execution.members)
+        owners = partition_owners(len(members))
         init_s = self.control.init_timeout_ms / 1000
         guarantee = record.config.processing_guarantee.value
         first_snapshot_id = self.job_store.next_snapshot_id(record.job_id)
         inits = {m: self._pool.submit(self._call, m, messages.INIT, messages.encode_message(
             PlanMessage(record.job_id, execution.id, m, self.member_count, owners, record.name, guarantee, restore,
-                        first_snapshot_id).to_header(), run.dag_bytes), init_s)
-            for m in execution.members}
+                        first_snapshot_id, members).to_header(), run.dag_bytes), init_s)
+            for m in members}
         for member, future in inits.items():
             if self._call_ok(run, execution, member, messages.INIT, future, init_s):
                 execution.initialised.add(member)
@@ -221,3 +231,10 @@ class ExecutionDriver:
                 stats.failures += 1
                 stats.last_failure = result.error
         self.job_store.update(run.record)
+
+
+def _describe_members(members, cluster_size: int) -> str:
+    """``3 members`` for the whole cluster, ``members [0, 1] of 3`` for a part of it."""
+    if len(members) == cluster_size:
+        return f"{cluster_size} members"
+    return f"members {list(members)} of {cluster_size}"

@@ -1,8 +1,9 @@
 """One job's execution on one member: init, start, cancel, cleanup, and the completion report.
 
 The coordinator sends ``init`` with the plan message (job id, execution id, cloudpickled DAG,
-member count, partition owners); this member builds its :class:`DistributedExecutionPlan` and
-registers the receivers and senders with the :class:`MemberNetwork`, so frames of the execution
+the execution's members, partition owners) to each member of the execution (all members, or
+those that are up for a job with ``auto_scaling``); this member builds its
+:class:`DistributedExecutionPlan` and registers the receivers and senders with the :class:`MemberNetwork`, so frames of the execution
 are routed before any member starts. ``start`` hands the tasklets to the member's shared
 :class:`TaskletExecutionService`. When the execution future completes, a thread of its own (never
 a cooperative worker: pickling large results there would stall every other job's tasklets)
@@ -23,11 +24,12 @@ from typing import Any, Callable
 import cloudpickle
 
 from jet.cluster import messages
-from jet.cluster.distributed_plan import DistributedExecutionPlan
+from jet.cluster.distributed_plan import DistributedExecutionPlan, check_execution_members
 from jet.cluster.network import MemberNetwork
 from jet.cluster.observables import Publisher, register_publisher, unregister_publisher
 from jet.core.dag import DAG
 from jet.core.edge import EdgeConfig
+from jet.core.partitioner import PARTITION_COUNT
 from jet.execution.errors import JobCancelledError, JobFailedError, MemberLostError
 from jet.execution.job_future import ExecutionFuture
 from jet.execution.plan import MemberTopology
@@ -104,8 +106,11 @@ class PlanMessage:
     job_id: str
     execution_id: int
     member_index: int
+    """The physical index of the member this message is for."""
     member_count: int
+    """The cluster's size (every member's peer list)."""
     partition_owners: list[int]
+    """Partition -> the owner's position in ``members``."""
     job_name: str = "job"
     processing_guarantee: str = "NONE"
     restore: dict[str, Any] | None = None
@@ -113,6 +118,29 @@ class PlanMessage:
     ``{"export": name}``; None starts empty."""
     first_snapshot_id: int = 0
     """The id the execution's first snapshot will have (ids rise across a job's executions)."""
+    members: list[int] | None = None
+    """The execution's members (physical indices, ascending); None: every member of the cluster.
+    Positions in this list are what the execution's topology, partition owners and ``Context``
+    (``member_index``, ``member_count``, global processor indices) count."""
+
+    @property
+    def execution_members(self) -> list[int]:
+        """The execution's members, physical indices ascending."""
+        return list(range(self.member_count)) if self.members is None else list(self.members)
+
+    def topology(self) -> MemberTopology:
+        """This member's place in the execution: its position among the execution's members.
+        Raises ``ValueError`` for a message that contradicts itself."""
+        members = check_execution_members(self.execution_members, self.member_count)
+        if self.member_index not in members:
+            raise ValueError(f"init of job {self.job_id} reached member {self.member_index}, which is not one "
+                             f"of the execution's members {members}")
+        owners = list(self.partition_owners)
+        if len(owners) != PARTITION_COUNT or any(not 0 <= o < len(members) for o in owners):
+            raise ValueError(f"init of job {self.job_id}: partition_owners must list {PARTITION_COUNT} positions "
+                             f"0..{len(members) - 1}, got {len(owners)} entries from {min(owners, default=None)} to "
+                             f"{max(owners, default=None)}")
+        return MemberTopology(members.index(self.member_index), len(members), owners)
 
     def to_header(self) -> dict[str, Any]:
         return asdict(self)
@@ -154,8 +182,8 @@ class JobExecution:
         dag = cloudpickle.loads(dag_bytes)
         if not isinstance(dag, DAG):
             raise TypeError(f"init of job {self.job_id}: the payload is a {type(dag).__name__}, not a DAG")
-        topology = MemberTopology(plan_message.member_index, plan_message.member_count,
-                                  list(plan_message.partition_owners))
+        topology = plan_message.topology()
+        members = plan_message.execution_members
         guarantee = ProcessingGuarantee.parse(plan_message.processing_guarantee)
         self._store = snapshot_store
         if (guarantee.snapshots or plan_message.restore) and snapshot_store is None:
@@ -168,7 +196,7 @@ class JobExecution:
             dag, network=network, execution_id=self.execution_id, topology=topology,
             cooperative_threads=service.cooperative_threads, edge_defaults=edge_defaults,
             flow_control_period_ms=flow_control_period_ms, job_id=self.job_id,
-            snapshot_context=self.snapshot_context)
+            snapshot_context=self.snapshot_context, members=members)
         if plan_message.restore:
             self.plan.restore_entries = route_restore_entries(
                 self._restore_entries(plan_message.restore), dag, self.plan.local_parallelism, topology)
@@ -176,12 +204,14 @@ class JobExecution:
         self._progress_log = (ProgressLog(f"job {self.job_id} on member {self.member_index}",
                                           self.plan.vertex_metrics, progress_log_interval_ms)
                               if progress_log_interval_ms > 0 and is_streaming(dag) else None)
-        peers = {m for m in range(plan_message.member_count) if m != self.member_index}
+        peers = {m for m in members if m != self.member_index}
         network.register(self.execution_id, self.plan.receivers, self.plan.senders, peers,
                          self._peer_lost)
         self._publisher = None if publish_observable is None else _job_publisher(publish_observable, self.job_id)
+        # The job's observable sinks look their publisher up by Context.member_index: the position.
+        self._position = topology.member_index
         if self._publisher is not None:
-            register_publisher(self.job_id, self.member_index, self._publisher)
+            register_publisher(self.job_id, self._position, self._publisher)
 
     def _restore_entries(self, restore: dict[str, Any]):
         store = self._store
@@ -264,7 +294,7 @@ class JobExecution:
                             ", ".join(self._future.running_tasklets()))
         self._network.unregister(self.execution_id)
         if self._publisher is not None:
-            unregister_publisher(self.job_id, self.member_index, self._publisher)
+            unregister_publisher(self.job_id, self._position, self._publisher)
 
     def _peer_lost(self, peer: int, error: BaseException) -> None:
         failure = MemberLostError(f"member {peer} was lost: {error}", tasklet=f"connection to member {peer}",

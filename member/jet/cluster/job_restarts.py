@@ -3,10 +3,11 @@
 1. a user's request: RESTART runs a new execution, SUSPEND suspends, CANCEL (and
    CANCEL_AND_EXPORT, after its export) fails the job as cancelled;
 2. no failure: the job completed;
-3. a *restartable* failure (a member was lost, or its connection broke) with ``auto_scaling``:
-   wait for the cluster to be whole, then restart (from the last good snapshot; a job without a
-   guarantee from scratch); without ``auto_scaling`` a job with a guarantee waits the same
-   bounded time and is suspended when the cluster is still not whole;
+3. a *restartable* failure (a member was lost, or its connection broke): wait up to
+   ``member_rejoin_timeout_ms`` for the lost members, then restart (from the last good snapshot;
+   a job without a guarantee from scratch); when they are not back, a job with ``auto_scaling``
+   restarts on the members that are up (and scales up when members join later), one without
+   ``auto_scaling`` but with a guarantee is suspended;
 4. any failure with ``suspend_on_failure``: suspended, its cause kept;
 5. otherwise the job failed.
 """
@@ -31,7 +32,7 @@ class Next(enum.Enum):
     COMPLETE = "complete"
     FAIL = "fail"
     RESTART = "restart"
-    RESTART_WHEN_WHOLE = "restart when the cluster is whole"
+    RESTART_AFTER_REJOIN_WAIT = "wait for the lost members, then restart"
     SUSPEND = "suspend"
 
 
@@ -41,8 +42,8 @@ class Decision:
     cause: str = ""
     """Why: the restart's or the suspension's cause, shown in the job's record."""
     suspend_if_not_whole: bool = False
-    """With RESTART_WHEN_WHOLE: suspend when the wait for the members runs out (no auto-scaling),
-    rather than going on waiting."""
+    """With RESTART_AFTER_REJOIN_WAIT: suspend when the wait for the members runs out (no
+    auto-scaling), rather than restarting on the members that are up."""
 
 
 def is_restartable(failure: ExecutionOutcome, lost_members: set[int]) -> bool:
@@ -53,10 +54,11 @@ def is_restartable(failure: ExecutionOutcome, lost_members: set[int]) -> bool:
 
 
 def decide(config: JobConfig, requested: Termination | None, failure: ExecutionOutcome | None,
-           lost_members: set[int]) -> Decision:
-    """The job's next step after an execution ended with ``failure`` (None: it completed)."""
+           lost_members: set[int], restart_cause: str = "") -> Decision:
+    """The job's next step after an execution ended with ``failure`` (None: it completed);
+    ``restart_cause``: why a RESTART was requested when the client did not ask (scaling up)."""
     if requested is Termination.RESTART:
-        return Decision(Next.RESTART, "restart requested")
+        return Decision(Next.RESTART, restart_cause or "restart requested")
     if requested is Termination.SUSPEND:
         return Decision(Next.SUSPEND, "suspended by the client")
     if requested in (Termination.CANCEL, Termination.CANCEL_AND_EXPORT):
@@ -68,9 +70,9 @@ def decide(config: JobConfig, requested: Termination | None, failure: ExecutionO
         if lost_members:
             cause = f"member(s) {', '.join(map(str, sorted(lost_members)))} lost: {failure.error}"
         if config.auto_scaling:
-            return Decision(Next.RESTART_WHEN_WHOLE, cause)
+            return Decision(Next.RESTART_AFTER_REJOIN_WAIT, cause)
         if config.processing_guarantee.snapshots:
-            return Decision(Next.RESTART_WHEN_WHOLE, cause, suspend_if_not_whole=True)
+            return Decision(Next.RESTART_AFTER_REJOIN_WAIT, cause, suspend_if_not_whole=True)
     if config.suspend_on_failure:
         return Decision(Next.SUSPEND, cause)
     return Decision(Next.FAIL)

@@ -21,7 +21,7 @@ import secrets
 import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Any
+from typing import Any, Sequence
 
 from jet.cluster.job_execution import ExecutionOutcome
 from jet.cluster.observables import observable_names
@@ -127,6 +127,8 @@ class JobRecord:
     last_restart_cause: str = ""
     suspension_cause: str = ""
     snapshots: SnapshotStats = field(default_factory=SnapshotStats)
+    members: list[int] = field(default_factory=list)
+    """The members of its current (or last) execution."""
 
     @property
     def message(self) -> str:
@@ -144,15 +146,18 @@ class JobRecord:
                 "processingGuarantee": self.config.processing_guarantee.value,
                 "restarts": self.restarts, "lastRestartCause": self.last_restart_cause,
                 "suspensionCause": self.suspension_cause, "lastSnapshot": self.snapshots.to_header(),
-                "snapshotCount": self.snapshots.count, "snapshotFailures": self.snapshots.failures}
+                "snapshotCount": self.snapshots.count, "snapshotFailures": self.snapshots.failures,
+                "members": list(self.members)}
 
 
 class Execution:
     """One execution of a job over the cluster, guarded by the coordinator's condition."""
 
-    def __init__(self, execution_id: int, members: range) -> None:
+    def __init__(self, execution_id: int, members: Sequence[int]) -> None:
         self.id = execution_id
         self.members = members
+        """The members that run it (physical indices, ascending): all that are up, for a job
+        with ``auto_scaling``."""
         self.awaiting: set[int] = set()
         """Members whose outcome of this execution is still due."""
         self.initialised: set[int] = set()
@@ -179,6 +184,8 @@ class JobRun:
         self.export_name: str | None = None
         """The export a CANCEL_AND_EXPORT asked for."""
         self.resume_requested = False
+        self.restart_cause = ""
+        """Why a RESTART was requested when not by the client (scaling up), until acted on."""
         self.observable_names = observable_names(dag)
         """The names of the job's observable sinks."""
 

@@ -171,14 +171,23 @@ class LocalCluster:
         """How many member processes were restarted after they died."""
         return 0 if self._supervisor is None else self._supervisor.restarts
 
-    def kill_member(self, index: int, signal: int = signal.SIGKILL) -> subprocess.Popen:
+    def kill_member(self, index: int, signal: int = signal.SIGKILL, restart: bool = True) -> subprocess.Popen:
         """Send ``signal`` to member ``index``'s current process (for tests and chaos runs); the
-        process signalled. A member that dies of it is restarted (unless that is turned off)."""
+        process signalled. A member that dies of it is restarted (unless that is turned off, or
+        ``restart=False``: then it stays down until :meth:`restart_member`)."""
         if not 0 <= index < len(self.members):
             raise ValueError(f"kill_member: index {index} is outside the {len(self.members)} members")
+        if not restart and self._supervisor is not None:
+            self._supervisor.hold(index)
         process = self.members[index]
         process.send_signal(signal)
         return process
+
+    def restart_member(self, index: int) -> None:
+        """Start member ``index``, killed with ``restart=False``, again (it rejoins by itself)."""
+        if self._supervisor is None:
+            raise RuntimeError("restart_member needs a cluster that restarts its dead members")
+        self._supervisor.release(index)
 
     def cluster_ready(self, timeout_s: float = 5.0) -> bool:
         """Whether every member is connected to every other now (member 0's view; False when

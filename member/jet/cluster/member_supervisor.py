@@ -42,6 +42,7 @@ class MemberSupervisor:
         self._delays = [0.0] * len(processes)
         self._due: dict[int, float] = {}
         self._left_down: set[int] = set()
+        self._held: set[int] = set()
         self._restarting = threading.Event()
         self._restarting.set()
         self._done = threading.Event()
@@ -59,6 +60,16 @@ class MemberSupervisor:
         with self._lock:
             self._restarting.clear()
 
+    def hold(self, index: int) -> None:
+        """Member ``index`` is not restarted when it dies, until :meth:`release`."""
+        with self._lock:
+            self._held.add(index)
+
+    def release(self, index: int) -> None:
+        """Member ``index`` is restarted again when it dies (at once when it is dead now)."""
+        with self._lock:
+            self._held.discard(index)
+
     def join(self, timeout_s: float | None = None) -> None:
         """End the monitor thread (after :meth:`stop_restarting` and once the members are gone)."""
         self.stop_restarting()
@@ -75,7 +86,7 @@ class MemberSupervisor:
     def _check(self, index: int) -> None:
         process = self._processes[index]
         status = process.poll()
-        if status is None or index in self._left_down:
+        if status is None or index in self._left_down or index in self._held:
             return
         if index not in self._due:
             if status == 0 or (process.stdin is not None and process.stdin.closed):

@@ -83,13 +83,15 @@ class ControlSettings:
     """Coordinator: how long each phase of a snapshot may take on the members; a snapshot past it
     fails and the last good one stays."""
     member_rejoin_timeout_ms: int = 30_000
-    """Coordinator: after a member is lost, how long a job waits for the cluster to be whole again
-    before it restarts on it (with ``auto_scaling``, after that it goes on waiting; without, it is
-    suspended)."""
+    """Coordinator: after a member is lost, how long a job waits for it to rejoin before it
+    restarts on the members that are up (``auto_scaling``) or is suspended (without)."""
     restart_delay_ms: int = 500
     """Coordinator: the pause before a job restarts after a lost member (Jet waits 2 s)."""
     fault_fail_snapshot_phase1: int = 0
     """Fault injection for tests: this member fails its first N phase-1 snapshot requests."""
+    scale_up_delay_ms: int = 10_000
+    """Coordinator: after a member joins (a later join starts it again), how long until jobs with
+    ``auto_scaling`` that run on fewer members restart on all (Jet's ``scaleUpDelayMillis``)."""
 
 
 @dataclass(frozen=True)
@@ -260,7 +262,7 @@ _SPECS: dict[str, _Spec] = {name: _Spec(name, *parser) for name, parser in {
                                     "report_wait_ms", "report_retry_ms", "max_finished_jobs",
                                     "finished_job_ttl_s", "snapshot_timeout_ms", "member_rejoin_timeout_ms")},
     **{name: _COUNT for name in ("fault_drop_reports", "fault_unanswered_state_queries", "restart_delay_ms",
-                                 "fault_fail_snapshot_phase1")},
+                                 "fault_fail_snapshot_phase1", "scale_up_delay_ms")},
 }.items()}
 _EDGE_FIELDS = {f.name for f in fields(EdgeDefaults)}
 _CONTROL_FIELDS = {f.name for f in fields(ControlSettings)}

@@ -13,6 +13,12 @@ most about a second's work per call); ``buffer.close()`` ends the source. Withou
 ``distributed(n)`` one processor in the whole cluster runs it; with it, ``n`` per member.
 A timestamped stream's buffer takes ``add(item, timestamp_ms)`` and supports native timestamps.
 When every stream source of a job has closed its buffers, the job completes like a batch job.
+
+Fault tolerance (streams only, Jet's way): ``create_snapshot_fn(state) -> snapshot`` is called
+when a snapshot is taken, after what the last fill added is in the outbox, and its result (unless
+None) is saved under ``BroadcastKey(global_index)``; after a restart every processor gets
+``restore_snapshot_fn(state, [snapshot of every processor that saved one])`` once, after
+``create_fn``, and keeps its share. Without them a restarted stream source starts afresh.
 """
 
 from __future__ import annotations
@@ -24,8 +30,11 @@ from jet.connectors.base import Source, StreamSource
 from jet.connectors.stream_emitter import StreamEmitter, wall_clock_ms
 from jet.connectors.stream_sources import is_single_instance
 from jet.core.event_time import EventTimePolicy
+from jet.core.inbox import Inbox
 from jet.core.outbox import Outbox
 from jet.core.processor import Context, Processor
+from jet.core.processors.snapshot_state import own_key, tagged, unexpected_entry
+from jet.core.snapshot_keys import BroadcastKey
 
 BuilderT = TypeVar("BuilderT", bound="_SourceBuilderBase")
 
@@ -78,6 +87,8 @@ class ConvenientSourceP(Processor):
         self._state: Any = None
         self._created = False
         self._closed = False
+        self._restored_snapshots: list | None = None
+        self._restored_watermarks: list = []
 
     def init(self, outbox: Outbox, context: Context) -> None:
         super().init(outbox, context)
@@ -104,8 +115,39 @@ class ConvenientSourceP(Processor):
             emitter.add(buffer.items, 0, now_ms, buffer.timestamps if spec.timestamped else None)
         elif not buffer.closed:
             emitter.idle(now_ms)
-        emitter.flush(self.outbox)
-        return False
+        return emitter.flush(self.outbox) and self._closed
+
+    def save_to_snapshot(self) -> bool:
+        emitter = self._emitter
+        if not emitter.flush(self.outbox) or self.outbox.pending_special is not None:
+            return False  # what the last fill gave (and its watermark) goes before the barrier
+        create_snapshot_fn = self._spec.create_snapshot_fn
+        if self._created and create_snapshot_fn is not None:
+            snapshot = create_snapshot_fn(self._state)
+            if snapshot is not None:
+                self.outbox.offer_to_snapshot(BroadcastKey(self.context.global_index), snapshot)
+        if emitter.mapper is not None:
+            self.outbox.offer_to_snapshot(own_key("wm", self.context), emitter.mapper.watermark_state())
+        return True
+
+    def restore_from_snapshot(self, inbox: Inbox) -> None:
+        snapshots = self._restored_snapshots = self._restored_snapshots or []
+        for key, value in inbox.take_chunk():
+            if tagged(key, "wm") is not None:
+                self._restored_watermarks.append(value)
+            elif type(key) is BroadcastKey and type(key.key) is int:
+                snapshots.append(value)
+            else:
+                raise unexpected_entry(self.context.vertex_name, self, key)
+
+    def finish_snapshot_restore(self) -> bool:
+        restore_snapshot_fn = self._spec.restore_snapshot_fn
+        if self._created and restore_snapshot_fn is not None and self._restored_snapshots is not None:
+            restore_snapshot_fn(self._state, self._restored_snapshots)
+        self._restored_snapshots = None
+        if self._emitter.mapper is not None:
+            self._emitter.mapper.restore_watermark_states(self._restored_watermarks)
+        return True
 
     def close(self) -> None:
         if self._created:
@@ -161,6 +203,18 @@ class _SourceBuilderBase:
         self._spec.destroy_fn = require_callable(fn, f"{self._where}.destroy_fn")
         return self
 
+    def create_snapshot_fn(self: BuilderT, fn: Callable[[Any], Any]) -> BuilderT:
+        """``fn(state) -> snapshot``: what to save of the state when a snapshot is taken (a
+        picklable value; None saves nothing). Streams only."""
+        self._spec.create_snapshot_fn = require_callable(fn, f"{self._where}.create_snapshot_fn")
+        return self
+
+    def restore_snapshot_fn(self: BuilderT, fn: Callable[[Any, list], None]) -> BuilderT:
+        """``fn(state, snapshots)``: after a restart, restore from the snapshots of every processor
+        of the previous run (keep this processor's share). Streams only."""
+        self._spec.restore_snapshot_fn = require_callable(fn, f"{self._where}.restore_snapshot_fn")
+        return self
+
     def distributed(self: BuilderT, local_parallelism: int) -> BuilderT:
         """Run ``local_parallelism`` processors on every member (each with its own state)."""
         self._spec.local_parallelism = require_parallelism(local_parallelism, f"{self._where}.distributed")
@@ -179,21 +233,15 @@ class BatchSourceBuilder(_SourceBuilderBase):
 
     def build(self) -> Source:
         spec = self._checked_spec()
+        if spec.create_snapshot_fn is not None or spec.restore_snapshot_fn is not None:
+            raise ValueError(f"{self._where}.build(): create_snapshot_fn and restore_snapshot_fn are for"
+                             f" stream sources only; a batch source is read again from its start after"
+                             f" a restart (as in Jet)")
         return Source(spec.name, lambda: ConvenientSourceP(spec, None), spec.local_parallelism)
 
 
 class StreamSourceBuilder(_SourceBuilderBase):
     """Builds an unbounded source (``stream`` or ``timestamped_stream``)."""
-
-    def create_snapshot_fn(self, fn: Callable[[Any], Any]) -> "StreamSourceBuilder":
-        """``fn(state) -> snapshot``: what to save for a restart (stored; used with fault tolerance)."""
-        self._spec.create_snapshot_fn = require_callable(fn, f"{self._where}.create_snapshot_fn")
-        return self
-
-    def restore_snapshot_fn(self, fn: Callable[[Any, list], None]) -> "StreamSourceBuilder":
-        """``fn(state, snapshots)``: restore after a restart (stored; used with fault tolerance)."""
-        self._spec.restore_snapshot_fn = require_callable(fn, f"{self._where}.restore_snapshot_fn")
-        return self
 
     def build(self) -> StreamSource:
         spec = self._checked_spec()

@@ -35,6 +35,11 @@ class StreamEmitter:
             self._mapper.add_partitions(partitions)
 
     @property
+    def mapper(self):
+        """The event-time mapper (None without a policy): a source saves its watermarks."""
+        return self._mapper
+
+    @property
     def timestamped(self) -> bool:
         """Whether items go out as ``(ts, item)`` pairs followed by watermarks."""
         return self._mapper is not None

@@ -18,8 +18,11 @@ from typing import Any, Callable, NamedTuple
 
 from jet.connectors.stream_emitter import StreamEmitter, wall_clock_ms
 from jet.core.event_time import EventTimePolicy
+from jet.core.inbox import Inbox
 from jet.core.outbox import Outbox
 from jet.core.processor import Context, Processor
+from jet.core.processors.snapshot_state import own_key, tagged, unexpected_entry
+from jet.core.processors.sources import share_of
 
 log = logging.getLogger("jet.connectors.stream_sources")
 
@@ -61,13 +64,63 @@ def due_timestamps(start_ms: int, rate: int, sequences: range) -> list[int]:
     return list(chain.from_iterable(map(repeat, range(start_ms + first_ms, start_ms + last_ms + 1), counts)))
 
 
-class ItemStreamP(Processor):
+class _EmitterSourceP(Processor):
+    """A stream source emitting through a :class:`StreamEmitter`, with a position to snapshot.
+
+    ``save_to_snapshot`` first hands the outbox what the emitter still holds (it came from the
+    source before the barrier), then saves ``position()`` and the watermarks under
+    ``BroadcastKey(("position", global_index))``; at restore ``restore_positions`` gets every
+    processor's saved position and the watermarks restart from the minimum saved.
+    """
+
+    _emitter: StreamEmitter
+    _restored: list | None = None
+
+    def position(self) -> Any:
+        raise NotImplementedError
+
+    def restore_positions(self, positions: list) -> None:
+        raise NotImplementedError
+
+    def save_to_snapshot(self) -> bool:
+        emitter = self._emitter
+        if not emitter.flush(self.outbox) or self.outbox.pending_special is not None:
+            return False  # a watermark just offered goes downstream before the barrier
+        mapper = emitter.mapper
+        self.outbox.offer_to_snapshot(own_key("position", self.context),
+                                      (self.position(), None if mapper is None else mapper.watermark_state()))
+        return True
+
+    def restore_from_snapshot(self, inbox: Inbox) -> None:
+        restored = self._restored = self._restored or []
+        for key, value in inbox.take_chunk():
+            if tagged(key, "position") is None:
+                raise unexpected_entry(self.context.vertex_name, self, key)
+            restored.append(value)
+
+    def finish_snapshot_restore(self) -> bool:
+        if self._restored is not None:
+            self.restore_positions([position for position, _ in self._restored])
+            mapper = self._emitter.mapper
+            if mapper is not None:
+                mapper.restore_watermark_states([wm for _, wm in self._restored if wm is not None])
+            self._restored = None
+        return True
+
+
+class ItemStreamP(_EmitterSourceP):
     """Emits the events of a fixed-rate stream that are due, split over every processor.
 
     The rate is the cluster's total: the event with sequence ``s`` is due at ``start + s / rate``
     seconds and processor g of N emits ``g, g + N, ...``. ``start`` is the wall clock at the
     processor's first call. Each call emits every event due by now in one chunk (at most
     ``chunk_limit``), stamped with its due time, so a late source shows as latency downstream.
+
+    Snapshots: its next sequence (and the sequences below it it still owes). A restart goes on
+    with the sequence: processor g of the new N first emits the sequences ``s % N == g`` that no
+    processor had emitted, then ``s, s + N, ...`` from the highest saved next sequence on, so
+    every sequence is emitted once whatever the new parallelism; timestamps restart from now
+    (the lowest owed sequence is due at the first call).
     """
 
     def __init__(self, rate: int, generator_fn: Callable[[int, int], Any] | None,
@@ -79,6 +132,10 @@ class ItemStreamP(Processor):
         self._chunk_limit = chunk_limit
         self._clock_ms = clock_ms
         self._start_ms: int | None = None
+        self._owed: list[int] = []
+        """Sequences below ``_next_sequence`` still to emit (after a restore), ascending."""
+        self._base_sequence = 0
+        """The sequence due at the first call: 0, or the lowest one owed after a restore."""
 
     def init(self, outbox: Outbox, context: Context) -> None:
         super().init(outbox, context)
@@ -92,8 +149,13 @@ class ItemStreamP(Processor):
             return False
         now_ms = self._clock_ms()
         if self._start_ms is None:
-            self._start_ms = now_ms
+            self._start_ms = now_ms - self._base_sequence * 1000 // self._rate
         rate, step, first = self._rate, self._step, self._next_sequence
+        if self._owed:
+            sequences: Any = self._owed[:self._chunk_limit]
+            del self._owed[:self._chunk_limit]
+            self._emit([self._start_ms + seq * 1000 // rate for seq in sequences], sequences, now_ms)
+            return False
         last_due = (now_ms - self._start_ms) * rate // 1000
         if first > last_due:
             emitter.idle(now_ms)
@@ -102,14 +164,31 @@ class ItemStreamP(Processor):
         count = min(self._chunk_limit, (last_due - first) // step + 1)
         sequences = range(first, first + count * step, step)
         self._next_sequence = sequences.stop
-        timestamps = due_timestamps(self._start_ms, rate, sequences)
+        self._emit(due_timestamps(self._start_ms, rate, sequences), sequences, now_ms)
+        return False
+
+    def _emit(self, timestamps: list[int], sequences: Any, now_ms: int) -> None:
         if self._generator_fn is None:
             events = list(map(tuple.__new__, repeat(SimpleEvent), zip(timestamps, sequences)))
         else:
             events = list(map(self._generator_fn, timestamps, sequences))
-        emitter.add(events, 0, now_ms, timestamps)
-        emitter.flush(self.outbox)
-        return False
+        self._emitter.add(events, 0, now_ms, timestamps)
+        self._emitter.flush(self.outbox)
+
+    def position(self) -> tuple[list[int], int, int]:
+        """(owed sequences, next sequence, step): what this processor has not emitted."""
+        return list(self._owed), self._next_sequence, self._step
+
+    def restore_positions(self, positions: list[tuple[list[int], int, int]]) -> None:
+        index, count = self.context.global_index, self.context.total_parallelism
+        top = max(next_sequence for _, next_sequence, _ in positions)
+        owed = [seq for owed, _, _ in positions for seq in owed if seq % count == index]
+        for _, next_sequence, step in positions:
+            owed.extend(share_of(range(next_sequence, top, step), index, count))
+        self._owed = sorted(owed)
+        self._next_sequence = top + (index - top) % count
+        self._step = count
+        self._base_sequence = min([next_sequence for _, next_sequence, _ in positions] + self._owed)
 
 
 def is_single_instance(context: Context) -> bool:
@@ -118,7 +197,11 @@ def is_single_instance(context: Context) -> bool:
 
 
 class SocketSourceP(Processor):
-    """The text lines a TCP server sends, until it closes the connection (one processor runs it)."""
+    """The text lines a TCP server sends, until it closes the connection (one processor runs it).
+
+    Not fault-tolerant: a socket cannot replay what it sent, so it saves nothing in a snapshot
+    and a job restarted from one reconnects and reads what the server sends from then on: lines
+    sent between the snapshot and the restart are lost (at-most-once after a restart)."""
 
     is_cooperative = False
 
@@ -185,7 +268,7 @@ class _WatchedFile:
         self.inode, self.offset, self.partial = inode, offset, b""
 
 
-class FileWatcherP(Processor):
+class FileWatcherP(_EmitterSourceP):
     """Lines appended to the files of a directory, and lines of files created there, after the
     job started (content present at the start is skipped, as in Jet). Polls the directory.
 
@@ -193,6 +276,11 @@ class FileWatcherP(Processor):
     so each file is read by one processor of the cluster, chosen by a hash of its name;
     otherwise every member's processor reads every file of its own local directory (Jet's way).
     A file that shrinks or is replaced is read again from its start.
+
+    Snapshots: per file its inode and the offset of the next unread line. A restored processor
+    goes on from there (reading what was appended meanwhile) with the files that are its own now;
+    a file no processor saved was created after the snapshot and is read from its start. Without
+    ``shared``, a processor restores what the processor of the same member index saved.
     """
 
     is_cooperative = False
@@ -252,6 +340,21 @@ class FileWatcherP(Processor):
                     self._next_scan = 0.0  # more to read: no pause before the next call
         self._emitter.flush(self.outbox)
         return False
+
+    def position(self) -> tuple[int, dict[str, tuple[int, int]]]:
+        """(member index, {file name: (inode, offset of the next unread line)})."""
+        return self.context.member_index, {name: (watched.inode, watched.offset - len(watched.partial))
+                                           for name, watched in self._files.items()}
+
+    def restore_positions(self, positions: list[tuple[int, dict[str, tuple[int, int]]]]) -> None:
+        member = self.context.member_index
+        saved = [files for saved_member, files in positions if self._shared or saved_member == member]
+        if not saved:
+            return  # a member that did not exist at the snapshot: as at a new start
+        restored = {name: position for files in saved for name, position in files.items()}
+        for name, watched in self._files.items():
+            inode, offset = restored.get(name, (watched.inode, 0))
+            self._files[name] = _WatchedFile(watched.inode, offset if inode == watched.inode else 0)
 
     def _read(self, name: str, watched: _WatchedFile, size: int) -> None:
         path = os.path.join(self._directory, name)

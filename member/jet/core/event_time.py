@@ -154,6 +154,35 @@ class EventTimeMapper:
             self._watermarks.append(MIN_TIMESTAMP)
             self._idle_at_ms.append(deadline)
 
+    def get_watermark(self, partition: int) -> int:
+        """The watermark of ``partition`` (Jet's name)."""
+        return self._watermarks[partition]
+
+    def restore_watermark(self, partition: int, watermark: int) -> None:
+        """After a restore: ``partition`` starts at ``watermark`` (never lower than it is)."""
+        if watermark > self._watermarks[partition]:
+            self._watermarks[partition] = watermark
+        if watermark > self.top_observed_wm:
+            self.top_observed_wm = watermark
+
+    def watermark_state(self) -> tuple[list[int], int]:
+        """What a source saves in a snapshot: each partition's watermark and the last emitted one."""
+        return list(self._watermarks), self.last_emitted_wm
+
+    def restore_watermark_states(self, states: Sequence[tuple[Sequence[int], int]]) -> None:
+        """Restore from the :meth:`watermark_state` of every processor that saved one: partition
+        i starts at the minimum saved for partition i, and nothing up to the minimum of the last
+        emitted ones is emitted again, so no watermark goes below what downstream already saw."""
+        if not states:
+            return
+        for partition in range(len(self._watermarks)):
+            saved = [watermarks[partition] for watermarks, _ in states if partition < len(watermarks)]
+            if saved:
+                self.restore_watermark(partition, min(saved))
+        last_emitted = min(last for _, last in states)
+        if last_emitted > self.last_emitted_wm:
+            self.last_emitted_wm = last_emitted
+
     def map_chunk(self, items: list, partition: int, now_ms: int,
                   timestamps: Sequence[int] | None = None) -> tuple[list, Watermark | None]:
         """Stamp ``items`` of ``partition``: the pairs, and the watermark to emit after them.

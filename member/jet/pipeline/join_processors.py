@@ -1,4 +1,14 @@
-"""The processors of a hash join: a collector of the lookup side and the joiner."""
+"""The processors of a hash join: a collector of the lookup side and the joiner.
+
+Snapshots: the collector's partial table and the joiner's table go under
+``BroadcastKey(("table", global_index))``. Every collector receives the whole lookup side
+(broadcast) and every joiner the whole table, so the copies are equal and each processor
+restores the first copy it gets. Saving the tables (rather than collecting again) is what the
+restore order needs: a lookup source that had finished saved no position, so it is not read
+again unless it starts from scratch. When it does (it starts from the beginning after a
+restore), the table the collector emits then *replaces* the joiner's restored table, so no
+match is doubled.
+"""
 
 from __future__ import annotations
 
@@ -6,12 +16,46 @@ from typing import Any, Callable
 
 from jet.core.inbox import Inbox
 from jet.core.processors import ChunkEmittingProcessor
+from jet.core.processors.snapshot_state import own_key, tagged, unexpected_entry
 from jet.core.special_items import Watermark
 
 _NO_MATCH = [None]
+_NOTHING = object()
 
 
-class HashJoinCollectP(ChunkEmittingProcessor):
+class _TableStateP(ChunkEmittingProcessor):
+    """Saves ``_table`` (once it holds the lookup side) and restores the first copy.
+
+    A collector that already emitted its table saves the value None instead."""
+
+    _table: dict
+    _has_table = False
+    _restored_table = False
+    _emitted_before_restore = False
+
+    def _table_to_save(self) -> Any:
+        """The value to save: the table, None (emitted already) or ``_NOTHING``."""
+        return self._table if self._has_table else _NOTHING
+
+    def save_to_snapshot(self) -> bool:
+        if not self.finish_emitting():
+            return False
+        value = self._table_to_save()
+        if value is not _NOTHING:
+            self.outbox.offer_to_snapshot(own_key("table", self.context), value)
+        return True
+
+    def restore_from_snapshot(self, inbox: Inbox) -> None:
+        for key, table in inbox.take_chunk():
+            if tagged(key, "table") is None:
+                raise unexpected_entry(self.context.vertex_name, self, key)
+            if table is None:
+                self._emitted_before_restore = True
+            elif not self._restored_table:
+                self._table, self._has_table, self._restored_table = table, True, True
+
+
+class HashJoinCollectP(_TableStateP):
     """Builds key -> [items] from the whole lookup side, then emits that table once."""
 
     def __init__(self, key_fn: Callable[[Any], Any]) -> None:
@@ -23,14 +67,21 @@ class HashJoinCollectP(ChunkEmittingProcessor):
         setdefault, key_fn = self._table.setdefault, self._key_fn
         for item in inbox.take_chunk():
             setdefault(key_fn(item), []).append(item)
+        self._has_table = True
+
+    def _table_to_save(self) -> Any:
+        # Once emitted, the table is the joiners' state; a restored collector emits nothing.
+        return None if self._output is not None else super()._table_to_save()
 
     def complete(self) -> bool:
+        if self._emitted_before_restore:
+            return True
         if self._output is None:
             self._output = [self._table]
         return self.emit_list(self._output)
 
 
-class HashJoinP(ChunkEmittingProcessor):
+class HashJoinP(_TableStateP):
     """Joins stream items (ordinal 0) with the lookup table (ordinal 1, read first)."""
 
     def __init__(self, key_fn: Callable[[Any], Any], mapper: Callable[[Any, Any], Any]) -> None:
@@ -41,6 +92,9 @@ class HashJoinP(ChunkEmittingProcessor):
 
     def process(self, ordinal: int, inbox: Inbox) -> None:
         if ordinal != 0:
+            if self._restored_table:  # the lookup side was collected again: it replaces the restored
+                self._table, self._restored_table = {}, False
+            self._has_table = True
             for table in inbox.take_chunk():
                 for key, matches in table.items():
                     self._table.setdefault(key, []).extend(matches)

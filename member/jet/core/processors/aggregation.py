@@ -1,4 +1,12 @@
-"""Batch aggregation: by key or global, in one stage or as accumulate + combine."""
+"""Batch aggregation: by key or global, in one stage or as accumulate + combine.
+
+Snapshots (:mod:`jet.core.processors.snapshot_state`): grouped stages save ``key ->
+accumulator`` (a key restored twice is combined); the global combine stage and the single-stage
+global aggregation, one processor fed through ``all_to_one(vertex name)``, save their
+accumulator under the vertex's name; the global accumulate stage saves its partial under
+``BroadcastKey(("acc", global_index))`` and the processor with index ``saved % total`` combines it
+back. What was received but not yet emitted is state; what is in the outbox is not.
+"""
 
 from __future__ import annotations
 
@@ -7,9 +15,31 @@ from typing import Any, Callable
 from jet.core.aggregate import AggregateOperation
 from jet.core.inbox import Inbox
 from jet.core.processors.base import ChunkEmittingProcessor, Supplier
+from jet.core.processors.snapshot_state import (global_key, is_own_share, merge_keyed, own_key, tagged,
+                                                unexpected_entry)
 
 
-class AccumulateByKeyP(ChunkEmittingProcessor):
+class _KeyedStateP(ChunkEmittingProcessor):
+    """Saves and restores ``_accumulators`` as ``key -> accumulator`` entries."""
+
+    _aggregate: AggregateOperation
+    _accumulators: dict
+
+    def save_to_snapshot(self) -> bool:
+        if not self.finish_emitting():
+            return False
+        offer = self.outbox.offer_to_snapshot
+        for key, acc in self._accumulators.items():
+            offer(key, acc)
+        return True
+
+    def restore_from_snapshot(self, inbox: Inbox) -> None:
+        accumulators, aggregate, vertex = self._accumulators, self._aggregate, self.context.vertex_name
+        for key, acc in inbox.take_chunk():
+            merge_keyed(accumulators, key, acc, aggregate, vertex)
+
+
+class AccumulateByKeyP(_KeyedStateP):
     """First stage of a grouped aggregation: emits (key, accumulator) per key at the end."""
 
     def __init__(self, key_fn: Callable[[Any], Any], aggregate: AggregateOperation) -> None:
@@ -28,7 +58,7 @@ class AccumulateByKeyP(ChunkEmittingProcessor):
         return self.emit_list(self._entries)
 
 
-class CombineByKeyP(ChunkEmittingProcessor):
+class CombineByKeyP(_KeyedStateP):
     """Second stage: merges (key, accumulator) entries, emits (key, result) at the end."""
 
     def __init__(self, aggregate: AggregateOperation) -> None:
@@ -55,25 +85,79 @@ class AggregateByKeyP(AccumulateByKeyP):
     complete = CombineByKeyP.complete
 
 
-class AccumulateP(ChunkEmittingProcessor):
-    """First stage of a global aggregation: emits its one accumulator at the end."""
+class _GlobalStateP(ChunkEmittingProcessor):
+    """Saves and restores the one accumulator ``_acc`` (``_received``: it holds anything).
+
+    The value saved is ``(finished, acc)``: a processor that already emitted its output saves
+    ``(True, None)``, so the processor restoring it does not emit it again."""
+
+    _aggregate: AggregateOperation
+    _acc: Any = None
+    _received = False
+    _output: list | None = None
+    _finished = False
+    #: Saved per processor under a BroadcastKey (a first stage) rather than under the vertex's name.
+    _per_processor = False
+
+    def save_to_snapshot(self) -> bool:
+        if not self.finish_emitting():
+            return False
+        finished = self._finished or self._output is not None
+        if self._received or finished:
+            key = own_key("acc", self.context) if self._per_processor else global_key(self.context)
+            self.outbox.offer_to_snapshot(key, (True, None) if finished else (False, self._acc))
+        return True
+
+    def restore_from_snapshot(self, inbox: Inbox) -> None:
+        context = self.context
+        for key, (finished, acc) in inbox.take_chunk():
+            if self._per_processor:
+                saved_index = tagged(key, "acc")
+                if saved_index is None:
+                    raise unexpected_entry(context.vertex_name, self, key)
+                if not is_own_share(saved_index, context):
+                    continue
+            elif key != global_key(context):
+                raise unexpected_entry(context.vertex_name, self, key)
+            if finished:
+                self._finished = True
+                continue
+            if self._received:
+                state = {None: self._acc}
+                merge_keyed(state, None, acc, self._aggregate, context.vertex_name)
+                acc = state[None]
+            self._acc, self._received = acc, True
+
+    def finish_snapshot_restore(self) -> bool:
+        # A restored accumulator still has to go out, whatever else was finished.
+        self._finished = self._finished and not self._received
+        return True
+
+
+class AccumulateP(_GlobalStateP):
+    """First stage of a global aggregation: emits its one accumulator at the end (``finish``:
+    the single-stage aggregation, emitting the finished result)."""
 
     def __init__(self, aggregate: AggregateOperation, finish: bool = False) -> None:
         self._aggregate = aggregate
         self._finish = finish
+        self._per_processor = not finish
         self._acc = aggregate.create()
         self._output: list | None = None
 
     def process(self, ordinal: int, inbox: Inbox) -> None:
         self._acc = self._aggregate.fold_chunk(self._acc, inbox.take_chunk())
+        self._received = True
 
     def complete(self) -> bool:
+        if self._finished:
+            return True
         if self._output is None:
             self._output = [self._aggregate.finish(self._acc) if self._finish else self._acc]
         return self.emit_list(self._output)
 
 
-class CombineP(ChunkEmittingProcessor):
+class CombineP(_GlobalStateP):
     """Second stage of a global aggregation: merges partial accumulators, emits the result.
 
     It emits only if it received a partial, so the processors that an all-to-one edge does
@@ -95,7 +179,7 @@ class CombineP(ChunkEmittingProcessor):
             self._received = True
 
     def complete(self) -> bool:
-        if not self._received:
+        if not self._received or self._finished:
             return True
         if self._output is None:
             self._output = [self._aggregate.finish(self._acc)]

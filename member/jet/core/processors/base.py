@@ -11,16 +11,24 @@ ChunkFn = Callable[[list], list]
 
 
 class ChunkEmittingProcessor(Processor):
-    """A processor that emits prepared lists in outbox-sized chunks, resuming after a refusal."""
+    """A processor that emits prepared lists in outbox-sized chunks, resuming after a refusal.
+
+    Its ``save_to_snapshot`` first finishes the list being emitted: output the processor made
+    from input before the snapshot barrier must reach the outbox before the barrier does."""
 
     _results: list | None = None
     _position = 0
+    _emitted: list | None = None  # the last list emitted whole, so a repeated call is a no-op
 
     def emit_list(self, results: list) -> bool:
         """Emit ``results`` (the same list on every call) until all is in; then True.
 
-        The list may be handed downstream as it is: do not read or change it after."""
+        The list may be handed downstream as it is: do not read or change it after. Once all of
+        it is out, calling again with the same list returns True at once (the list may have been
+        finished by :meth:`finish_emitting` in between)."""
         if self._results is not results:
+            if results is self._emitted:
+                return True
             self._results, self._position = results, 0
         outbox = self.outbox
         capacity = max(outbox.capacities, default=len(results)) or 1
@@ -33,4 +41,13 @@ class ChunkEmittingProcessor(Processor):
                 return False
             self._position += len(chunk)
         self._results = None
+        self._emitted = results
         return True
+
+    def finish_emitting(self) -> bool:
+        """Go on emitting the list :meth:`emit_list` was given last; True when all of it is out."""
+        return self._results is None or self.emit_list(self._results)
+
+    def save_to_snapshot(self) -> bool:
+        """Finish the output in progress (a stateless processor saves nothing else)."""
+        return self.finish_emitting()

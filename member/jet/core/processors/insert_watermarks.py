@@ -7,6 +7,7 @@ from typing import Callable
 from jet.core.event_time import EventTimeMapper, EventTimePolicy, wall_clock_ms
 from jet.core.inbox import Inbox
 from jet.core.processors.base import ChunkEmittingProcessor, Supplier
+from jet.core.processors.snapshot_state import own_key, tagged, unexpected_entry
 
 _NOTHING: list = []
 
@@ -17,6 +18,10 @@ class InsertWatermarksP(ChunkEmittingProcessor):
     Each inbox chunk is stamped in one go and the watermark it makes due follows it. Idleness
     and the real-time lag of ingestion time advance on the wall clock in ``try_process``. Late
     items are never dropped here (as in Jet 4.x). ``late_events_dropped`` is always 0.
+
+    Snapshots: its watermark and the last one it emitted under ``BroadcastKey(("wm",
+    global_index))``; a restored processor starts from the minimum over every processor that
+    saved, so it never emits a watermark below what downstream already saw.
     """
 
     def __init__(self, policy: EventTimePolicy, clock_ms: Callable[[], int] = wall_clock_ms) -> None:
@@ -25,6 +30,7 @@ class InsertWatermarksP(ChunkEmittingProcessor):
         self._mapper: EventTimeMapper | None = None
         self._pairs: list = _NOTHING
         self._watermarks: list = []
+        self._restored: list = []
         self.late_events_dropped = 0
 
     def init(self, outbox, context) -> None:
@@ -65,6 +71,22 @@ class InsertWatermarksP(ChunkEmittingProcessor):
 
     def complete(self) -> bool:
         return self._flush()
+
+    def save_to_snapshot(self) -> bool:
+        if not self._flush() or self.outbox.pending_special is not None:
+            return False  # the pairs and watermarks of items taken before the barrier go first
+        self.outbox.offer_to_snapshot(own_key("wm", self.context), self._mapper.watermark_state())
+        return True
+
+    def restore_from_snapshot(self, inbox: Inbox) -> None:
+        for key, value in inbox.take_chunk():
+            if tagged(key, "wm") is None:
+                raise unexpected_entry(self.context.vertex_name, self, key)
+            self._restored.append(value)
+
+    def finish_snapshot_restore(self) -> bool:
+        self._mapper.restore_watermark_states(self._restored)
+        return True
 
 
 def insert_watermarks_p(policy: EventTimePolicy,

@@ -7,6 +7,11 @@ merges them (windows that merely touch, end == start, merge too, so the result d
 depend on when the watermark comes). An event is late, dropped and counted, when ``t`` is
 below the current watermark. A watermark closes every window whose end is below it, in
 deadline order, and is then forwarded; ``complete()`` closes everything.
+
+Snapshots: per key its open windows as ``key -> [(start, end, accumulator), ...]`` (the global
+windows under the vertex's name: that stage is one processor fed through ``all_to_one``), and
+the watermark per processor, restored as the minimum over all. A key's sessions live in one
+processor, so a key restored twice is an error.
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ from typing import Any, Callable
 from jet.core.aggregate import AggregateOperation
 from jet.core.inbox import Inbox
 from jet.core.processors.base import Supplier
+from jet.core.processors.snapshot_state import global_key, tagged, unexpected_entry
 from jet.core.processors.streaming import StreamingProcessor, monotonic_ms
 from jet.core.special_items import MAX_TIMESTAMP, MIN_TIMESTAMP, Watermark
 from jet.core.window_results import KeyedWindowResult, WindowResult
@@ -106,6 +112,43 @@ class SessionWindowP(StreamingProcessor):
         keys = self._deadline_keys.get(end)
         if keys is not None:
             keys.pop(key, None)  # an emptied entry stays until the watermark passes it
+
+    # -- snapshots -------------------------------------------------------------------------
+    def save_to_snapshot(self) -> bool:
+        if not self.finish_emitting():
+            return False
+        offer = self.outbox.offer_to_snapshot
+        keyed = self._key_fn is not None
+        for key, windows in self.windows.items():
+            offer(key if keyed else global_key(self.context),
+                  list(zip(windows.starts, windows.ends, windows.accs)))
+        self.save_progress(self.current_watermark)
+        return True
+
+    def restore_from_snapshot(self, inbox: Inbox) -> None:
+        context = self.context
+        for key, sessions in inbox.take_chunk():
+            if tagged(key, "progress") is not None:
+                self.merge_restored_progress(sessions)
+                continue
+            if self._key_fn is None:
+                if key != global_key(context):
+                    raise unexpected_entry(context.vertex_name, self, key)
+                key = None
+            if key in self.windows:
+                raise ValueError(f"vertex {context.vertex_name!r}: the snapshot holds the sessions of key"
+                                 f" {key!r} twice")
+            windows = self.windows[key] = _Windows()
+            for start, end, acc in sessions:
+                windows.starts.append(start)
+                windows.ends.append(end)
+                windows.accs.append(acc)
+                self._add_deadline(key, end)
+
+    def finish_snapshot_restore(self) -> bool:
+        if self.restored_progress is not None:
+            (self.current_watermark,) = self.restored_progress
+        return True
 
     # -- output ----------------------------------------------------------------------------
     def try_process_watermark(self, watermark: Watermark) -> bool:

@@ -8,6 +8,11 @@ is below ``wm - ttl``; the scan stops at the first key still alive (approximate 
 come out of order, as in Jet). ``on_evict_fn(state, key, wm)`` may emit, with event time
 ``wm``. Without a TTL nothing is ever dropped or evicted. ``complete()`` evicts everything
 (``wm = MAX_TIMESTAMP``) without forwarding a watermark.
+
+Snapshots: per key ``key -> (timestamp, state)`` in access order (the global state under the
+vertex's name: that stage is one processor fed through ``all_to_one``, as Jet gives it
+parallelism 1), and the watermark per processor, restored as the minimum over all. A key's state
+lives in one processor, so a key restored twice is an error.
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ from typing import Any, Callable
 
 from jet.core.inbox import Inbox
 from jet.core.processors.base import Supplier
+from jet.core.processors.snapshot_state import global_key, tagged, unexpected_entry
 from jet.core.processors.streaming import StreamingProcessor
 from jet.core.special_items import MAX_TIMESTAMP, MIN_TIMESTAMP, Watermark
 
@@ -85,6 +91,36 @@ class TransformStatefulP(StreamingProcessor):
 
     def try_process(self) -> bool:
         return self.emit_unfinished()
+
+    def save_to_snapshot(self) -> bool:
+        if not self.finish_emitting():
+            return False
+        offer = self.outbox.offer_to_snapshot
+        keyed = self._key_fn is not None
+        for key, (ts, state) in self.states.items():
+            offer(key if keyed else global_key(self.context), (ts, state))
+        self.save_progress(self.current_watermark)
+        return True
+
+    def restore_from_snapshot(self, inbox: Inbox) -> None:
+        context, states = self.context, self.states
+        for key, value in inbox.take_chunk():
+            if tagged(key, "progress") is not None:
+                self.merge_restored_progress(value)
+                continue
+            if self._key_fn is None:
+                if key != global_key(context):
+                    raise unexpected_entry(context.vertex_name, self, key)
+                key = None
+            if key in states:
+                raise ValueError(f"vertex {context.vertex_name!r}: the snapshot holds the state of key"
+                                 f" {key!r} twice")
+            states[key] = list(value)
+
+    def finish_snapshot_restore(self) -> bool:
+        if self.restored_progress is not None:
+            (self.current_watermark,) = self.restored_progress
+        return True
 
     def try_process_watermark(self, watermark: Watermark) -> bool:
         if not self.emit_unfinished():

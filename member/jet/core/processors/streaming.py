@@ -6,6 +6,7 @@ import time
 from typing import Callable
 
 from jet.core.processors.base import ChunkEmittingProcessor
+from jet.core.processors.snapshot_state import own_key
 from jet.core.special_items import Watermark
 
 #: At most one INFO line about dropped late events per this many milliseconds and processor.
@@ -22,7 +23,13 @@ class StreamingProcessor(ChunkEmittingProcessor):
 
     ``late_events_dropped`` counts every late event dropped (Jet's ``lateEventsDropped``
     probe); the first drop and then at most one per second are logged at INFO.
+
+    Its event-time progress (watermark, next window) is saved per processor by
+    :meth:`save_progress` and restored as the minimum over every processor of the vertex
+    (``restored_progress``), so a restored processor is never ahead of any that saved.
     """
+
+    restored_progress: tuple | None = None
 
     late_events_dropped = 0
     _last_late_log_ms: int | None = None
@@ -41,6 +48,15 @@ class StreamingProcessor(ChunkEmittingProcessor):
             return False
         self._next_early_ms = now + period_ms
         return True
+
+    def save_progress(self, *values: int) -> None:
+        """Save this processor's progress under ``BroadcastKey(("progress", global_index))``."""
+        self.outbox.offer_to_snapshot(own_key("progress", self.context), values)
+
+    def merge_restored_progress(self, values: tuple) -> None:
+        """Merge a restored progress entry into ``restored_progress``, value by value (minimum)."""
+        current = self.restored_progress
+        self.restored_progress = tuple(values) if current is None else tuple(map(min, current, values))
 
     def drop_late(self, count: int, watermark: int) -> None:
         """Count ``count`` late events (behind ``watermark``) and log about it now and then."""

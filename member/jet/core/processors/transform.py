@@ -143,6 +143,10 @@ class TransformP(Processor):
         # The output of the items before the watermark must go out before it.
         return self.complete() and self.outbox.offer_watermark(watermark)
 
+    def save_to_snapshot(self) -> bool:
+        # Likewise before a snapshot barrier; nothing else to save.
+        return self.complete()
+
 
 def map_p(fn: Callable[[Any], Any]) -> Supplier:
     """Emits ``fn(item)`` for each item."""

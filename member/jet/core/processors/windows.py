@@ -12,6 +12,13 @@ evicts the frames no later window needs, forwards ``wm`` and sets ``next_win_to_
 higher_frame_ts(wm)``. Only windows holding data are visited, so a watermark far ahead costs
 nothing per empty frame. Results come out by window end, keys in order of first appearance.
 
+Snapshots: per key its frames, ``key -> {frame end: accumulator}`` (a key restored twice is
+combined frame by frame); an unkeyed first stage saves them per processor (the index ``saved %
+total`` restores them), an unkeyed last stage under the vertex's name (it is one processor fed
+through ``all_to_one``); ``next_win_to_emit`` and the watermark go under a BroadcastKey per
+processor and are restored as the minimum over all processors, as in Jet. The running window
+of ``deduct`` is recomputed from the frames; early-results timing starts afresh.
+
 The hot path folds a whole chunk per frame: a chunk whose events all fall in one frame (the
 usual case) is one call of the operation's chunk fold (``collections.Counter``'s C helper for
 counting); a chunk straddling frames is split per frame with C-level ``compress``.
@@ -26,6 +33,8 @@ from typing import Any, Callable
 from jet.core.aggregate import AggregateOperation
 from jet.core.inbox import Inbox
 from jet.core.processors.base import Supplier
+from jet.core.processors.snapshot_state import (global_key, is_own_share, merge_keyed, own_key, tagged,
+                                                unexpected_entry)
 from jet.core.processors.streaming import StreamingProcessor, monotonic_ms
 from jet.core.sliding_window_policy import SlidingWindowPolicy
 from jet.core.special_items import MAX_TIMESTAMP, MIN_TIMESTAMP, Watermark
@@ -137,6 +146,54 @@ class SlidingWindowP(StreamingProcessor):
             acc = accumulators.get(result.key, _MISSING)
             # A fresh accumulator first: the partial may be shared (a local edge, a test input).
             accumulators[result.key] = combine(create() if acc is _MISSING else acc, result.result)
+
+    # -- snapshots -------------------------------------------------------------------------
+    def _snapshot_key(self, key: Any) -> Any:
+        if self._keyed:
+            return key
+        if self._kind == ACCUMULATE_BY_FRAME:
+            return own_key("frames", self.context)
+        return global_key(self.context)
+
+    def save_to_snapshot(self) -> bool:
+        if not self.finish_emitting():
+            return False
+        by_key: dict = {}
+        for frame, accumulators in self.frames.items():
+            for key, acc in accumulators.items():
+                by_key.setdefault(key, {})[frame] = acc
+        offer = self.outbox.offer_to_snapshot
+        for key, frames in by_key.items():
+            offer(self._snapshot_key(key), frames)
+        self.save_progress(self.next_win_to_emit, self.current_watermark)
+        return True
+
+    def restore_from_snapshot(self, inbox: Inbox) -> None:
+        context, aggregate = self.context, self._aggregate
+        for key, value in inbox.take_chunk():
+            if tagged(key, "progress") is not None:
+                self.merge_restored_progress(value)
+                continue
+            if not self._keyed:
+                saved_index = tagged(key, "frames")
+                if saved_index is not None:
+                    if not is_own_share(saved_index, context):
+                        continue
+                elif key != global_key(context):
+                    raise unexpected_entry(context.vertex_name, self, key)
+                key = None
+            for frame, acc in value.items():
+                accumulators = self.frames.get(frame)
+                if accumulators is None:
+                    accumulators = self.frames[frame] = {}
+                    if frame > self.top_ts:
+                        self.top_ts = frame
+                merge_keyed(accumulators, key, acc, aggregate, context.vertex_name)
+
+    def finish_snapshot_restore(self) -> bool:
+        if self.restored_progress is not None:
+            self.next_win_to_emit, self.current_watermark = self.restored_progress
+        return True
 
     # -- output ----------------------------------------------------------------------------
     def try_process_watermark(self, watermark: Watermark) -> bool:

@@ -1,0 +1,70 @@
+"""How the built-in processors lay out their state in a snapshot, and merge it back.
+
+Three kinds of entries (see :mod:`jet.core.snapshot_keys`):
+
+- **keyed state** is saved under the key the vertex's partitioned input edge routes by, so at
+  restore it reaches the processor owning that key's partition, however many there are now. A
+  key restored twice (two members' partial states of a first stage meet) is merged with the
+  aggregate's ``combine`` (:func:`merge_keyed`);
+- **the state of a one-processor stage** (a global aggregation, an unkeyed window, a global
+  stateful mapping) is saved under the vertex's name (:func:`global_key`): the planner feeds
+  such a vertex through ``all_to_one(vertex name)``, so the state is restored to the very
+  processor that edge feeds, on whichever member owns that key now;
+- **per-processor state** (source positions, partial accumulators of an unkeyed first stage,
+  watermarks, window progress) goes under ``BroadcastKey((tag, global_index))``; every processor
+  receives all of them and keeps its share (:func:`is_own_share`) or merges (minimum for
+  progress that must agree).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from jet.core.aggregate import AggregateOperation
+from jet.core.processor import Context
+from jet.core.snapshot_keys import BroadcastKey
+
+_MISSING = object()
+
+
+def global_key(context: Context) -> str:
+    """The key the state of a one-processor stage is saved under: the vertex's name, which is
+    the key of the ``all_to_one`` edge the planner feeds it through."""
+    return context.vertex_name
+
+
+def own_key(tag: str, context: Context) -> BroadcastKey:
+    """``BroadcastKey((tag, global_index))``: per-processor state every processor receives."""
+    return BroadcastKey((tag, context.global_index))
+
+
+def tagged(key: Any, tag: str) -> int | None:
+    """The saved global index if ``key`` is ``own_key(tag, ...)`` of some processor, else None."""
+    if type(key) is BroadcastKey and type(key.key) is tuple and len(key.key) == 2 and key.key[0] == tag:
+        return key.key[1]
+    return None
+
+
+def is_own_share(saved_index: int, context: Context) -> bool:
+    """Whether the state processor ``saved_index`` saved is restored here: the one whose global
+    index is ``saved_index % total_parallelism`` keeps it (Jet's rule for transaction ids)."""
+    return saved_index % context.total_parallelism == context.global_index
+
+
+def merge_keyed(accumulators: dict, key: Any, acc: Any, aggregate: AggregateOperation,
+                vertex_name: str) -> None:
+    """Put a restored accumulator in ``accumulators[key]``, combining with one already there."""
+    current = accumulators.get(key, _MISSING)
+    if current is _MISSING:
+        accumulators[key] = acc
+        return
+    if aggregate.combine is None:
+        raise ValueError(f"vertex {vertex_name!r}: the snapshot holds two states for key {key!r} and"
+                         f" aggregate {aggregate.name!r} has no combine function to merge them")
+    accumulators[key] = aggregate.combine(current, acc)
+
+
+def unexpected_entry(vertex_name: str, processor: Any, key: Any) -> ValueError:
+    """The error for a snapshot entry a processor does not know."""
+    return ValueError(f"vertex {vertex_name!r}: {type(processor).__name__} cannot restore the snapshot"
+                      f" entry with key {key!r}; was the snapshot taken of another job?")
