@@ -249,7 +249,8 @@ def assess(
             Phase.PENDING, f"waiting for member pods to be scheduled ({scheduled}/{desired})", ready
         )
     if ready < desired:
-        return Assessment(Phase.STARTING, f"members ready: {ready}/{desired}", ready)
+        waiting = ", ".join(sorted(pod.name for pod in member_pods if not pod.ready))
+        return Assessment(Phase.STARTING, f"members ready: {ready}/{desired} (not yet: {waiting})", ready)
     if job is None:
         return Assessment(Phase.STARTING, "waiting for the coordinator (member 0) to report", ready)
     phase = _PHASE_OF_JOB_STATUS.get(job.status, Phase.STARTING)

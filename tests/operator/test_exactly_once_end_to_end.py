@@ -199,7 +199,14 @@ async def test_exactly_once_survives_lost_pods_a_savepoint_upgrade_and_suspend(
                 count = len(lines)
                 await eventually(lambda: len(committed(out)) > count, 60, what="output after resuming")
         assert {version for version, _ in lines} == {"v1", "v2"}
-        seen += [f"event {kind} {reason}: {message}" for kind, reason, message in event_reasons(k8s, name)]
+        events = event_reasons(k8s, name)
+        seen += [f"event {kind} {reason}: {message}" for kind, reason, message in events]
+        said = {(reason, message) for _, reason, message in events}
+        assert ("Pending", f"members created; upgradeMode savepoint: the job was cancelled with snapshot {name}-g1;"
+                           " the new spec starts from it") in said
+        assert ("Pending", "members created; resuming: member 0 resumes the job from its last snapshot") in said
+        assert any(reason == "Resumed" and message.startswith("job ") and " resumes from snapshot " in message
+                   for reason, message in said), events
         await delete_jetjob(k8s, name)
     print("\n".join(seen))
 
