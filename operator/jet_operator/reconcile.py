@@ -9,7 +9,7 @@ import datetime
 import logging
 import time
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 from jet_operator import constants, naming
 from jet_operator.builders import JobRef
@@ -107,9 +107,11 @@ def phase_update(
     generation: int,
     now: datetime.datetime,
     restarting: bool = False,
+    events: Sequence[JobEvent] = (),
     **fields: Any,
 ) -> StatusUpdate:
-    """The status fields for ``phase``, with an event if the phase or message changed."""
+    """The status fields for ``phase``, with an event if the phase or message changed (after
+    ``events``, which happened first)."""
     new_status: dict[str, Any] = {
         "phase": phase.value,
         "message": message,
@@ -119,7 +121,7 @@ def phase_update(
         ),
         **fields,
     }
-    update = StatusUpdate(new_status)
+    update = StatusUpdate(new_status, list(events))
     if status.get("phase") != phase.value or (phase == Phase.FAILED and status.get("message") != message):
         update.events.append(JobEvent(phase.value, message, warning=phase == Phase.FAILED, phase=True))
     return update
@@ -281,7 +283,7 @@ def follow(api: KubeApi, config: OperatorConfig, job: JobRef, spec: JetJobSpec,
         if token is not None:
             report = fetch_job_report(config.job_url(job.name, job.namespace), config.job_poll_timeout_seconds,
                                       token)
-    events = []
+    events: list[JobEvent] = []
     if report is not None and report.status == "SUSPENDED":
         report, resumed = _resume(api, config, job, spec, report)
         events += resumed
@@ -302,9 +304,8 @@ def follow(api: KubeApi, config: OperatorConfig, job: JobRef, spec: JetJobSpec,
         fields.update(report.status_fields())
     if assessment.phase not in TERMINAL_PHASES:
         sync_spark_drivers(api, config, job, spec, attempt, drivers, report)
-        update = phase_update(assessment.phase, assessment.message, status, job.generation, now, **fields)
-        update.events[:0] = events
-        return update
+        return phase_update(assessment.phase, assessment.message, status, job.generation, now, events=events,
+                            **fields)
 
     retries_used = int(status.get("retriesUsed") or 0)
     decision = decide_restart(spec.restart_policy, retries_used, assessment.phase)
@@ -318,10 +319,8 @@ def follow(api: KubeApi, config: OperatorConfig, job: JobRef, spec: JetJobSpec,
         fields["retriesUsed"] = decision.retries_used
     fields["completionTime"] = (report.completion_time if report and report.completion_time
                                 else format_time(now))
-    update = phase_update(assessment.phase, message, status, job.generation, now,
-                          restarting=decision.restart, **fields)
-    update.events[:0] = events
-    return update
+    return phase_update(assessment.phase, message, status, job.generation, now,
+                        restarting=decision.restart, events=events, **fields)
 
 
 def restart_event(report: JobReport) -> JobEvent:
