@@ -470,3 +470,53 @@ def test_items_after_a_barrier_wait_for_the_slow_input_only_under_exactly_once(g
     finally:
         stop.set()
         service.shutdown()
+
+
+def test_processors_that_had_finished_start_finished_after_a_restore():
+    from jet.core.processors import items_source_p
+    limit = 3000
+    batch = list(range(limit, limit + 500))
+    service = TaskletExecutionService(1)
+    stop = threading.Event()
+    try:
+        gate, committed = Gate(limit), {}
+        _feed(gate, 50, stop)
+
+        def dag_of(gate):
+            dag = counting_dag(gate, committed)
+            side = dag.new_vertex("batch", items_source_p(batch), 2)
+            dag.edge(Edge.from_(side).to(dag.get_vertex("count"), 1).partitioned(lambda x: x % KEYS).distributed())
+            return dag
+
+        context, future = _start(dag_of(gate), ProcessingGuarantee.EXACTLY_ONCE, service)
+        _wait_for(lambda: gate.emitted >= 1000, "1000 numbers")
+        chunks = Chunks()
+        _snapshot(context, chunks, 0)  # the batch side has long finished
+        future.cancel("simulated crash")
+        assert future.wait(10)
+        stop.set()
+        gate2 = Gate(limit)
+        gate2.allowed = limit
+        _start(dag_of(gate2), ProcessingGuarantee.EXACTLY_ONCE, service, restore=chunks.entries[0],
+               first_snapshot_id=1)[1].result(30)
+        outputs = [x for items in committed.values() for _, x, _ in items]
+        assert sorted(outputs) == list(range(limit + 500)), "the batch side's items once, not again"
+    finally:
+        stop.set()
+        service.shutdown()
+
+
+@pytest.mark.parametrize("finished,old_total,new_lp,expected", [
+    ({0, 1}, 2, 3, {0, 1, 2}),        # every processor had finished: all new ones start finished
+    ({1}, 2, 2, {1}),                 # same parallelism: the same global index
+    ({1}, 2, 3, set()),               # some had, on another parallelism: they run again
+])
+def test_finished_markers_decide_which_processors_start_finished(finished, old_total, new_lp, expected):
+    from jet.core.snapshot_keys import ProcessorEnded
+    from jet.execution.snapshot_context import PROCESSOR_FINISHED
+    dag = DAG()
+    dag.new_vertex("src", Processor, new_lp)
+    entries = [("src", ProcessorEnded(g, old_total), None) for g in finished] + [("src", BroadcastKey("pos"), 1)]
+    routed = route_restore_entries(entries, dag, {"src": new_lp}, MemberTopology())
+    assert {i for i in range(new_lp) if routed[("src", i)] is PROCESSOR_FINISHED} == expected
+    assert all(routed[("src", i)] == [(BroadcastKey("pos"), 1)] for i in range(new_lp) if i not in expected)

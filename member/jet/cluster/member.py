@@ -258,7 +258,10 @@ class Member:
 
     # -- data and control plumbing --------------------------------------------------------------
     def _send_frame(self, peer: int, frame: bytes) -> None:
-        self.membership.send(peer, frame)
+        if peer < 0:  # a client (a Spark task or driver): its reply goes back over the stream it opened
+            self.server.send(peer, frame)
+        else:
+            self.membership.send(peer, frame)
 
     def call_member(self, member: int, msg_type: str, payload: bytes, timeout_s: float) -> bytes:
         """A control call to ``member``; a call to this member is handled in place."""

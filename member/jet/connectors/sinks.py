@@ -41,15 +41,23 @@ class Sinks:
         """One text file per sink processor in ``directory``, one ``format_fn(item)`` per line.
 
         On a stream the files are flushed every second; with ``max_file_bytes`` each processor
-        rolls over to a new file (``part-<index>-<sequence>``) when the next line would not fit."""
+        rolls over to a new file (``part-<index>-<sequence>``) when the next line would not fit.
+
+        Under an exactly-once job the sink is exactly-once: a processor writes
+        ``.part-<index>-<sequence>.tmp`` (a dot-prefixed name that ``*``, ``part-*`` and Spark's
+        file listing skip) and renames it to ``part-<index>-<sequence>`` once the snapshot that
+        covers it has completed, so readers see whole files, each item exactly once, and a
+        name is never used twice across restarts. Under at-least-once it writes directly,
+        flushes at every snapshot and, after a restart, appends (items may repeat)."""
         _check_max_file_bytes(max_file_bytes, "Sinks.files")
         return Sink(f"files({directory})", lambda: FileSinkP(directory, format_fn, "", max_file_bytes), 1,
                     lambda: prepare_directory(directory, "Sinks.files"))
 
     @staticmethod
     def jsonl(directory: str, max_file_bytes: int | None = None) -> Sink:
-        """One JSON-lines file per sink processor in ``directory`` (tuples as JSON arrays); flushed
-        and rolled on streams as :meth:`files`."""
+        """One JSON-lines file per sink processor in ``directory`` (tuples as JSON arrays); flushed,
+        rolled and exactly-once as :meth:`files` (in-progress files are ``.part-...jsonl.tmp``,
+        which ``*.jsonl`` does not match)."""
         _check_max_file_bytes(max_file_bytes, "Sinks.jsonl")
         return Sink(f"jsonl({directory})", lambda: FileSinkP(directory, to_json, ".jsonl", max_file_bytes), 1,
                     lambda: prepare_directory(directory, "Sinks.jsonl"))
@@ -59,13 +67,16 @@ class Sinks:
         """Results a client follows as they come: ``for item in job.observable(name)``.
 
         Member 0 keeps the newest ``capacity`` items; a reader further behind loses the oldest
-        (with a warning). Needs a cluster (``jet.local_cluster`` or ``jet.connect``)."""
+        (with a warning). Needs a cluster (``jet.local_cluster`` or ``jet.connect``). It cannot
+        be exactly-once: a reader has seen what a restarted job emits again, so after a restart
+        items may repeat (at-least-once at best)."""
         check_observable_args(name, capacity)
         return Sink(f"observable({name})", ObservableSinkSupplier(name, capacity), 1)
 
     @staticmethod
     def logger(format_fn: Callable[[Any], str] = str) -> Sink:
-        """Log every item at INFO on the member where it arrives."""
+        """Log every item at INFO on the member where it arrives. A log line cannot be taken
+        back, so after a restart items may be logged again: never exactly-once."""
         return Sink("logger", logger_sink_p(format_fn), 1)
 
     @staticmethod

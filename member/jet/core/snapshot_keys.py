@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 
 class BroadcastKey:
@@ -30,6 +30,15 @@ class BroadcastKey:
 
     def __repr__(self) -> str:
         return f"BroadcastKey({self.key!r})"
+
+
+class ProcessorEnded(NamedTuple):
+    """The engine's own snapshot key: processor ``global_index`` of ``total_parallelism`` had
+    finished (emitted DONE) when the snapshot was taken. Never reaches a processor: at restore
+    its successor starts finished instead of doing that work again."""
+
+    global_index: int
+    total_parallelism: int
 
 
 def broadcast_key(key: Any) -> BroadcastKey:

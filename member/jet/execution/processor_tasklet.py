@@ -121,7 +121,9 @@ class ProcessorTasklet:
         self.committed_snapshot_id = self.saved_snapshot_id
         """The last snapshot whose phase 2 this processor ran."""
         self._restore_inbox: Inbox | None = None
-        if restore_entries is not None:
+        if restore_entries is PROCESSOR_FINISHED:
+            self.state = _EMIT_DONE_ITEM  # it had finished when the snapshot was taken
+        elif restore_entries is not None:
             self._restore_inbox = Inbox()
             if restore_entries:
                 self._restore_inbox.add_chunk(list(restore_entries))
@@ -487,4 +489,4 @@ class ProcessorTasklet:
         return f"ProcessorTasklet({self.name!r}, {self.state.name})"
 
 
-from jet.execution.snapshot_context import SnapshotContext  # noqa: E402  (type only; no cycle at runtime)
+from jet.execution.snapshot_context import PROCESSOR_FINISHED, SnapshotContext  # noqa: E402

@@ -10,6 +10,9 @@ every live tasklet runs (``snapshot_commit_finish``) at the start of its next ca
 
 Publishing phase 1 waits while a tasklet still has inputs of a later priority group to read
 (a hash join's build side): its barriers could not be aligned before those inputs end.
+
+A tasklet that finished is recorded in every later snapshot (a :class:`ProcessorEnded` entry),
+so a restore does not run a finished source, or a finished aggregation's ``complete()``, again.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ import threading
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, Callable
 
+from jet.core.snapshot_keys import ProcessorEnded
 from jet.job_config import ProcessingGuarantee
 
 log = logging.getLogger("jet.execution.snapshot")
@@ -28,6 +32,16 @@ CHUNK_ENTRIES = 20_000
 
 ChunkWriter = Callable[[str, int, list], None]
 """``write(vertex, sequence, entries)``: store one chunk of a snapshot (raises on failure)."""
+
+
+class _Finished:
+    def __repr__(self) -> str:
+        return "PROCESSOR_FINISHED"
+
+
+PROCESSOR_FINISHED = _Finished()
+"""A restored processor's entries replaced by this: it had finished when the snapshot was taken,
+so it starts finished (emits DONE) instead of doing that work again."""
 
 
 class SnapshotPhaseError(RuntimeError):
@@ -72,6 +86,8 @@ class SnapshotContext:
         self._sequence = 0
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="jet-snapshot-writer")
         self._failure: BaseException | None = None
+        self._ended: dict[str, list] = {}
+        """Per vertex, the ProcessorEnded entries of its finished tasklets."""
 
     # -- the tasklets' side ---------------------------------------------------------------------
     def register(self, tasklet: Any, has_priority_groups: bool) -> None:
@@ -95,10 +111,7 @@ class SnapshotContext:
                 log.warning("%s: %s saved snapshot %d, which is not being taken; its %d entries are dropped",
                             self.name, tasklet, snapshot_id, len(entries))
                 return
-            for start in range(0, len(entries), CHUNK_ENTRIES):
-                self._sequence += 1
-                phase.writes_pending += 1
-                self._pool.submit(self._write, phase, vertex, self._sequence, entries[start:start + CHUNK_ENTRIES])
+            self._schedule_write(phase, vertex, entries)
             phase.keys += len(entries)
             phase.remaining.discard(tasklet)
             self._complete_phase1_if_done(phase)
@@ -111,10 +124,18 @@ class SnapshotContext:
                 self._complete_phase2_if_done(phase)
 
     def tasklet_ended(self, tasklet: Any) -> None:
-        """The tasklet emitted DONE: it takes part in no more snapshot or commit."""
+        """The tasklet emitted DONE: it takes part in no more snapshot or commit; every later
+        snapshot (and the current one, if it had not saved it) records that it finished."""
+        context = tasklet.context
+        vertex = context.vertex_name
+        marker = (ProcessorEnded(context.global_index, context.total_parallelism), None)
         with self._lock:
             self._live.discard(tasklet)
             self._waiting_for_groups.discard(tasklet)
+            self._ended.setdefault(vertex, []).append(marker)
+            phase = self._phase1
+            if phase is not None and tasklet in phase.remaining and not phase.future.done():
+                self._schedule_write(phase, vertex, [marker])
             for phase in (self._phase1, self._phase2):
                 if phase is not None and tasklet in phase.remaining:
                     phase.remaining.discard(tasklet)
@@ -139,6 +160,8 @@ class SnapshotContext:
             self._writer = write_chunk
             phase = _Phase(snapshot_id, set(self._live))
             self._phase1 = phase
+            for vertex, markers in self._ended.items():
+                self._schedule_write(phase, vertex, list(markers))
             self._unpublished = (snapshot_id, terminal)
             self._publish_if_due()
             self._complete_phase1_if_done(phase)
@@ -176,6 +199,12 @@ class SnapshotContext:
         self._pool.shutdown(wait=False)
 
     # -- inside the lock -------------------------------------------------------------------------
+    def _schedule_write(self, phase: _Phase, vertex: str, entries: list) -> None:
+        for start in range(0, len(entries), CHUNK_ENTRIES):
+            self._sequence += 1
+            phase.writes_pending += 1
+            self._pool.submit(self._write, phase, vertex, self._sequence, entries[start:start + CHUNK_ENTRIES])
+
     def _publish_if_due(self) -> None:
         if self._unpublished is None or self._waiting_for_groups:
             return

@@ -14,6 +14,12 @@ however many members the snapshot was taken on:
 
 Entries of a vertex the DAG no longer has are skipped with one warning per vertex (an upgraded
 pipeline that renamed or dropped it).
+
+:class:`~jet.core.snapshot_keys.ProcessorEnded` entries say which processors had finished. When
+every processor of a vertex had, each of its new processors starts finished
+(:data:`PROCESSOR_FINISHED` instead of its entries); when some had and the vertex's total
+parallelism is the same, the processors with their global indices start finished; otherwise the
+finished ones' work runs again, with a warning (at-least-once for that vertex).
 """
 
 from __future__ import annotations
@@ -24,13 +30,15 @@ from typing import Callable, Iterable
 from jet.core.dag import DAG, Vertex
 from jet.core.edge import Edge, RoutingPolicy
 from jet.core.partitioner import DEFAULT_PARTITIONER, HashPartitioner, key_to_partition_fn
-from jet.core.snapshot_keys import BroadcastKey
+from jet.core.snapshot_keys import BroadcastKey, ProcessorEnded
 from jet.execution.plan import MemberTopology, local_partition_table, owned_partition_table
+from jet.execution.snapshot_context import PROCESSOR_FINISHED
 
 log = logging.getLogger("jet.execution.snapshot")
 
-RestoreEntries = dict[tuple[str, int], list]
-"""Per (vertex name, local processor index): the (key, value) entries it restores."""
+RestoreEntries = dict[tuple[str, int], "list | object"]
+"""Per (vertex name, local processor index): the (key, value) entries it restores, or
+:data:`PROCESSOR_FINISHED`."""
 
 
 class _VertexRouting:
@@ -74,6 +82,7 @@ def route_restore_entries(entries: Iterable[tuple[str, object, object]], dag: DA
     routed: RestoreEntries = {(name, i): [] for name, lp in local_parallelism.items() for i in range(lp)}
     routing: dict[str, _VertexRouting] = {}
     unknown: set[str] = set()
+    ended: dict[str, dict[int, int]] = {}
     for vertex_name, key, value in entries:
         lp = local_parallelism.get(vertex_name)
         if lp is None:
@@ -86,10 +95,32 @@ def route_restore_entries(entries: Iterable[tuple[str, object, object]], dag: DA
             for index in range(lp):
                 routed[(vertex_name, index)].append((key, value))
             continue
+        if type(key) is ProcessorEnded:
+            ended.setdefault(vertex_name, {})[key.global_index] = key.total_parallelism
+            continue
         router = routing.get(vertex_name)
         if router is None:
             router = routing[vertex_name] = _VertexRouting(dag, dag.get_vertex(vertex_name), lp, topology)
         index = router.local_index(key)
         if index is not None:
             routed[(vertex_name, index)].append((key, value))
+    for vertex_name, finished in ended.items():
+        _mark_finished(routed, vertex_name, finished, local_parallelism[vertex_name], topology)
     return routed
+
+
+def _mark_finished(routed: RestoreEntries, vertex: str, finished: dict[int, int], lp: int,
+                   topology: MemberTopology) -> None:
+    """Replace the entries of processors that start finished (see the module docstring)."""
+    old_total = max(finished.values())
+    new_total = lp * topology.member_count
+    if len(finished) >= old_total:
+        indices = range(lp)
+    elif old_total == new_total:
+        indices = [i for i in range(lp) if topology.member_index * lp + i in finished]
+    else:
+        log.warning("vertex %r: %d of its %d processors had finished when the snapshot was taken and it now has "
+                    "%d processors: their work runs again", vertex, len(finished), old_total, new_total)
+        return
+    for index in indices:
+        routed[(vertex, index)] = PROCESSOR_FINISHED

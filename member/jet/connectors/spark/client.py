@@ -204,15 +204,17 @@ def wait_for_vertex(options: JetOptions, kind: str | tuple[str, ...]) -> dict[in
         close_all(links)
 
 
-def tell_members(options: JetOptions, header: dict, members: set[int] | None = None) -> list[str]:
+def tell_members(options: JetOptions, header: dict, members: set[int] | None = None,
+                 timeout_s: float = REQUEST_TIMEOUT_S) -> list[str]:
     """Send a commit or abort to the vertex on ``members`` (default: all) and wait for each to
-    confirm; return the errors of members that refused (a commit raises on the first)."""
+    confirm (``timeout_s`` each); return the errors of members that refused (a commit raises
+    on the first)."""
     links = [link for link in connect_all(options) if members is None or link.member in members]
     errors = []
     try:
         for link in links:
             try:
-                link.request({**header, "job": options.job, "vertex": options.vertex})
+                link.request({**header, "job": options.job, "vertex": options.vertex}, timeout_s=timeout_s)
             except JetSparkError as error:
                 if header["op"] == p.COMMIT:
                     raise

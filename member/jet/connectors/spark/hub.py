@@ -32,6 +32,9 @@ _ENDED: dict[tuple[int, str], str] = {}
 """(member, job) whose Spark vertices closed before finishing: the job failed or was cancelled.
 A probe for such a job is answered with this, so a Spark side does not wait for it to start."""
 _ENDED_KEPT = 256
+_FINISHED: dict[VertexKey, bool] = {}
+"""Stream sink vertices whose processors finished (Spark committed every item): a Spark side
+that finds such a vertex gone knows it did not just restart."""
 
 
 class AttemptWindow:
@@ -210,6 +213,11 @@ def unregister_endpoint(endpoint: Any) -> None:
         endpoint.abandon()
     elif isinstance(endpoint, StreamSinkEndpoint) and not endpoint.finished:
         _record_ended(endpoint.vertex.key)
+    elif isinstance(endpoint, StreamSinkEndpoint):
+        with _REGISTRY_LOCK:
+            _FINISHED[endpoint.vertex.key] = True
+            while len(_FINISHED) > _ENDED_KEPT:
+                del _FINISHED[next(iter(_FINISHED))]
     key = endpoint.vertex.key
     with _REGISTRY_LOCK:
         entry = _REGISTRY.get(key)
@@ -217,6 +225,7 @@ def unregister_endpoint(endpoint: Any) -> None:
             del entry.processors[endpoint.index]
             if not entry.processors:
                 del _REGISTRY[key]
+                entry.commits.abandon(f"its Spark vertex stopped on member {key[0]}")
 
 
 class SparkHub:
@@ -274,6 +283,12 @@ class SparkHub:
                 else:
                     entry.counts = counts
                 entry.changed.notify_all()
+            if op == p.COMMIT and "batch" in header:  # acknowledged once a snapshot holds it
+                entry.commits.acknowledge_when_durable(
+                    str(header["query"]), int(header["batch"]), list(entry.processors),
+                    lambda: self._reply(peer, {"op": p.OK, "rid": rid}),
+                    lambda reason: self._reply(peer, {"op": p.ERROR, "rid": rid, "message": reason}))
+                return
             self._reply(peer, {"op": p.OK, "rid": rid})
         elif op in (p.STATE, p.FETCH, p.TRIM):
             self._stream_sink_request(peer, entry, header)
@@ -332,6 +347,8 @@ class SparkHub:
             ended = _ENDED.get((self.member, str(header.get("job"))))
         self._reply(peer, {"op": p.PROBE, "rid": header.get("rid"), "member": self.member, "ended": ended,
                            "kind": entry.kind if entry else None,
+                           "snapshots": entry.commits.requires_snapshot if entry else False,
+                           "finished": (self.member, str(header.get("job")), str(header.get("vertex"))) in _FINISHED,
                            "processors": sorted(entry.processors) if entry else [],
                            "total": entry.total if entry else 0, "vertices": vertices})
 

@@ -42,6 +42,7 @@ class SparkSourceP(ChunkEmittingProcessor):
         self._emitted: dict[Any, int] = {}  # rows emitted per row key (see _row_key)
         self._chunk: list | None = None
         self._chunk_ack: tuple[int, int] | None = None
+        self._chunk_key: Any = None  # the row key of ``_chunk``
 
     @property
     def endpoint(self) -> "spark_hub.SourceEndpoint | None":
@@ -79,7 +80,7 @@ class SparkSourceP(ChunkEmittingProcessor):
             rows = decode_payload(frame, offset)
             spark_hub.SourceEndpoint.dropped_rows_total += emitted - start
             self._chunk = rows if start == emitted else rows[emitted - start:]
-            self._chunk_ack = (peer, footprint)
+            self._chunk_ack, self._chunk_key = (peer, footprint), key
             self._emitted[key] = end
         return self._finished()
 

@@ -3,7 +3,9 @@
 - :class:`JetStreamWriter` (``writeStream.format("jet")``): each micro-batch's tasks stream
   their partitions to the job's Spark stream source as batch writer tasks do (same flow
   control), tagging rows with the query id and micro-batch id Spark sets as local properties
-  of every task; ``commit(messages, batchId)`` sends the micro-batch's row counts.
+  of every task; ``commit(messages, batchId)`` sends the micro-batch's row counts and, under a
+  job that takes snapshots, returns only once every member has the batch in a completed
+  snapshot (up to ``DURABLE_COMMIT_TIMEOUT_S``), so Spark checkpoints it only then.
 - :class:`JetStreamReader` (``spark.readStream.format("jet")``): offsets are
   ``{"positions": {processor: items taken}, "tick": n, "final": bool}``. A micro-batch reads
   each sink processor's positions ``[start, end)``; ``commit(end)`` lets the members discard
@@ -26,6 +28,9 @@ from jet.connectors.spark.client import JetSparkError, MemberLink, _alive, close
 from jet.connectors.spark.datasource import send_partition
 from jet.connectors.spark.options import JetOptions
 from jet.connectors.spark.schema import item_to_row_fn
+
+DURABLE_COMMIT_TIMEOUT_S = 600.0
+"""How long a micro-batch's commit waits for the job's next snapshot (per member)."""
 
 #: Spark's local properties of a micro-batch's tasks (StreamExecution.QUERY_ID_KEY, MicroBatchExecution.BATCH_ID_KEY).
 QUERY_ID_PROPERTY = "sql.streaming.queryId"
@@ -71,7 +76,7 @@ class JetStreamWriter(DataSourceStreamArrowWriter):
             return  # no partition, no row to account for
         counts = {str(m.partition): m.rows for m in done}
         tell_members(self.options, {"op": p.COMMIT, "query": done[0].query, "batch": batchId, "counts": counts},
-                     set(self.members))
+                     set(self.members), timeout_s=DURABLE_COMMIT_TIMEOUT_S)
 
     def abort(self, messages: list[JetStreamCommitMessage | None], batchId: int) -> None:
         """A micro-batch failed (and with it the query): fail the job's source, unless the
@@ -108,11 +113,14 @@ class JetStreamReader(DataSourceStreamReader):
         if self._links is None:
             self._links = connect_all(self.options)
         states: dict[str, list] = {}
+        owners: dict[int, int] = {}
         for position in range(len(self._links)):
             link = _alive(self._links, position)
             reply, _ = link.request({"op": p.STATE, "job": self.options.job, "vertex": self.options.vertex})
             states.update(reply["processors"])
-            self.owners.update((int(key), link.member) for key in reply["processors"])
+            owners.update((int(key), link.member) for key in reply["processors"])
+        if owners:  # else the job has ended: keep where the processors were
+            self.owners = owners
         return states
 
     def initialOffset(self) -> dict:
@@ -142,9 +150,10 @@ class JetStreamReader(DataSourceStreamReader):
         begin = start["positions"]
         if any(int(key) not in self.owners for key in end["positions"]):
             self._states()  # a restarted query plans its last micro-batch again first
+        # a processor the job no longer runs (restored on fewer) handed its items to another
         return [JetStreamPartition(int(key), self.owners[int(key)], begin.get(key, 0), stop)
                 for key, stop in sorted(end["positions"].items(), key=lambda entry: int(entry[0]))
-                if stop > begin.get(key, 0)]
+                if stop > begin.get(key, 0) and int(key) in self.owners]
 
     def read(self, partition: JetStreamPartition) -> Iterator[tuple]:
         options = self.options

@@ -30,6 +30,7 @@ from jet.connectors.spark import protocol as p
 from jet.connectors.spark.client import JetSparkError, _alive, close_all, connect_all, tell_members, wait_for_vertex
 from jet.connectors.spark.driver import activate, spark_failure_message
 from jet.connectors.spark.options import JetOptions
+from jet.connectors.spark.stream_endpoints import JOB_RESTARTED
 from jet.connectors.spark.streaming_sink import SparkStreamWriteSpec
 from jet.connectors.spark.streaming_source import SparkStreamReadSpec
 
@@ -37,6 +38,10 @@ log = logging.getLogger("jet.connectors.spark.driver")
 WATCH_PERIOD_S = 0.5
 DRAIN_TIMEOUT_S = 120.0
 """How long an ending query may take to process what is available before it is stopped."""
+RESTART_GRACE_S = 60.0
+"""How long the vertex of a job that takes snapshots may be gone (a restart) before its query stops."""
+MAX_QUERY_RESTARTS = 10
+"""How often a stream source's query is started again after the job restarted under it."""
 PROGRESS_PERIOD_S = 30.0
 """How often a long-lived query logs a progress line (a driver pod's log shows it is alive)."""
 
@@ -78,24 +83,29 @@ def stop_spark_streams(job_id: str) -> None:
         control.stop_all.set()
 
 
-def _vertex_runs(links: list, options: JetOptions) -> bool:
-    """Whether any member still runs a processor of the options' vertex."""
+def _vertex_runs(links: list, options: JetOptions) -> tuple[bool, bool, bool]:
+    """Whether any member still runs a processor of the options' vertex, whether the job takes
+    snapshots (then a vertex that is gone may be restarting), and whether it finished."""
+    finished = False
     for position in range(len(links)):
         try:
             reply, _ = _alive(links, position).request({"op": p.PROBE, "job": options.job, "vertex": options.vertex})
         except JetSparkError:
             continue  # a member that does not answer does not run it
         if reply.get("processors"):
-            return True
-    return False
+            return True, bool(reply.get("snapshots")), False
+        finished = finished or bool(reply.get("finished"))
+    return False, False, finished
 
 
 def _watch(query: Any, options: JetOptions, control: StreamControl, may_end: bool) -> bool:
-    """Wait for ``query`` to end; stop it when its vertex is gone or on request. True when it
-    ended as a stream should (by itself, or asked to end after reading what was available);
-    raises Spark's error when it failed."""
+    """Wait for ``query`` to end; stop it when its vertex is gone (for ``RESTART_GRACE_S`` if
+    the job takes snapshots: it may be restarting) or on request. True when it ended as a
+    stream should (by itself, or asked to end after reading what was available); raises
+    Spark's error when it failed."""
     links = connect_all(options)
     next_progress = time.monotonic() + PROGRESS_PERIOD_S
+    snapshots, gone_since = False, None
     try:
         while not query.awaitTermination(WATCH_PERIOD_S):  # raises StreamingQueryException on failure
             if time.monotonic() >= next_progress:
@@ -105,7 +115,14 @@ def _watch(query: Any, options: JetOptions, control: StreamControl, may_end: boo
                 _drain_and_stop(query)
                 query.awaitTermination()  # raises Spark's error if the query failed meanwhile
                 return True
-            if control.stop_all.is_set() or not _vertex_runs(links, options):
+            runs, takes_snapshots, finished = _vertex_runs(links, options)
+            snapshots = snapshots or takes_snapshots
+            if runs:
+                gone_since = None
+            elif gone_since is None:
+                gone_since = time.monotonic()
+            gone = not runs and (finished or not snapshots or time.monotonic() - gone_since >= RESTART_GRACE_S)
+            if control.stop_all.is_set() or gone:
                 log.info("stopping Spark streaming query %s of %r: the job's vertex ended", query.id, options.vertex)
                 _drain_and_stop(query)
                 return False
@@ -157,22 +174,32 @@ def _abort(options: JetOptions, owners: dict[int, int], error: BaseException) ->
 def run_stream_source(spark: Any, spec: SparkStreamReadSpec, options: JetOptions, max_tasks: int | None = None,
                       refusal: Exception | None = None) -> None:
     """Write the streaming DataFrame of ``spec`` into the job until its query ends (see the
-    module docstring); ``max_tasks`` coalesces each micro-batch to that many write tasks."""
+    module docstring); ``max_tasks`` coalesces each micro-batch to that many write tasks.
+
+    A micro-batch whose commit the members refused because the job stopped before a snapshot
+    held it (the job is restarting from its last snapshot) fails the query; it is started
+    again from its checkpoint, up to ``MAX_QUERY_RESTARTS`` times, so Spark replays that batch
+    into the restored job."""
     activate(spark)
     owners = wait_for_vertex(options, "stream-source")
     control = stream_control(options.job)
     checkpoint, temporary = _checkpoint(spec.checkpoint_location)
+    restarts = 0
     try:
         if refusal is not None:
             raise refusal
-        frame = spec.build(spark)
-        if max_tasks is not None:
-            frame = frame.coalesce(max_tasks)  # keeps each partition's row order: still exactly-once
-        writer = (frame.writeStream.format("jet").options(**options.as_spark_options())
-                  .option("checkpointLocation", checkpoint))
-        if spec.available_now:
-            writer = writer.trigger(availableNow=True)
-        ended = _watch(writer.start(), options, control, may_end=True)
+        while True:
+            try:
+                ended = _watch(_start_stream_write(spec, spark, options, checkpoint, max_tasks), options, control,
+                               may_end=True)
+                break
+            except Exception as error:  # noqa: BLE001 - a restart of the job is retried, the rest raised
+                if JOB_RESTARTED not in str(error) or restarts >= MAX_QUERY_RESTARTS:
+                    raise
+                restarts += 1
+                log.info("Spark stream into %r: the job restarted before a snapshot held a micro-batch; "
+                         "running the query again from its checkpoint (restart %d)", options.vertex, restarts)
+                owners = wait_for_vertex(options, "stream-source")
     except BaseException as error:
         _abort(options, owners, error)
         raise
@@ -181,6 +208,18 @@ def run_stream_source(spark: Any, spec: SparkStreamReadSpec, options: JetOptions
             shutil.rmtree(checkpoint, ignore_errors=True)
     if ended:
         tell_members(options, {"op": p.END}, set(owners.values()))
+
+
+def _start_stream_write(spec: SparkStreamReadSpec, spark: Any, options: JetOptions, checkpoint: str,
+                        max_tasks: int | None) -> Any:
+    frame = spec.build(spark)
+    if max_tasks is not None:
+        frame = frame.coalesce(max_tasks)  # keeps each partition's row order: still exactly-once
+    writer = (frame.writeStream.format("jet").options(**options.as_spark_options())
+              .option("checkpointLocation", checkpoint))
+    if spec.available_now:
+        writer = writer.trigger(availableNow=True)
+    return writer.start()
 
 
 def run_stream_sink(spark: Any, spec: SparkStreamWriteSpec, options: JetOptions) -> None:

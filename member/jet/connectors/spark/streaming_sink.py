@@ -8,6 +8,16 @@ read them, so a failed read task is read again and a restarted Spark query re-re
 uncommitted micro-batch; the buffer is bounded (``buffer_items``), and a full buffer stops the
 processor taking input, which backpressures the job. When the job's stream ends, the sink
 completes once Spark has committed every item. Nothing here imports PySpark.
+
+Under a job that takes snapshots, Spark sees only the items a completed snapshot holds: each
+processor saves its buffered items (those Spark has not committed) under
+``BroadcastKey(("spark-stream-sink", global index))`` and, in phase 2, lets Spark read up to
+where that snapshot was taken. So an item Spark has read is never emitted again after a
+restore, and one it has not committed is still buffered there; the job's output reaches Spark
+exactly once under an exactly-once job. Items wait for a snapshot interval before Spark sees
+them; the buffer bound counts only the items Spark may read. A job restored on fewer
+processors hands the buffered items of the processors it lost to the one with their index
+modulo the new count, where Spark may read again what it had read but not committed.
 """
 
 from __future__ import annotations
@@ -22,11 +32,14 @@ from jet.connectors.spark.processors import DEFAULT_SINK_BUFFER_ITEMS
 from jet.connectors.spark.stages import check_format, local_input_path
 from jet.connectors.spark.stream_endpoints import StreamSinkEndpoint
 from jet.connectors.spark.streaming_source import spark_options
+from jet.connectors.transactions import has_tag
 from jet.core.inbox import Inbox
 from jet.core.outbox import Outbox
 from jet.core.processor import Context, Processor
+from jet.core.snapshot_keys import BroadcastKey
 
 OUTPUT_MODES = ("append", "update", "complete")
+SINK_TAG = "spark-stream-sink"
 
 
 class SparkStreamReadFailedError(RuntimeError):
@@ -83,6 +96,8 @@ class SparkStreamSinkP(Processor):
     def __init__(self, buffer_items: int = DEFAULT_SINK_BUFFER_ITEMS) -> None:
         self._buffer_items = buffer_items
         self._endpoint: StreamSinkEndpoint | None = None
+        self._snapshot_end = 0  # what the snapshot in progress holds
+        self._restored: list[tuple[int, tuple[int, list]]] = []  # (old global index, (committed, items))
 
     @property
     def endpoint(self) -> StreamSinkEndpoint | None:
@@ -93,6 +108,8 @@ class SparkStreamSinkP(Processor):
         self._endpoint = spark_hub.register_endpoint(
             context.member_index, context.job_id, context.vertex_name, "stream-sink",
             context.global_index, context.total_parallelism, capacity_items=self._buffer_items)
+        if context.snapshots_enabled:
+            self._endpoint.make_visible(0)  # nothing before a snapshot holds it
 
     def _check_spark_side(self) -> None:
         reason = self._endpoint.vertex.abort_reason
@@ -109,8 +126,49 @@ class SparkStreamSinkP(Processor):
         self._check_spark_side()
         endpoint = self._endpoint
         if not endpoint.input_done:
+            endpoint.make_visible(None)  # no snapshot follows the end of the input
             endpoint.finish_input()
         return endpoint.finished
+
+    # -- snapshots --------------------------------------------------------------------------------
+    def save_to_snapshot(self) -> bool:
+        committed, self._snapshot_end, items = self._endpoint.buffered()
+        self.outbox.offer_to_snapshot(BroadcastKey((SINK_TAG, self.context.global_index)), (committed, items))
+        return True
+
+    def snapshot_commit_finish(self, success: bool) -> bool:
+        if success:
+            self._endpoint.make_visible(self._snapshot_end)
+        return True
+
+    def restore_from_snapshot(self, inbox: Inbox) -> None:
+        while not inbox.is_empty():
+            key, value = inbox.peek()
+            if not has_tag(key, SINK_TAG):
+                raise ValueError(f"Spark stream sink {self.context.vertex_name!r}: unexpected snapshot entry {key!r}")
+            self._restored.append((key.key[1], value))
+            inbox.remove()
+
+    def finish_snapshot_restore(self) -> bool:
+        """Hold this processor's saved items at their positions, then those of lost processors
+        whose index maps here, at new positions; all of them are in the snapshot: visible."""
+        me, total = self.context.global_index, self.context.total_parallelism
+        endpoint = self._endpoint
+        for index, (committed, items) in self._restored:
+            if index == me:
+                endpoint.restore(committed, items, committed + len(items))
+        adopted = [items for index, (_, items) in sorted(self._restored)
+                   if index != me and index >= total and index % total == me]
+        for items in adopted:
+            endpoint.add(list(items))
+        if adopted:
+            endpoint.make_visible(endpoint.appended)
+            self.context.logger.warning(
+                "Spark stream sink %r restored on fewer processors: processor %d takes over %d buffered "
+                "item(s) of processors that are gone; Spark may read again those it had read but not "
+                "committed", self.context.vertex_name, me, sum(map(len, adopted)))
+        self._restored = []
+        return True
 
     def close(self) -> None:
         if self._endpoint is not None:

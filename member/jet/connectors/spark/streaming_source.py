@@ -9,6 +9,13 @@ micro-batch Spark runs again after its driver restarted from its checkpoint, is 
 where it repeats rows already emitted. The stream ends when its Spark query does (a trigger
 ``available_now``, or the driver stopping it): the source then completes once every committed
 micro-batch is emitted. Nothing here imports PySpark.
+
+Under a job that takes snapshots, a member acknowledges the commit of a micro-batch to Spark
+only once the snapshot that holds all its rows has completed (phase 2), so Spark commits the
+batch to its checkpoint only then. Each processor saves, under ``BroadcastKey(("spark-stream-
+source", global index))``, the micro-batches it has settled and the rows it has emitted of the
+others; a restored processor drops the rows of a replayed batch that its snapshot already has
+and emits the rest, so every row reaches the job exactly once (at-least-once jobs: at least).
 """
 
 from __future__ import annotations
@@ -20,8 +27,14 @@ from typing import Any
 from jet.connectors.base import StreamSource
 from jet.connectors.spark.processors import SparkSourceP, SparkWriteFailedError
 from jet.connectors.spark.stages import check_format, check_local_input
+from jet.connectors.transactions import has_tag
+from jet.core.inbox import Inbox
+from jet.core.outbox import Outbox
+from jet.core.processor import Context
+from jet.core.snapshot_keys import BroadcastKey
 
 log = logging.getLogger("jet.connectors.spark")
+SOURCE_TAG = "spark-stream-source"
 
 
 def spark_options(options: dict[str, Any], what: str) -> dict[str, str]:
@@ -90,12 +103,25 @@ class SparkStreamSourceP(SparkSourceP):
         super().__init__()
         self._settled_through: dict[str, int] = {}  # per query: every batch up to this one is settled
         self._warned_uncommitted = False
+        self._snapshot_settled: dict[str, int] = {}  # what the snapshot in progress holds
+        self._restored: list[tuple[int, dict]] = []  # (old global index, its saved state)
+        self._restored_settled: dict[int, dict[str, int]] = {}  # old processor -> its settled batches
+        self._restored_total = 1
+
+    def init(self, outbox: Outbox, context: Context) -> None:
+        super().init(outbox, context)
+        if context.snapshots_enabled:
+            self._endpoint.vertex.commits.requires_snapshot = True
 
     def _row_key(self, header: dict) -> Any:
         return str(header["query"]), int(header["batch"]), int(header["part"])
 
     def _is_settled(self, key: Any) -> bool:
-        return key[1] <= self._settled_through.get(key[0], -1)
+        if key[1] <= self._settled_through.get(key[0], -1):
+            return True
+        # settled before the restore by the processor that owned the partition then
+        return bool(self._restored_settled) and key[1] <= self._restored_settled.get(
+            key[2] % self._restored_total, {}).get(key[0], -1)
 
     def _describe(self, key: Any) -> str:
         return f"Spark partition {key[2]} of micro-batch {key[1]}"
@@ -103,15 +129,19 @@ class SparkStreamSourceP(SparkSourceP):
     def _settle(self) -> bool:
         """Forget every committed batch whose rows this processor has all emitted, in batch
         order; False while a committed batch still waits for rows."""
+        if self._chunk is not None:
+            return False  # its rows are counted but not all emitted yet
         vertex = self._endpoint.vertex
         me, total = self.context.global_index, self.context.total_parallelism
         for (query, batch), counts in vertex.commits.pending():
             if batch <= self._settled_through.get(query, -1):
+                vertex.commits.settled((query, batch), me, len(vertex.processors))
                 continue
             for partition, count in counts.items():
                 if partition % total != me:
                     continue
-                emitted = self._emitted.get((query, batch, partition), 0)
+                key = (query, batch, partition)
+                emitted = count if self._is_settled(key) else self._emitted.get(key, 0)
                 if emitted > count:
                     raise SparkWriteFailedError(f"Spark partition {partition} of micro-batch {batch}: "
                                                 f"{emitted} rows emitted but the committed write has {count}")
@@ -126,6 +156,50 @@ class SparkStreamSourceP(SparkSourceP):
                 del self._emitted[key]
             self._settled_through[query] = batch
             vertex.commits.settled((query, batch), me, len(vertex.processors))
+        return True
+
+    # -- snapshots --------------------------------------------------------------------------------
+    def save_to_snapshot(self) -> bool:
+        emitted = dict(self._emitted)
+        if self._chunk is not None:  # counted when taken: leave out its rows not emitted yet
+            done = self._position if self._results is self._chunk else 0
+            emitted[self._chunk_key] -= len(self._chunk) - done
+        self._snapshot_settled = dict(self._settled_through)
+        self.outbox.offer_to_snapshot(BroadcastKey((SOURCE_TAG, self.context.global_index)), {
+            "total": self.context.total_parallelism, "settled": self._snapshot_settled, "emitted": emitted})
+        return True
+
+    def snapshot_commit_finish(self, success: bool) -> bool:
+        if success:
+            vertex = self._endpoint.vertex
+            vertex.commits.durable(self.context.global_index, self._snapshot_settled, list(vertex.processors))
+        return True
+
+    def restore_from_snapshot(self, inbox: Inbox) -> None:
+        while not inbox.is_empty():
+            key, value = inbox.peek()
+            if not has_tag(key, SOURCE_TAG):
+                raise ValueError(f"Spark stream source {self.context.vertex_name!r}: unexpected snapshot "
+                                 f"entry {key!r}")
+            self._restored.append((key.key[1], value))
+            inbox.remove()
+
+    def finish_snapshot_restore(self) -> bool:
+        """Take this processor's partitions' emitted rows; a batch every old processor settled
+        is settled here (the minimum), one only some settled is settled for their partitions."""
+        me, total = self.context.global_index, self.context.total_parallelism
+        queries = {query for _, state in self._restored for query in state["settled"]}
+        for query in queries:
+            self._settled_through[query] = min(state["settled"].get(query, -1) for _, state in self._restored)
+        for index, state in self._restored:
+            self._restored_total = state["total"]
+            self._restored_settled[index] = state["settled"]
+            for key, count in state["emitted"].items():
+                if key[2] % total == me:
+                    self._emitted[key] = count
+        self._restored = []
+        vertex = self._endpoint.vertex
+        vertex.commits.durable(me, self._settled_through, list(vertex.processors))  # a snapshot holds it
         return True
 
     def _finished(self) -> bool:

@@ -28,7 +28,10 @@ def list_sink_p(target_list: list) -> Supplier:
 
 
 class LoggerSinkP(Processor):
-    """Logs every item at INFO on the processor's logger."""
+    """Logs every item at INFO on the processor's logger.
+
+    Not exactly-once under any guarantee: a logged line cannot be taken back, so the items a
+    restarted job replays from its last snapshot are logged again."""
 
     def __init__(self, format_fn: Callable[[Any], str]) -> None:
         self._format = format_fn
