@@ -87,13 +87,54 @@ def test_a_terminal_barrier_aligns_even_under_at_least_once():
     assert _drain_all(stream) == []
 
 
-def test_barriers_of_different_snapshots_at_once_are_refused():
+def test_a_newer_barrier_supersedes_one_still_being_aligned():
     a, b = SpscQueue(16, "a"), SpscQueue(16, "b")
-    stream = InboundEdgeStream(0, 0, [a, b], name="e", wait_for_all_barriers=False)
+    stream = InboundEdgeStream(0, 0, [a, b], name="e", wait_for_all_barriers=True)
     a.offer_special(SnapshotBarrier(1))
-    b.offer_special(SnapshotBarrier(2))
-    with pytest.raises(AssertionError, match="still being aligned"):
-        _drain_all(stream)
+    a.offer_chunk(["a-between"])
+    a.offer_special(SnapshotBarrier(2))
+    b.offer_chunk(["b1"])
+    b.offer_special(SnapshotBarrier(2))  # snapshot 1 was given up before b's source took it
+    result = _drain_all(stream)
+    assert ("barrier", 1) not in result
+    assert ("barrier", 2) in result
+    before = [x for kind, items in result[:result.index(("barrier", 2))] if kind == "items" for x in items]
+    assert sorted(before) == ["a-between", "b1"]
+
+
+class _Tasklet:
+    def __init__(self, index):
+        from jet.core.processor import Context
+        self.context = Context(vertex_name="v", local_index=index, local_parallelism=2)
+
+
+def test_a_save_that_comes_before_its_phase_reaches_the_member_is_kept_for_it():
+    context = SnapshotContext(ProcessingGuarantee.EXACTLY_ONCE)
+    early, late = _Tasklet(0), _Tasklet(1)
+    context.register(early, False)
+    context.register(late, False)
+    context.tasklet_saved(early, 0, "v", [("k", 1)])  # a barrier from another member came first
+    chunks = Chunks()
+    phase1 = context.start_phase1(0, False, chunks.writer(0))
+    assert not phase1.done()
+    context.tasklet_saved(late, 0, "v", [("j", 2)])
+    assert phase1.result(timeout=5)["keys"] == 2
+    assert sorted(chunks.entries[0]) == [("v", "j", 2), ("v", "k", 1)]
+
+
+def test_a_newer_snapshot_supersedes_one_that_never_completed():
+    context = SnapshotContext(ProcessingGuarantee.EXACTLY_ONCE)
+    stuck = _Tasklet(0)
+    context.register(stuck, False)
+    chunks = Chunks()
+    first = context.start_phase1(0, False, chunks.writer(0))
+    second = context.start_phase1(1, False, chunks.writer(1))
+    with pytest.raises(Exception, match="superseded"):
+        first.result(timeout=5)
+    context.tasklet_saved(stuck, 0, "v", [("old", 0)])  # its barrier 0 was still in flight: dropped
+    context.tasklet_saved(stuck, 1, "v", [("new", 1)])
+    assert second.result(timeout=5)["keys"] == 1
+    assert chunks.entries == {1: [("v", "new", 1)]}
 
 
 # -- a job on one member: snapshot, crash, restore -----------------------------------------------
@@ -520,3 +561,16 @@ def test_finished_markers_decide_which_processors_start_finished(finished, old_t
     routed = route_restore_entries(entries, dag, {"src": new_lp}, MemberTopology())
     assert {i for i in range(new_lp) if routed[("src", i)] is PROCESSOR_FINISHED} == expected
     assert all(routed[("src", i)] == [(BroadcastKey("pos"), 1)] for i in range(new_lp) if i not in expected)
+
+
+def test_a_finished_processor_that_receives_keyed_state_runs_to_emit_it():
+    from jet.core.snapshot_keys import ProcessorEnded
+    from jet.execution.snapshot_context import PROCESSOR_FINISHED
+    dag = DAG()
+    src = dag.new_vertex("src", Processor, 1)
+    acc = dag.new_vertex("acc", Processor, 2)
+    dag.edge(Edge.between(src, acc).partitioned(lambda x: x))  # local: any processor may hold a key
+    entries = [("acc", ProcessorEnded(1, 2), None)] + [("acc", k, k) for k in range(50)]
+    routed = route_restore_entries(entries, dag, {"src": 1, "acc": 2}, MemberTopology())
+    assert routed[("acc", 1)] is not PROCESSOR_FINISHED
+    assert sorted(k for i in (0, 1) for k, _ in routed[("acc", i)]) == list(range(50))

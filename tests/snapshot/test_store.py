@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import socket
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -11,33 +10,14 @@ import pytest
 
 from jet.snapshot import JobRecord, SnapshotError, SnapshotStore
 
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+from tests.s3_server import moto_s3
 
 
 @pytest.fixture(scope="module")
-def s3_endpoint(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+def s3_endpoint() -> Iterator[str]:
     """A moto S3 server on a free port, with one bucket, and dummy AWS credentials."""
-    moto_server = pytest.importorskip("moto.server")
-    boto3 = pytest.importorskip("boto3")
-    port = _free_port()
-    server = moto_server.ThreadedMotoServer(ip_address="127.0.0.1", port=port)
-    server.start()
-    endpoint = f"http://127.0.0.1:{port}"
-    mp = pytest.MonkeyPatch()
-    mp.setenv("AWS_ACCESS_KEY_ID", "testing")
-    mp.setenv("AWS_SECRET_ACCESS_KEY", "testing")
-    mp.setenv("AWS_DEFAULT_REGION", "us-east-1")
-    boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1").create_bucket(
-        Bucket="snapshots")
-    try:
+    with moto_s3("snapshots") as endpoint:
         yield endpoint
-    finally:
-        mp.undo()
-        server.stop()
 
 
 @pytest.fixture(params=["local", "s3"])

@@ -124,8 +124,10 @@ class InboundEdgeStream:
     def _on_barrier(self, queue: SpscQueue, barrier: SnapshotBarrier) -> int | None:
         current = self._barrier
         if current is not None and current.snapshot_id != barrier.snapshot_id:
-            raise AssertionError(f"{self.name or 'an edge'}: queue {queue.name} delivered {barrier!r} while "
-                                 f"{current!r} is still being aligned")
+            if barrier.snapshot_id < current.snapshot_id:
+                return None  # a snapshot a newer one superseded: this queue goes on to the newer barrier
+            self._barrier_queues.clear()  # the older snapshot was abandoned (SnapshotContext.start_phase1)
+            self._blocked.clear()
         self._barrier = barrier
         self._barrier_queues.add(queue)
         if barrier.is_terminal:

@@ -113,6 +113,8 @@ class ProcessorTasklet:
         self._barrier_ordinals: set[int] = set()
         self._wait_for_all_barriers = bool(snapshot_context and snapshot_context.wait_for_all_barriers)
         self._pending_barrier: SnapshotBarrier | None = None
+        self._aligning: SnapshotBarrier | None = None
+        """The barrier some input ordinals delivered and others not yet."""
         self._barrier: SnapshotBarrier | None = None
         """The barrier of the snapshot being saved or emitted."""
         self._state_after_snapshot = self.state
@@ -325,10 +327,13 @@ class ProcessorTasklet:
 
     # -- snapshots ----------------------------------------------------------------------------
     def _on_input_barrier(self, ordinal: int, barrier: SnapshotBarrier) -> None:
-        if barrier.snapshot_id <= self.saved_snapshot_id:
-            raise AssertionError(f"{self.name}: input ordinal {ordinal} delivered {barrier!r} after snapshot "
-                                 f"{self.saved_snapshot_id} was saved")
-        self._barrier = barrier
+        aligning = self._aligning
+        if barrier.snapshot_id <= self.saved_snapshot_id or (
+                aligning is not None and barrier.snapshot_id < aligning.snapshot_id):
+            return  # a snapshot a newer one superseded (see SnapshotContext.start_phase1)
+        if aligning is not None and barrier.snapshot_id > aligning.snapshot_id:
+            self._barrier_ordinals.clear()  # the older snapshot was abandoned
+        self._aligning = barrier
         if barrier.is_terminal:
             self._wait_for_all_barriers = True
         self._barrier_ordinals.add(ordinal)
@@ -336,8 +341,8 @@ class ProcessorTasklet:
 
     def _check_barriers_aligned(self) -> None:
         """Every live ordinal delivered the barrier: the snapshot is due once the inbox is empty."""
-        if self._barrier is not None and self._live_ordinals <= self._barrier_ordinals:
-            self._pending_barrier = self._barrier
+        if self._aligning is not None and self._live_ordinals <= self._barrier_ordinals:
+            self._pending_barrier, self._aligning = self._aligning, None
             self._barrier_ordinals.clear()
 
     def _begin_snapshot(self, barrier: SnapshotBarrier) -> None:

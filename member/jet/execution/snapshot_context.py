@@ -88,6 +88,9 @@ class SnapshotContext:
         self._failure: BaseException | None = None
         self._ended: dict[str, list] = {}
         """Per vertex, the ProcessorEnded entries of its finished tasklets."""
+        self._early: dict[int, list[tuple[Any, str, list]]] = {}
+        """Saves of a snapshot whose phase 1 has not reached this member yet: barriers from
+        other members' sources may arrive before the coordinator's call does."""
 
     # -- the tasklets' side ---------------------------------------------------------------------
     def register(self, tasklet: Any, has_priority_groups: bool) -> None:
@@ -107,9 +110,12 @@ class SnapshotContext:
         """The tasklet saved its state for ``snapshot_id`` (its barrier goes downstream next)."""
         with self._lock:
             phase = self._phase1
-            if phase is None or phase.snapshot_id != snapshot_id:
-                log.warning("%s: %s saved snapshot %d, which is not being taken; its %d entries are dropped",
-                            self.name, tasklet, snapshot_id, len(entries))
+            if phase is None or snapshot_id > phase.snapshot_id:
+                self._early.setdefault(snapshot_id, []).append((tasklet, vertex, entries))
+                return
+            if snapshot_id < phase.snapshot_id or phase.future.done():
+                log.info("%s: %s saved snapshot %d, which a newer one superseded or which ended; its %d entries "
+                         "are dropped", self.name, tasklet, snapshot_id, len(entries))
                 return
             self._schedule_write(phase, vertex, entries)
             phase.keys += len(entries)
@@ -151,17 +157,27 @@ class SnapshotContext:
         with self._lock:
             if self._failure is not None:
                 raise SnapshotPhaseError(f"{self.name}: the execution ended: {self._failure}")
-            if snapshot_id <= self.active_phase1_id:
+            previous = self._phase1
+            if snapshot_id <= self.active_phase1_id or (previous is not None and snapshot_id <= previous.snapshot_id):
                 raise SnapshotPhaseError(f"{self.name}: snapshot {snapshot_id} requested after snapshot "
-                                         f"{self.active_phase1_id} (ids must rise)")
-            if self._phase1 is not None and not self._phase1.future.done():
-                raise SnapshotPhaseError(f"{self.name}: snapshot {snapshot_id} requested while snapshot "
-                                         f"{self._phase1.snapshot_id} is in phase 1")
+                                         f"{max(self.active_phase1_id, previous.snapshot_id if previous else -1)} "
+                                         f"(ids must rise)")
+            if previous is not None and not previous.future.done():
+                # The coordinator gave up on it (a timeout); its barriers still in flight are dropped
+                # wherever the newer one overtakes them.
+                previous.future.set_exception(SnapshotPhaseError(
+                    f"{self.name}: snapshot {previous.snapshot_id} was superseded by snapshot {snapshot_id}"))
             self._writer = write_chunk
             phase = _Phase(snapshot_id, set(self._live))
             self._phase1 = phase
             for vertex, markers in self._ended.items():
                 self._schedule_write(phase, vertex, list(markers))
+            for early_id in [i for i in self._early if i <= snapshot_id]:
+                for tasklet, vertex, entries in self._early.pop(early_id):
+                    if early_id == snapshot_id:
+                        self._schedule_write(phase, vertex, entries)
+                        phase.keys += len(entries)
+                        phase.remaining.discard(tasklet)
             self._unpublished = (snapshot_id, terminal)
             self._publish_if_due()
             self._complete_phase1_if_done(phase)

@@ -19,7 +19,9 @@ pipeline that renamed or dropped it).
 every processor of a vertex had, each of its new processors starts finished
 (:data:`PROCESSOR_FINISHED` instead of its entries); when some had and the vertex's total
 parallelism is the same, the processors with their global indices start finished; otherwise the
-finished ones' work runs again, with a warning (at-least-once for that vertex).
+finished ones' work runs again, with a warning (at-least-once for that vertex). A processor that
+gets keyed entries by partition (another processor's state, over a local partitioned edge) is
+never started finished: it restores them and emits them when it completes.
 """
 
 from __future__ import annotations
@@ -123,4 +125,8 @@ def _mark_finished(routed: RestoreEntries, vertex: str, finished: dict[int, int]
                     "%d processors: their work runs again", vertex, len(finished), old_total, new_total)
         return
     for index in indices:
-        routed[(vertex, index)] = PROCESSOR_FINISHED
+        entries = routed[(vertex, index)]
+        # Keyed state routed here by partition (another processor's, on a local edge) must still
+        # be restored and, at complete(), emitted: such a processor runs again.
+        if not any(type(key) is not BroadcastKey for key, _ in entries):
+            routed[(vertex, index)] = PROCESSOR_FINISHED
