@@ -86,6 +86,9 @@ def build_headless_service(job: JobRef) -> dict[str, Any]:
 def member_args(job: JobRef, spec: JetJobSpec, initial_snapshot: str | None = None) -> list[str]:
     """The member container's arguments after ``jet`` (the member process contract).
 
+    The job is named after the JetJob: a member 0 made again finds the job's record in the
+    snapshot store under that name and resumes it instead of submitting it anew.
+
     ``initial_snapshot``: the exported snapshot member 0 starts the job from when the store has
     no record of it (a savepoint upgrade's, else ``spec.initialSnapshotName``)."""
     args = [
@@ -95,6 +98,7 @@ def member_args(job: JobRef, spec: JetJobSpec, initial_snapshot: str | None = No
         "--peers", naming.peers_pattern(job.name, job.namespace),
         "--replicas", str(spec.replicas),
         "--config", constants.MEMBER_CONFIG_FILE,
+        "--job-name", job.name,
         "--pipeline", spec.pipeline.file,
         "--entrypoint", spec.pipeline.entrypoint,
     ]

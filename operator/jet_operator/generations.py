@@ -106,17 +106,22 @@ def prepare_generation(api: KubeApi, config: OperatorConfig, job: JobRef, spec: 
     if not phase:  # a new JetJob
         return GenerationStart(spec.initial_snapshot_name)
     if phase == Phase.SUSPENDED.value:  # stays suspended, or resumes from the suspended record
-        return GenerationStart(started_from)
+        if spec.suspended:
+            return GenerationStart(started_from)
+        return GenerationStart(started_from, note=(
+            "resuming: member 0 resumes the job from its last snapshot" if spec.has_guarantee
+            else "resuming: no processing guarantee, so the job starts from the beginning"))
     if spec.suspended:
         return GenerationStart(started_from, note=_suspend(api, config, job, spec))
     upgrade = {"mode": spec.upgrade_mode, "fromGeneration": int(status.get("observedGeneration") or 0),
                "toGeneration": job.generation, "snapshot": None, "state": UPGRADE_DONE}
     if spec.upgrade_mode == UPGRADE_LAST_STATE:
-        note = "the job resumes from its last snapshot (upgradeMode last-state)"
+        note = "upgradeMode last-state: the job resumes from its last snapshot"
         return GenerationStart(started_from, {**upgrade, "message": note}, note)
     if spec.upgrade_mode == UPGRADE_SAVEPOINT:
         return _savepoint(api, config, job, spec, status, upgrade, started_from)
-    note = "the job starts from the beginning (upgradeMode stateless)"
+    start = f"snapshot {spec.initial_snapshot_name}" if spec.initial_snapshot_name else "the beginning"
+    note = f"upgradeMode stateless: the job was cancelled; the new spec starts from {start}"
     # Only a job with a store has a record that would outlive its members: cancel it.
     coordinator = find_coordinator(api, config, job, spec) if spec.snapshot_storage is not None else None
     if coordinator is not None and coordinator.report.status not in ENDED_OR_ABSENT:
@@ -138,11 +143,13 @@ def _suspend(api: KubeApi, config: OperatorConfig, job: JobRef, spec: JetJobSpec
     if coordinator.report.status == "SUSPENDED":
         return "the job was suspended already"
     try:
-        coordinator.control.suspend(coordinator.report.job_id)
+        report = coordinator.control.suspend(coordinator.report.job_id)
     except JobControlError as error:
         logger.warning("%s/%s: %s", job.namespace, job.name, error)
         return f"no terminal snapshot ({error}); the job resumes from its last snapshot"
-    return "with a terminal snapshot"
+    snapshot = (report.last_snapshot or {}).get("id")
+    taken = f"terminal snapshot {snapshot}" if snapshot is not None else "a terminal snapshot"
+    return f"job {report.job_id} took {taken} and is SUSPENDED; spec.suspend: false resumes it from there"
 
 
 def _savepoint(api: KubeApi, config: OperatorConfig, job: JobRef, spec: JetJobSpec, status: Mapping[str, Any],
@@ -160,11 +167,11 @@ def _savepoint(api: KubeApi, config: OperatorConfig, job: JobRef, spec: JetJobSp
             message = f"savepoint {name} failed, the job keeps running on the old spec: {error}"
             _persist_upgrade(api, job, {**upgrade, "snapshot": name, "state": UPGRADE_FAILED, "message": message})
             raise UpgradeError(message) from error
-        note = f"started from savepoint {name}"
+        note = f"upgradeMode savepoint: the job was cancelled with snapshot {name}; the new spec starts from it"
         return GenerationStart(name, {**upgrade, "snapshot": name, "message": note}, note)
     if earlier.get("toGeneration") == job.generation and earlier.get("state") == UPGRADE_TAKING_SAVEPOINT:
         name = earlier["snapshot"]  # taken by an operator that stopped before it could say so
-        note = f"started from savepoint {name}"
+        note = f"upgradeMode savepoint: the new spec starts from snapshot {name}"
         return GenerationStart(name, {**upgrade, "snapshot": name, "message": note}, note)
     note = ("the job was not running, so no savepoint was taken; it starts from "
             + (f"snapshot {started_from}" if started_from else "the beginning"))

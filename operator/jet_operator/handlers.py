@@ -67,10 +67,11 @@ def _write(update: reconcile.StatusUpdate | None, body: kopf.Body, patch: kopf.P
     if update is None:
         return
     patch.status.update(update.status)
-    if update.event_reason:
-        metrics.PHASE_TRANSITIONS.labels(phase=update.event_reason).inc()
-        post = kopf.warn if update.warning else kopf.info
-        post(body, reason=update.event_reason, message=update.event_message)
+    for event in update.events:
+        if event.phase:
+            metrics.PHASE_TRANSITIONS.labels(phase=event.reason).inc()
+        post = kopf.warn if event.warning else kopf.info
+        post(body, reason=event.reason, message=event.message)
 
 
 @kopf.on.create(*RESOURCE)

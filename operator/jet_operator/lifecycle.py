@@ -249,12 +249,14 @@ def assess(
             Phase.PENDING, f"waiting for member pods to be scheduled ({scheduled}/{desired})", ready
         )
     if ready < desired:
-        return Assessment(Phase.STARTING, f"members ready: {ready}/{desired}", ready)
+        waiting = ", ".join(sorted(pod.name for pod in member_pods if not pod.ready))
+        return Assessment(Phase.STARTING, f"members ready: {ready}/{desired} (not yet: {waiting})", ready)
     if job is None:
         return Assessment(Phase.STARTING, "waiting for the coordinator (member 0) to report", ready)
     phase = _PHASE_OF_JOB_STATUS.get(job.status, Phase.STARTING)
     name = f"job {job.job_id}" if job.job_id else "the job"
-    return Assessment(phase, f"{name} is {job.status}", ready)
+    detail = f": {job.message}" if job.message else ""
+    return Assessment(phase, f"{name} is {job.status}{detail}", ready)
 
 
 def _assess_completed(spark_pods: Sequence[PodView], ready: int, now: datetime.datetime,

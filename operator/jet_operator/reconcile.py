@@ -9,7 +9,7 @@ import datetime
 import logging
 import time
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 from jet_operator import constants, naming
 from jet_operator.builders import JobRef
@@ -41,14 +41,23 @@ logger = logging.getLogger(__name__)
 CLEANUP_TOLERATED_STATUSES = (403, 404, 409)
 
 
+@dataclass(frozen=True)
+class JobEvent:
+    """A Kubernetes event about the JetJob."""
+
+    reason: str
+    message: str
+    warning: bool = False
+    phase: bool = False
+    """Whether it reports a phase change (``reason`` is the new phase)."""
+
+
 @dataclass
 class StatusUpdate:
-    """Fields to merge into ``status`` and, when the phase changed, the event to post."""
+    """Fields to merge into ``status`` and the events to post (a phase change, a restart, ...)."""
 
     status: dict[str, Any] = field(default_factory=dict)
-    event_reason: str | None = None
-    event_message: str = ""
-    warning: bool = False
+    events: list[JobEvent] = field(default_factory=list)
 
 
 def check_references(api: KubeApi, job: JobRef, spec: JetJobSpec) -> list[str]:
@@ -98,9 +107,11 @@ def phase_update(
     generation: int,
     now: datetime.datetime,
     restarting: bool = False,
+    events: Sequence[JobEvent] = (),
     **fields: Any,
 ) -> StatusUpdate:
-    """The status fields for ``phase``, with an event if the phase or message changed."""
+    """The status fields for ``phase``, with an event if the phase or message changed (after
+    ``events``, which happened first)."""
     new_status: dict[str, Any] = {
         "phase": phase.value,
         "message": message,
@@ -110,11 +121,9 @@ def phase_update(
         ),
         **fields,
     }
-    update = StatusUpdate(new_status)
+    update = StatusUpdate(new_status, list(events))
     if status.get("phase") != phase.value or (phase == Phase.FAILED and status.get("message") != message):
-        update.event_reason = phase.value
-        update.event_message = message
-        update.warning = phase == Phase.FAILED
+        update.events.append(JobEvent(phase.value, message, warning=phase == Phase.FAILED, phase=True))
     return update
 
 
@@ -157,7 +166,7 @@ def start_generation(
                   **_members_fields(job, spec.replicas if running else 0, 0))
     if start.upgrade is not None:
         common["upgrade"] = start.upgrade
-    note = f" ({start.note})" if start.note else ""
+    note = f"; {start.note}" if start.note else ""
     if not running:
         delete_spark_drivers(api, job)
         return phase_update(Phase.SUSPENDED, f"suspended by spec.suspend{note}", status, job.generation, now,
@@ -274,8 +283,13 @@ def follow(api: KubeApi, config: OperatorConfig, job: JobRef, spec: JetJobSpec,
         if token is not None:
             report = fetch_job_report(config.job_url(job.name, job.namespace), config.job_poll_timeout_seconds,
                                       token)
+    events: list[JobEvent] = []
     if report is not None and report.status == "SUSPENDED":
-        report = _resume(api, config, job, spec, report)
+        report, resumed = _resume(api, config, job, spec, report)
+        events += resumed
+    if report is not None and report.job_id == status.get("jobId") and report.restarts > int(
+            status.get("restarts") or 0):
+        events.append(restart_event(report))
     assessment = assess(
         desired=spec.replicas, member_pods=members, spark_pods=[PodView.of(p) for p in drivers],
         job=report, now=now, scheduling_timeout_seconds=config.scheduling_timeout_seconds,
@@ -290,7 +304,8 @@ def follow(api: KubeApi, config: OperatorConfig, job: JobRef, spec: JetJobSpec,
         fields.update(report.status_fields())
     if assessment.phase not in TERMINAL_PHASES:
         sync_spark_drivers(api, config, job, spec, attempt, drivers, report)
-        return phase_update(assessment.phase, assessment.message, status, job.generation, now, **fields)
+        return phase_update(assessment.phase, assessment.message, status, job.generation, now, events=events,
+                            **fields)
 
     retries_used = int(status.get("retriesUsed") or 0)
     decision = decide_restart(spec.restart_policy, retries_used, assessment.phase)
@@ -305,7 +320,16 @@ def follow(api: KubeApi, config: OperatorConfig, job: JobRef, spec: JetJobSpec,
     fields["completionTime"] = (report.completion_time if report and report.completion_time
                                 else format_time(now))
     return phase_update(assessment.phase, message, status, job.generation, now,
-                        restarting=decision.restart, **fields)
+                        restarting=decision.restart, events=events, **fields)
+
+
+def restart_event(report: JobReport) -> JobEvent:
+    """The Warning that the job's coordinator restarted it (a lost member, a new member 0)."""
+    resumed = ("it continues from its last snapshot" if report.processing_guarantee not in (None, "NONE")
+               else "it starts again from the beginning (no processing guarantee)")
+    cause = report.last_restart_cause or "no cause given"
+    return JobEvent("Restarted", f"job {report.job_id} restarted (restart {report.restarts}): {cause}; {resumed}",
+                    warning=True)
 
 
 def _spark_job(pod: Mapping[str, Any]) -> dict[str, Any]:
@@ -348,15 +372,20 @@ def cleanup(api: KubeApi, config: OperatorConfig, job: JobRef) -> list[str]:
 
 
 def _resume(api: KubeApi, config: OperatorConfig, job: JobRef, spec: JetJobSpec,
-            report: JobReport) -> JobReport:
+            report: JobReport) -> tuple[JobReport, list[JobEvent]]:
     """A job SUSPENDED while its spec says to run (resumed by the user, or suspended by its
-    coordinator): resume it from its last snapshot. The returned report shows it resuming."""
+    coordinator): resume it from its last snapshot. The returned report shows it resuming;
+    the event says so."""
     coordinator = find_coordinator(api, config, job, spec)
     if coordinator is None:
-        return report
+        return report, []
     try:
         coordinator.control.resume(report.job_id)
     except JobControlError as error:
         logger.warning("%s/%s: %s", job.namespace, job.name, error)
-        return report
-    return dataclasses.replace(report, status="STARTING", message="resuming from the last snapshot")
+        return report, []
+    snapshot = (report.last_snapshot or {}).get("id")
+    source = f"snapshot {snapshot}" if snapshot is not None else "its last snapshot"
+    cause = f"; suspension cause: {report.message}" if report.message else ""
+    return (dataclasses.replace(report, status="STARTING", message=f"resuming from {source}"),
+            [JobEvent("Resumed", f"job {report.job_id} resumes from {source}{cause}")])

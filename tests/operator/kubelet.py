@@ -32,7 +32,8 @@ Networking:
 - where network namespaces work (:func:`tests.netns.netns_support`), each pod gets its own
   namespace and an IP on a bridge of a free ``10.232.X.0/24``, and ``/etc/netns/<ns>/hosts``
   names every pod of its StatefulSet ``<sts>-<i>.<svc>.<ns>.svc.cluster.local``, so the
-  StatefulSet's ``--peers dns:...`` argument resolves unchanged;
+  StatefulSet's ``--peers dns:...`` argument resolves unchanged; a pod's MAC address follows
+  from its IP, so a pod made again is reached at once (no stale ARP entries elsewhere);
 - otherwise (loopback fallback) each pod gets its own ``127.232.X.Y``: the member is started
   with ``--host <its address>`` and ``--peers`` rewritten from the dns template to the static
   list of the pods' addresses; a driver's ``--members`` DNS names are rewritten to the members'
@@ -74,7 +75,7 @@ import kmock
 from jet_operator import constants
 from tests.conftest import REPO_ROOT
 from tests.netns import (
-    add_bridge, add_netns, exec_in, free_subnet, netns_support, remove_link, remove_netns,
+    add_bridge, add_netns, exec_in, free_subnet, ip, netns_support, remove_link, remove_netns,
     write_hosts,
 )
 from tests.operator.emulator import Emulator
@@ -353,6 +354,9 @@ class Kubelet:
                 runtime.netns = f"jkp{self.tag}-{self._netns_counter}"
                 runtime.veth = f"jkv{self.tag}n{self._netns_counter}"
                 add_netns(runtime.netns, runtime.veth, self.bridge, f"{runtime.address}/24")
+                # A pod made again keeps its address; with a new MAC the other pods' (and the
+                # host's) ARP entries for it would send to the old one for up to a minute.
+                ip("-n", runtime.netns, "link", "set", "eth0", "address", _mac_of(runtime.address))
                 self._write_hosts(runtime.namespace)
             self._start(runtime, obj)
         except Exception as error:  # noqa: BLE001 - reported on the pod, like a kubelet would
@@ -628,6 +632,11 @@ class Kubelet:
         if pod.netns is not None:
             remove_netns(pod.netns, pod.veth)
             pod.netns = None
+
+
+def _mac_of(address: str) -> str:
+    """A locally administered MAC address fixed by the IPv4 ``address``."""
+    return "02:4a:" + ":".join(f"{int(octet):02x}" for octet in address.split("."))
 
 
 def _readiness_url(address: str, container: dict[str, Any]) -> str:

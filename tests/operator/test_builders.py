@@ -292,7 +292,7 @@ def test_member_container_follows_the_member_contract() -> None:
     assert member["args"] == [
         "member", "--port", "5701", "--http-port", "8080",
         "--peers", "dns:wc-member-{i}.wc-member.jobs.svc.cluster.local:5701",
-        "--replicas", "3", "--config", "/etc/jet/member.yaml",
+        "--replicas", "3", "--config", "/etc/jet/member.yaml", "--job-name", "wc",
         "--pipeline", "/etc/jet/pipeline/main.py", "--entrypoint", "pipeline",
     ]
     env = _env(member)

@@ -6,35 +6,35 @@ A streaming job with exactly-once writes the sequence numbers of ``Sources.item_
 source per member) to a ``jsonl`` sink in a shared directory; the test deletes member 1's pod,
 later member 0's pod, changes the spec with ``upgradeMode: savepoint``, suspends and resumes
 the job. The committed output must then be exactly what a plain-Python oracle says: every
-sequence number of each source, from its first up to the last one committed, once.
+sequence number of each source, from its first up to the last one committed, once. On the way
+it times each recovery (printed with ``pytest -s``) and checks what the user is told: the
+``Restarted`` events with their causes, the upgrade's, suspension's and resumption's messages.
 """
 
 from __future__ import annotations
 
+import base64
 import collections
 import json
-import textwrap
+import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import click
 import pytest
 
-from jet import cli as jet_cli
-
+from jet_operator.jobclient import fetch_job_report
 from tests.operator.emulator import Emulator
 from tests.operator.fakes import JETJOBS, PODS, eventually, get, names
 from tests.operator.kubelet import Kubelet
 from tests.operator.test_end_to_end import kubelet, member_code  # noqa: F401
-from tests.operator.test_operator import COLLECTION, MERGE_PATCH, delete_jetjob, jetjob, operator, wait_phase
+from tests.operator.test_operator import (
+    COLLECTION, MERGE_PATCH, delete_jetjob, event_reasons, jetjob, operator, wait_phase,
+)
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 
 SOURCES = 2  # one item_stream source per member
-
-
-def _member_options() -> set[str]:
-    return {param.opts[0] for param in jet_cli.member.params if isinstance(param, click.Option)}
 
 
 def _claim(k8s: Emulator, name: str) -> None:
@@ -150,8 +150,6 @@ async def test_the_store_claim_and_its_credentials_reach_the_members(
         await delete_jetjob(k8s, "plumb")
 
 
-@pytest.mark.skipif(not {"--processing-guarantee", "--snapshot-interval", "--initial-snapshot-name"}
-                    <= _member_options(), reason="jet member has no snapshot flags yet (the coordinator's work)")
 async def test_exactly_once_survives_lost_pods_a_savepoint_upgrade_and_suspend(
         k8s: Emulator, kubelet: Kubelet, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     _claim(k8s, "snaps")
@@ -161,22 +159,20 @@ async def test_exactly_once_survives_lost_pods_a_savepoint_upgrade_and_suspend(
     document = jetjob(name, pipeline={"code": sequences_pipeline(out, "v1")},
                       processingGuarantee="exactly-once", snapshotIntervalSeconds=0.5, upgradeMode="savepoint",
                       snapshotStorage={"persistentVolumeClaim": {"claimName": "snaps"}})
+    seen = []  # printed after the operator: its runner captures stdout meanwhile
     with start_operator(kubelet, monkeypatch, name):
         response = await k8s.post(COLLECTION, json=document)
         assert response.status in (200, 201), await response.text()
         await wait_phase(k8s, "Running", name, timeout=60)
         last = await snapshot_after(k8s, name, 0)
 
-        for lost, restarts in ((f"{name}-member-1", 1), (f"{name}-member-0", None)):
-            uid = get(k8s, PODS, lost)["metadata"]["uid"]
-            response = await k8s.delete(f"/api/v1/namespaces/default/pods/{lost}")
-            assert response.status == 200
-            await eventually(lambda: (get(k8s, PODS, lost) or {}).get("metadata", {}).get("uid") not in (None, uid),
-                             30, what=f"{lost} made again")
-            if restarts is not None:
-                await eventually(lambda: jetjob_status(k8s, name).get("restarts", 0) >= restarts, 60,
-                                 what="the job restarted by its coordinator")
-            await wait_phase(k8s, "Running", name, timeout=60)
+        for lost, cause in ((f"{name}-member-1", "member 1 stopped"), (f"{name}-member-0", "coordinator restarted")):
+            restarts = jetjob_status(k8s, name).get("restarts", 0)
+            seen.append(f"{lost} deleted: {await lose_pod(k8s, kubelet, name, lost, out)}")
+            now = jetjob_status(k8s, name)
+            assert now["restarts"] == restarts + 1 and cause in now["lastRestartCause"], now
+            await eventually(lambda: [e for e in event_reasons(k8s, name) if e[1] == "Restarted" and cause in e[2]],
+                             10, what=f"a Restarted event naming {cause!r}")  # posted after the status
             last = await snapshot_after(k8s, name, last)
         assert oracle_problems(committed(out), ["v1"]) == [], kubelet.logs()
 
@@ -195,7 +191,7 @@ async def test_exactly_once_survives_lost_pods_a_savepoint_upgrade_and_suspend(
             await k8s.patch(f"{COLLECTION}/{name}", json={"spec": {"suspend": suspend}}, headers=MERGE_PATCH)
             if suspend:
                 suspended = await wait_phase(k8s, "Suspended", name, timeout=90)
-                assert suspended["suspended"] is True and "with a terminal snapshot" in suspended["message"]
+                assert suspended["suspended"] is True and "took terminal snapshot" in suspended["message"]
                 await eventually(lambda: not names(k8s, PODS), 30, what="member pods deleted")
                 await eventually(lambda: all(p.poll() is not None for p in processes), 30, what="members exited")
                 lines = committed(out)
@@ -205,4 +201,57 @@ async def test_exactly_once_survives_lost_pods_a_savepoint_upgrade_and_suspend(
                 count = len(lines)
                 await eventually(lambda: len(committed(out)) > count, 60, what="output after resuming")
         assert {version for version, _ in lines} == {"v1", "v2"}
+        events = event_reasons(k8s, name)
+        seen += [f"event {kind} {reason}: {message}" for kind, reason, message in events]
+        said = {(reason, message) for _, reason, message in events}
+        assert ("Pending", f"members created; upgradeMode savepoint: the job was cancelled with snapshot {name}-g1;"
+                           " the new spec starts from it") in said
+        assert ("Pending", "members created; resuming: member 0 resumes the job from its last snapshot") in said
+        assert any(reason == "Resumed" and message.startswith("job ") and " resumes from snapshot " in message
+                   for reason, message in said), events
         await delete_jetjob(k8s, name)
+    print("\n".join(seen))
+    # Lost pods, an upgrade and suspensions are all expected here: warnings at most.
+    assert [line for line in kubelet.logs().splitlines() if " ERROR " in line] == []
+
+
+@dataclass
+class Recovery:
+    """Seconds from deleting a member pod until the job ran again and committed new output."""
+
+    job_running: float
+    """member 0's ``/job`` says RUNNING with one restart more (the job's own view)."""
+    phase_running: float
+    """the JetJob's status shows the restart and phase Running (what the user sees)."""
+    first_output: float
+    """a line more is committed to the sink than when the pod was deleted."""
+
+    def __str__(self) -> str:
+        return (f"job RUNNING again after {self.job_running:.2f} s (JetJob Running {self.phase_running:.2f} s),"
+                f" first new committed output after {self.first_output:.2f} s")
+
+
+async def lose_pod(k8s: Emulator, kubelet: Kubelet, name: str, pod: str, out: Path) -> Recovery:
+    """Delete ``pod`` (the stand-in makes it again, as the StatefulSet would) and time the recovery."""
+    token = base64.b64decode(get(k8s, "v1/secrets", f"{name}-token")["data"]["token"]).decode()
+    job_url = kubelet.job_url(f"{name}-member")
+    restarts = jetjob_status(k8s, name).get("restarts", 0)
+    uid = get(k8s, PODS, pod)["metadata"]["uid"]
+    committed_before = len(committed(out))
+    started = time.monotonic()
+    response = await k8s.delete(f"/api/v1/namespaces/default/pods/{pod}")
+    assert response.status == 200
+
+    def job_restarted() -> bool:
+        report = fetch_job_report(job_url, 0.5, token)
+        return report is not None and report.status == "RUNNING" and report.restarts > restarts
+
+    await eventually(lambda: (get(k8s, PODS, pod) or {}).get("metadata", {}).get("uid") not in (None, uid),
+                     30, what=f"{pod} made again")
+    await eventually(job_restarted, 60, what="the job RUNNING again, restarted")
+    job_running = time.monotonic() - started
+    await eventually(lambda: jetjob_status(k8s, name).get("restarts", 0) > restarts
+                     and jetjob_status(k8s, name).get("phase") == "Running", 60, what="the JetJob Running again")
+    phase_running = time.monotonic() - started
+    await eventually(lambda: len(committed(out)) > committed_before, 60, what="output after the restart")
+    return Recovery(job_running, phase_running, time.monotonic() - started)

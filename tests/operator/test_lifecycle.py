@@ -67,6 +67,14 @@ def test_pods_that_cannot_start_fail_the_job(reason: str) -> None:
 def test_scheduled_but_not_ready_is_starting() -> None:
     result = _assess([pod(), pod("wc-member-1", ready=False, waiting="ContainerCreating")])
     assert (result.phase, result.ready) == (Phase.STARTING, 1)
+    assert result.message == "members ready: 1/2 (not yet: wc-member-1)"
+
+
+def test_the_coordinators_message_follows_the_jobs_status() -> None:
+    resuming = JobReport.of({"jobId": "j1", "status": "STARTING", "message": "resuming from snapshot 4"})
+    assert _assess([pod(), pod("wc-member-1")], job=resuming).message == "job j1 is STARTING: resuming from snapshot 4"
+    running = JobReport.of({"jobId": "j1", "status": "RUNNING", "message": ""})
+    assert _assess([pod(), pod("wc-member-1")], job=running).message == "job j1 is RUNNING"
 
 
 @pytest.mark.parametrize(("status", "phase"), [

@@ -84,8 +84,9 @@ def event_reasons(k8s: Emulator, name: str = "wc") -> list[tuple[str, str, str]]
     for key in names(k8s, "v1/events"):
         event = get(k8s, "v1/events", key)
         if event and event.get("involvedObject", {}).get("name") == name:
-            events.append((event.get("type"), event.get("reason"), event.get("message")))
-    return events
+            events.append((event.get("firstTimestamp") or "", event.get("type"), event.get("reason"),
+                           event.get("message")))
+    return [event[1:] for event in sorted(events, key=lambda event: event[0])]
 
 
 async def wait_phase(k8s: Emulator, expected: str, name: str = "wc", timeout: float = 20) -> dict[str, Any]:

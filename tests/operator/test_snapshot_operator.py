@@ -1,7 +1,8 @@
 """The operator (under Kopf, against the API emulator) with the fault-tolerance fields: a spec
 that keeps state without a store, or names a missing claim or Secret, fails with the reason (the
 emulator does not run the CRD's CEL rules: the operator checks them again); the status shows
-the job's restarts and last snapshot as member 0's ``/job`` reports them."""
+the job's restarts and last snapshot as member 0's ``/job`` reports them, and a restart is a
+Warning event naming its cause."""
 
 from __future__ import annotations
 
@@ -75,3 +76,19 @@ async def test_the_status_shows_restarts_and_the_last_snapshot_from_member_0(
                                           "durationMs": 20}
         assert (status["snapshotCount"], status["processingGuarantee"], status["phase"]) == (
             5, "EXACTLY_ONCE", "Running")
+        await eventually(lambda: [e for e in event_reasons(k8s) if e[1] == "Restarted"], what="the Restarted event")
+        assert [(kind, text) for kind, reason, text in event_reasons(k8s) if reason == "Restarted"] == [
+            ("Warning", "job 0a1b2c3d restarted (restart 1): member 1 lost: connection reset; "
+                        "it continues from its last snapshot")]
+        # Another job under the JetJob (a new generation's) starts its own count: no event for it.
+        job_endpoint.report("wc", "RUNNING", jobId="ffff0000", processingGuarantee="EXACTLY_ONCE", restarts=3,
+                            lastRestartCause="the coordinator restarted")
+        await eventually(lambda: get(k8s, "jet.dev/v1alpha1/jetjobs", "wc")["status"]["jobId"] == "ffff0000",
+                         what="the new job id in the status")
+        job_endpoint.report("wc", "RUNNING", jobId="ffff0000", processingGuarantee="NONE", restarts=4,
+                            lastRestartCause="member(s) 2 lost")
+        await eventually(lambda: len([e for e in event_reasons(k8s) if e[1] == "Restarted"]) == 2,
+                         what="the second Restarted event")
+        assert [text for _, reason, text in event_reasons(k8s) if reason == "Restarted"][1:] == [
+            "job ffff0000 restarted (restart 4): member(s) 2 lost; "
+            "it starts again from the beginning (no processing guarantee)"]

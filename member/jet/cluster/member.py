@@ -281,6 +281,8 @@ class Member:
         if peer in self._departed:
             log.log(logging.DEBUG if self.stopped.is_set() else logging.INFO,
                     "member %d: member %d has left the cluster", self.index, peer)
+            # The cause a restarted job shows (JetJob status, /job), rather than gRPC's CANCELLED.
+            error = ConnectionError(f"member {peer} stopped (it said it was leaving)")
         else:
             log.log(logging.DEBUG if self.stopped.is_set() else logging.WARNING,
                     "member %d lost its connection with member %d: %s", self.index, peer, error)
@@ -438,6 +440,12 @@ class Member:
         self.metrics.running.dec()
         self.metrics.executions.labels("completed" if outcome.ok else "cancelled" if outcome.cancelled
                                        else "failed").inc()
+        if not outcome.ok and self.stopped.is_set():
+            # Cancelled because this member stops (a pod deleted): the coordinator counts the
+            # member lost and restarts the job; a report would read as the job's own failure.
+            log.debug("member %d is stopping; the cancellation of job %s is not reported", self.index,
+                      outcome.job_id)
+            return
         try:
             self._reports.submit(self._send_report, outcome, execution.report_payload())
         except RuntimeError:  # the member is shutting down: the coordinator sees it lost

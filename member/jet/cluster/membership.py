@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from typing import Callable
 
 from jet.cluster.peers import PeerAddress, tcp_probe
@@ -33,6 +34,7 @@ FIRST_DIAL_BACKOFF_S = 0.05
 MAX_DIAL_BACKOFF_S = 1.0
 """A dialler retries at least this often, for its whole life: a rejoin is never waited out."""
 PROBE_TIMEOUT_S = 1.0
+ACCEPT_POLL_S = 0.05
 
 
 class Membership:
@@ -186,7 +188,7 @@ class PeerDialer:
             return None
         link = connection.link
         attempt.append(link)
-        accepted = link.established.wait(self._accept_timeout_s) and not self._stopped.is_set()
+        accepted = self._accepted(link) and not self._stopped.is_set()
         if accepted and self.membership.joined(peer, link, connection):
             self._state = "joined"
             return link
@@ -197,6 +199,15 @@ class PeerDialer:
         self._enter("refused", logging.INFO, "member %d: member %d at %s did not take the stream (%s); "
                     "retrying", me, peer, self.address, reason)
         return None
+
+    def _accepted(self, link: FrameLink) -> bool:
+        """Whether the peer accepts the stream within the accept timeout; False as soon as the
+        stream ends unaccepted (a peer still stopping refuses it: dial its successor at once)."""
+        deadline = time.monotonic() + self._accept_timeout_s
+        while not link.established.wait(ACCEPT_POLL_S):
+            if link.closed_event.is_set() or time.monotonic() >= deadline:
+                return link.established.is_set()
+        return True
 
     def _enter(self, state: str, level: int, message: str, *args: object) -> None:
         if state != self._state:

@@ -18,7 +18,7 @@ class ChunkEmittingProcessor(Processor):
 
     _results: list | None = None
     _position = 0
-    _emitted: list | None = None  # the last list emitted whole, so a repeated call is a no-op
+    _emitted_whole: list | None = None  # the last list emitted whole, so a repeated call is a no-op
 
     def emit_list(self, results: list) -> bool:
         """Emit ``results`` (the same list on every call) until all is in; then True.
@@ -27,7 +27,7 @@ class ChunkEmittingProcessor(Processor):
         it is out, calling again with the same list returns True at once (the list may have been
         finished by :meth:`finish_emitting` in between)."""
         if self._results is not results:
-            if results is self._emitted:
+            if results is self._emitted_whole:
                 return True
             self._results, self._position = results, 0
         outbox = self.outbox
@@ -41,7 +41,7 @@ class ChunkEmittingProcessor(Processor):
                 return False
             self._position += len(chunk)
         self._results = None
-        self._emitted = results
+        self._emitted_whole = results
         return True
 
     def finish_emitting(self) -> bool:
