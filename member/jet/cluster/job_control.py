@@ -90,6 +90,9 @@ class JobControl:
             return _export_header(name, info)
         mode = Termination.CANCEL_AND_EXPORT if cancel else None
         future = self._request(run, mode, allowed=(JobStatus.RUNNING,), export_name=name)
+        if future is None:  # RUNNING, but its execution was just replaced (a restart)
+            raise JobStateError(f"job {record.name} ({job_id}) is between two executions; export the snapshot "
+                                f"again in a moment")
         timeout_s = 2 * self.control.snapshot_timeout_ms / 1000 + CALL_SLACK_S
         try:
             return _export_header(name, future.result(timeout=timeout_s))
