@@ -70,7 +70,7 @@ def decide(config: JobConfig, requested: Termination | None, failure: ExecutionO
     cause = f"{failure.error} (on member {failure.member})"
     if is_restartable(failure, lost_members):
         if lost_members:
-            cause = f"member(s) {', '.join(map(str, sorted(lost_members)))} lost: {failure.error}"
+            cause = f"member(s) {', '.join(map(str, sorted(lost_members)))} lost: {_lost_detail(failure.error)}"
         if config.auto_scaling:
             return Decision(Next.RESTART_AFTER_REJOIN_WAIT, cause)
         if config.processing_guarantee.snapshots:
@@ -78,3 +78,12 @@ def decide(config: JobConfig, requested: Termination | None, failure: ExecutionO
     if config.suspend_on_failure:
         return Decision(Next.SUSPEND, cause)
     return Decision(Next.FAIL)
+
+
+def _lost_detail(error: str) -> str:
+    """``MemberLostError: member 1 was lost: stream ... broke`` -> ``stream ... broke``."""
+    if error.startswith(LOST_MEMBER_ERROR + ": "):
+        error = error.split(": ", 1)[1]
+        if error.startswith("member ") and " was lost: " in error:
+            error = error.split(" was lost: ", 1)[1]
+    return error
