@@ -22,6 +22,7 @@ UPGRADE_RETRY_DELAY_SECONDS = 30
 RESOURCE = (constants.API_GROUP, constants.API_VERSION, constants.PLURAL)
 # Read at import: Kopf fixes a timer's interval when the handler is registered.
 TIMER_INTERVAL_SECONDS = OperatorConfig.from_env().status_interval_seconds
+TIMER_CANCELLATION_POLLING_SECONDS = 1
 
 
 @kopf.on.startup()
@@ -37,6 +38,9 @@ def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) -> Non
     settings.watching.client_timeout = config.watch_client_timeout_seconds
     settings.watching.connect_timeout = config.watch_connect_timeout_seconds
     settings.posting.level = logging.getLevelName(config.posting_level.upper())
+    # A JetJob deleted while its status timer runs (in a thread) keeps its finalizer until Kopf
+    # sees the timer exit; Kopf looks every 60 s by default, so a deletion could wait a minute.
+    settings.background.cancellation_polling = TIMER_CANCELLATION_POLLING_SECONDS
     memo.config = config
     metrics.serve(config.metrics_port)
     memo.api = KubeApi(load_client_configuration(), config.api_timeout_seconds)
