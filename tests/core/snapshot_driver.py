@@ -11,10 +11,10 @@ import pickle
 from typing import Any, Callable
 
 from jet.core.inbox import Inbox
-from jet.core.outbox import Outbox
 from jet.core.processor import Context, Processor
-from jet.core.special_items import Watermark
 from jet.core.test_support import restore_routing
+
+from tests.core.stream_driver import StreamDriver
 
 _MAX_CALLS = 100_000
 
@@ -24,38 +24,18 @@ def context_of(index: int, count: int, vertex: str = "vertex") -> Context:
     return Context(vertex_name=vertex, local_index=index, local_parallelism=count)
 
 
-class Driven:
+class Driven(StreamDriver):
     """One processor; ``output`` collects what it emitted (watermarks included)."""
 
+    max_calls = _MAX_CALLS
+
     def __init__(self, supplier: Callable[[], Processor], context: Context, capacity: int = 1 << 20) -> None:
-        self.processor = supplier()
-        self.outbox = Outbox(1, capacity)
-        self.processor.init(self.outbox, context)
-        self.output: list = []
-
-    def _drain(self) -> None:
-        self.output.extend(self.outbox.buckets[0])
-        self.outbox.buckets[0] = []
-        if self.outbox.pending_special is not None:
-            self.output.append(self.outbox.pending_special)
-            self.outbox.special_taken()
-
-    def _until(self, step: Callable[[], Any]) -> None:
-        for _ in range(_MAX_CALLS):
-            done = step()
-            self._drain()
-            if done:
-                return
-        raise AssertionError("the processor never finished the call")
+        super().__init__(supplier, capacity, context)
 
     def process(self, items: list, ordinal: int = 0) -> "Driven":
         inbox = Inbox()
         inbox.add_chunk(list(items))
-        self._until(lambda: self.processor.process(ordinal, inbox) or inbox.is_empty())
-        return self
-
-    def watermark(self, timestamp: int) -> "Driven":
-        self._until(lambda: self.processor.try_process_watermark(Watermark(timestamp)))
+        self._until_true(lambda: self.processor.process(ordinal, inbox) or inbox.is_empty())
         return self
 
     def complete(self, calls: int | None = None) -> "Driven":
@@ -69,7 +49,7 @@ class Driven:
 
     def save(self) -> list[tuple[Any, Any]]:
         """The entries of a snapshot taken now, through pickle as the store keeps them."""
-        self._until(self.processor.save_to_snapshot)
+        self._until_true(self.processor.save_to_snapshot)
         entries, self.outbox.snapshot_entries[:] = list(self.outbox.snapshot_entries), []
         return pickle.loads(pickle.dumps(entries))
 
@@ -80,8 +60,8 @@ class Driven:
         if entries:
             inbox = Inbox()
             inbox.add_chunk(list(entries))
-            driven._until(lambda: driven.processor.restore_from_snapshot(inbox) or inbox.is_empty())
-        driven._until(driven.processor.finish_snapshot_restore)
+            driven._until_true(lambda: driven.processor.restore_from_snapshot(inbox) or inbox.is_empty())
+        driven._until_true(driven.processor.finish_snapshot_restore)
         return driven
 
 

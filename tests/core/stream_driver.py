@@ -29,12 +29,18 @@ class FakeClock:
 class StreamDriver:
     """Feeds one processor and collects what it emits (watermarks included) in ``output``."""
 
-    def __init__(self, supplier: Callable[[], Processor], capacity: int = 3) -> None:
+    max_calls = _MAX_CALLS
+
+    def __init__(self, supplier: Callable[[], Processor], capacity: int = 3, context: Context | None = None) -> None:
         self.processor = supplier()
         self._outbox = Outbox(1, capacity)
-        self.processor.init(self._outbox, Context(vertex_name="driven"))
+        self.processor.init(self._outbox, context or Context(vertex_name="driven"))
         self._inbox = Inbox()
         self.output: list = []
+
+    @property
+    def outbox(self) -> Outbox:
+        return self._outbox
 
     def _drain(self) -> None:
         self.output.extend(self._outbox.buckets[0])
@@ -44,7 +50,7 @@ class StreamDriver:
             self._outbox.special_taken()
 
     def _until_true(self, step: Callable[[], bool]) -> None:
-        for _ in range(_MAX_CALLS):
+        for _ in range(self.max_calls):
             done = step()
             self._drain()
             if done:
