@@ -1,15 +1,21 @@
 """Spark -> Jet aggregation -> Spark against the same aggregation in PySpark alone.
 
     python bench/spark_bench.py [--rows 10000000] [--members 2] [--keys 1000]
+                                [--only spark,jet,rdd,pandas]
 
 Writes a Parquet dataset of ``rows`` rows (key long, value double) once, then in one run:
 1. PySpark alone: read Parquet, group by key, sum and count, write Parquet;
 2. Spark -> Jet -> Spark: Spark reads the Parquet and writes it with format ``jet`` into a
    job on ``members`` in-process members (real gRPC between Spark and the members), Jet
    groups and aggregates, Spark reads the job's sink and writes Parquet.
-Both share one SparkSession (``local[N]``, N = cores or readers + 2, whichever is more, so the
+3. PySpark running the same Python functions, RDD API: ``rdd.map(key, (value, 1))
+   .reduceByKey(add pairs)``, written as Parquet;
+4. PySpark running Python per group, pandas UDF: ``groupBy("key").applyInPandas(sum, count)``.
+All share one SparkSession (``local[N]``, N = cores or readers + 2, whichever is more, so the
 job's sink readers and the source writers never wait for each other's task slots) and check
-they produced the same groups.
+they produced the same groups. ``--only`` picks contenders (PySpark alone always runs: it is
+the reference for the check). To profile the Jet run, start it with ``--only spark,jet`` and
+attach ``py-spy record --subprocesses --pid <pid>`` (see bench/README.md).
 """
 
 from __future__ import annotations
@@ -39,6 +45,7 @@ def main() -> None:
     parser.add_argument("--members", type=int, default=2)
     parser.add_argument("--keys", type=int, default=1000)
     parser.add_argument("--dir", default=None)
+    parser.add_argument("--only", default="spark,jet,rdd,pandas")
     args = parser.parse_args()
     work = Path(args.dir or tempfile.mkdtemp(prefix="jet-spark-bench-"))
     slots = max(os.cpu_count() or 1, args.members + 2)  # one sink reader per member, plus writers
@@ -51,9 +58,9 @@ def main() -> None:
          .selectExpr(f"id % {args.keys} AS key", "CAST(id % 1000 AS DOUBLE) / 10 AS value")
          .write.parquet(source))
         print(f"wrote {args.rows:,} rows to {source} in {time.perf_counter() - started:.1f} s")
-    spark_out, jet_out = str(work / "spark-out"), str(work / "jet-out")
-    for path in (spark_out, jet_out):
-        shutil.rmtree(path, ignore_errors=True)
+    spark_out = str(work / "spark-out")
+    shutil.rmtree(spark_out, ignore_errors=True)
+    shutil.rmtree(str(work / "jet-out"), ignore_errors=True)
     spark.read.parquet(source).limit(10).collect()  # warm the session up for both
 
     started = time.perf_counter()
@@ -63,25 +70,59 @@ def main() -> None:
      .agg(F.sum("value").alias("total"), F.count("*").alias("count")).write.parquet(spark_out))
     spark_s = time.perf_counter() - started
 
-    pipeline = Pipeline.create()
-    (pipeline.read_from(Sources.spark("parquet", source))
-     .grouping_key(lambda row: row[0])
-     .aggregate(AggregateOperations.all_of(AggregateOperations.summing(lambda row: row[1]),
-                                           AggregateOperations.counting()))
-     .map(lambda entry: (entry[0], entry[1][0], entry[1][1]))
-     .write_to(Sinks.spark("parquet", jet_out, schema="key long, total double, count long")))
-    started = time.perf_counter()
-    run_with_spark(spark, pipeline, members=args.members, timeout=3600)
-    jet_s = time.perf_counter() - started
+    only = set(args.only.split(","))
+    timings: dict[str, float] = {"PySpark alone (DataFrame groupBy)": spark_s}
+    outputs: dict[str, str] = {}
+    if "jet" in only:
+        jet_out = str(work / "jet-out")
+        pipeline = Pipeline.create()
+        (pipeline.read_from(Sources.spark("parquet", source))
+         .grouping_key(lambda row: row[0])
+         .aggregate(AggregateOperations.all_of(AggregateOperations.summing(lambda row: row[1]),
+                                               AggregateOperations.counting()))
+         .map(lambda entry: (entry[0], entry[1][0], entry[1][1]))
+         .write_to(Sinks.spark("parquet", jet_out, schema="key long, total double, count long")))
+        print(f"Jet run starting (pid {os.getpid()})", flush=True)
+        started = time.perf_counter()
+        run_with_spark(spark, pipeline, members=args.members, timeout=3600)
+        timings[f"Spark -> Jet ({args.members} members) -> Spark"] = time.perf_counter() - started
+        outputs["jet"] = jet_out
+    if "rdd" in only:
+        rdd_out = str(work / "rdd-out")
+        shutil.rmtree(rdd_out, ignore_errors=True)
+        started = time.perf_counter()
+        (spark.read.parquet(source).rdd
+         .map(lambda row: (row[0], (row[1], 1)))
+         .reduceByKey(lambda a, b: (a[0] + b[0], a[1] + b[1]))
+         .map(lambda entry: (entry[0], entry[1][0], entry[1][1]))
+         .toDF("key long, total double, count long").write.parquet(rdd_out))
+        timings["PySpark RDD map/reduceByKey (Python functions)"] = time.perf_counter() - started
+        outputs["rdd"] = rdd_out
+    if "pandas" in only:
+        import pandas as pd
+
+        def group_sum(frame: "pd.DataFrame") -> "pd.DataFrame":
+            return pd.DataFrame({"key": [frame["key"].iloc[0]], "total": [frame["value"].sum()],
+                                 "count": [len(frame)]})
+
+        pandas_out = str(work / "pandas-out")
+        shutil.rmtree(pandas_out, ignore_errors=True)
+        started = time.perf_counter()
+        (spark.read.parquet(source).groupBy("key")
+         .applyInPandas(group_sum, schema="key long, total double, count long").write.parquet(pandas_out))
+        timings["PySpark groupBy.applyInPandas (pandas UDF)"] = time.perf_counter() - started
+        outputs["pandas"] = pandas_out
 
     print(f"rows={args.rows:,} keys={args.keys} members={args.members} cores={os.cpu_count()}")
-    print(f"PySpark alone:        {spark_s:7.1f} s  ({args.rows / spark_s:,.0f} rows/s)")
-    print(f"Spark -> Jet -> Spark: {jet_s:7.1f} s  ({args.rows / jet_s:,.0f} rows/s)")
+    for name, seconds in timings.items():
+        print(f"| {name} | {seconds:.1f} s | {args.rows / seconds:,.0f} |")
     expected = {r[0]: (r[1], r[2]) for r in spark.read.parquet(spark_out).collect()}
-    got = {r[0]: (r[1], r[2]) for r in spark.read.parquet(jet_out).collect()}
-    assert got.keys() == expected.keys(), "Jet and Spark found different keys"
-    for key, (total, count) in expected.items():  # float sums differ in the last bits by order
-        assert got[key][1] == count and abs(got[key][0] - total) <= 1e-9 * max(1.0, abs(total)), key
+    for name, path in outputs.items():
+        got = {r[0]: (r[1], r[2]) for r in spark.read.parquet(path).collect()}
+        assert got.keys() == expected.keys(), f"{name} and Spark found different keys"
+        for key, (total, count) in expected.items():  # float sums differ in the last bits by order
+            assert got[key][1] == count and abs(got[key][0] - total) <= 1e-9 * max(1.0, abs(total)), (name, key)
+    print("all contenders produced the same groups")
     spark.stop()
 
 
