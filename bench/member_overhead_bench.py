@@ -16,14 +16,19 @@ For each k in ``--members`` it starts ``jet.local_cluster(k)`` and measures:
   and ``wc s`` its wall time.
 
 CPU per member per second is a fraction of one core: 16 members at 0.1 each need 1.6 of the 2 cores.
-``--profile-env`` passes environment variables to the members (say ``JET_...``), for experiments.
+``--threads``: for the last k, the idle job's CPU split by thread name (from
+``/proc/<pid>/task/<tid>/stat``; Python thread names from ``py-spy dump`` when ``pip install
+py-spy`` is there). ``--setting name=value`` passes a member setting to every member (say
+``flow_control_period_ms=1000``), for experiments.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import re
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -88,6 +93,47 @@ def cpu_seconds(pids: list[int]) -> list[float]:
     return result
 
 
+def thread_cpu(pids: list[int]) -> dict[tuple[int, int], tuple[str, float]]:
+    """(pid, tid) -> (thread name with digits as N, CPU seconds) of every thread of ``pids``."""
+    result = {}
+    for pid in pids:
+        for task in Path(f"/proc/{pid}/task").iterdir():
+            try:
+                head, tail = (task / "stat").read_text().rsplit(")", 1)
+            except OSError:
+                continue  # the thread ended
+            name = re.sub(r"[0-9]+", "N", head.split("(", 1)[1])
+            fields = tail.split()
+            result[(pid, int(task.name))] = (name, (int(fields[11]) + int(fields[12])) / TICK)
+    return result
+
+
+def python_thread_names(pid: int) -> dict[int, str]:
+    """Native thread id -> Python thread name, from ``py-spy dump`` (empty without py-spy)."""
+    try:
+        out = subprocess.run(["py-spy", "dump", "--pid", str(pid)], capture_output=True, text=True,
+                             timeout=30).stdout
+    except (OSError, subprocess.SubprocessError):
+        return {}
+    return {int(tid): name for tid, name in re.findall(r'^Thread (\d+) \([a-z]+\): "(.*)"$', out, re.M)}
+
+
+def thread_breakdown(pids: list[int], seconds: float) -> list[tuple[str, float]]:
+    """CPU seconds per member per wall second by thread name (threads that ran), over ``seconds``."""
+    before, started = thread_cpu(pids), time.perf_counter()
+    time.sleep(seconds)
+    after, wall = thread_cpu(pids), time.perf_counter() - started
+    names = {}
+    for pid in pids:
+        names.update({(pid, tid): name for tid, name in python_thread_names(pid).items()})
+    after = {key: (re.sub(r"[0-9]+", "N", names[key]) if key in names else name, cpu)
+             for key, (name, cpu) in after.items()}
+    by_name: dict[str, float] = {}
+    for key, (name, cpu) in after.items():
+        by_name[name] = by_name.get(name, 0.0) + cpu - before.get(key, (name, 0.0))[1]
+    return sorted(((n, c / wall / len(pids)) for n, c in by_name.items()), key=lambda e: -e[1])
+
+
 def cpu_during(pids: list[int], seconds: float) -> float:
     """Mean CPU seconds per member per wall second over ``seconds``."""
     before, started = cpu_seconds(pids), time.perf_counter()
@@ -104,13 +150,19 @@ def main() -> None:
     parser.add_argument("--lines", type=int, default=50_000)
     parser.add_argument("--hold", type=float, default=0.0,
                         help="keep the idle job of the last k running this many seconds more (to profile)")
+    parser.add_argument("--setting", action="append", default=[], metavar="NAME=VALUE",
+                        help="a member setting for every member (say flow_control_period_ms=1000)")
+    parser.add_argument("--threads", action="store_true",
+                        help="for the last k, also CPU per member per second by thread name during the idle job")
     args = parser.parse_args()
+    breakdown: list[tuple[str, float]] = []
+    settings = dict(item.split("=", 1) for item in args.setting)
     lines = [f"the quick brown fox {i % 1000} jumps over the lazy dog {i % 77}" for i in range(args.lines)]
     print(f"{'members':>7} {'start s':>8} {'tiny ms':>8} {'no job':>7} {'idle job':>9} {'wc s':>6} "
           f"{'wc cpu s':>9}", flush=True)
     for members in args.members:
         started = time.perf_counter()
-        with tempfile.TemporaryDirectory() as logs, jet.local_cluster(members, log_dir=logs) as cluster:
+        with tempfile.TemporaryDirectory() as logs, jet.local_cluster(members, log_dir=logs, **settings) as cluster:
             start = time.perf_counter() - started
             pids = [p.pid for p in cluster.members]
             tinies = []
@@ -124,6 +176,8 @@ def main() -> None:
                 time.sleep(0.01)
             time.sleep(0.5)
             idle = cpu_during(pids, args.idle_s)
+            if args.threads and members == args.members[-1]:
+                breakdown = thread_breakdown(pids, args.idle_s)
             if args.hold and members == args.members[-1]:
                 print(f"holding the idle job {args.hold} s; member pids {pids}", flush=True)
                 time.sleep(args.hold)
@@ -138,6 +192,11 @@ def main() -> None:
             wc_cpu = statistics.mean(a - b for a, b in zip(cpu_seconds(pids), before))
         print(f"{members:>7} {start:8.2f} {statistics.median(tinies):8.1f} {no_job:7.3f} {idle:9.3f} "
               f"{wc:6.2f} {wc_cpu:9.2f}", flush=True)
+    if breakdown:
+        print("idle job, CPU s per member per s by thread :")
+        for name, cpu in breakdown:
+            if cpu > 0:
+                print(f"  {name:<16} {cpu:.4f}")
 
 
 if __name__ == "__main__":
