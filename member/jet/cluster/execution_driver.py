@@ -82,11 +82,9 @@ class ExecutionDriver:
         deadline = time.monotonic() + self.control.member_rejoin_timeout_ms / 1000
         payload = messages.encode_message({})
         while time.monotonic() < deadline and not self._shut_down:
-            # All at once: one ping after another made every job's start wait k round trips.
-            pings = [(m, self._pool.submit(self._call, m, messages.PING, payload, 2.0)) for m in members]
             try:
-                if all(set(messages.decode_message(ping.result(2.0 + CALL_SLACK_S))[0].get(
-                        "joined", members)) >= set(members) - {m} for m, ping in pings):
+                if all(set(messages.decode_message(self._call(m, messages.PING, payload, 2.0))[0].get(
+                        "joined", members)) >= set(members) - {m} for m in members):
                     return
             except Exception:  # noqa: BLE001 - a member not answering yet: ask again
                 pass
