@@ -193,7 +193,7 @@ def main() -> None:
         print(f"{members:>7} {start:8.2f} {statistics.median(tinies):8.1f} {no_job:7.3f} {idle:9.3f} "
               f"{wc:6.2f} {wc_cpu:9.2f}", flush=True)
     if breakdown:
-        print("idle job, CPU s per member per s by thread :")
+        print("idle job, CPU s per member per s by thread:")
         for name, cpu in breakdown:
             if cpu > 0:
                 print(f"  {name:<16} {cpu:.4f}")
