@@ -1,7 +1,8 @@
 """What grows with the member count: start-up, a tiny job's round trip, CPU per member at idle.
 
     PYTHONPATH=member python3 bench/member_overhead_bench.py [--members 1 2 4 8 16] [--idle-s 5]
-        [--rounds 3] [--lines 50000]
+        [--rounds 3] [--lines 50000] [--threads]
+        [--setting NAME=VALUE] [--hold S]
 
 For each k in ``--members`` it starts ``jet.local_cluster(k)`` and measures:
 
@@ -19,7 +20,8 @@ CPU per member per second is a fraction of one core: 16 members at 0.1 each need
 ``--threads``: for the last k, the idle job's CPU split by thread name (from
 ``/proc/<pid>/task/<tid>/stat``; Python thread names from ``py-spy dump`` when ``pip install
 py-spy`` is there). ``--setting name=value`` passes a member setting to every member (say
-``flow_control_period_ms=1000``), for experiments.
+``flow_control_period_ms=1000``), for experiments. ``--hold S`` keeps the last k's idle job running S
+seconds more and prints the member pids, to attach a profiler (``py-spy record --pid <pid>``).
 """
 
 from __future__ import annotations
