@@ -3,7 +3,8 @@
 Data frames are routed by (execution id, destination vertex id, ordinal, sending member) to a
 ReceiverTasklet; ack frames update the SendLimit of the matching SenderTasklets. A timer
 thread, separate from the tasklet threads, sends every ``flow_control_period_ms`` one ack frame
-to each member that sends to us, with an absolute limit per receiver (Jet's protocol).
+to each member that sends to us, with an absolute limit per receiver (Jet's protocol) whose
+limit changed (see :meth:`MemberNetwork.send_acks`).
 """
 
 from __future__ import annotations
@@ -19,6 +20,11 @@ from jet.cluster.packets import AckEntry, FrameType, PacketFormatError, decode_a
 log = logging.getLogger("jet.cluster.network")
 
 ReceiverKey = tuple[int, int, int, int]  # execution id, vertex id, ordinal, sending member
+
+#: A receiver's limit is acked in its first rounds even when unchanged (1 s at the default period).
+ACK_ROUNDS_ALWAYS = 10
+#: Every this many rounds every receiver's limit is acked, changed or not (2 s at the default period).
+ACK_REFRESH_ROUNDS = 20
 FrameHandler = Callable[[int, bytes], None]
 """``handler(peer, frame)`` for a frame type the network itself does not know."""
 
@@ -53,6 +59,9 @@ class MemberNetwork:
         self._stop = threading.Event()
         self._timer = threading.Thread(target=self._ack_loop, name="jet.flow-control", daemon=True)
         self.dropped_frames = 0
+        self._ack_round = 0
+        self._acked: dict[ReceiverKey, tuple[int, int]] = {}
+        """Receiver -> (the limit of its last round, how many rounds it has been acked)."""
 
     def send_frame(self, peer: int, frame: bytes) -> None:
         """Send one frame to member ``peer`` (raises ConnectionError when the link is gone)."""
@@ -133,14 +142,30 @@ class MemberNetwork:
 
     # -- flow control -----------------------------------------------------------------------
     def send_acks(self) -> None:
-        """One ack frame per sending member with the current limit of each of its receivers."""
+        """One ack frame per sending member with the current limit of each of its receivers whose
+        limit changed since its last ack.
+
+        Every receiver's window is updated each round, but an unchanged limit is not sent again
+        (the stream is ordered and reliable, and a limit is absolute): an idle job sends no acks, so
+        its k - 1 streams per member stay quiet. A receiver's limit is still sent in its first
+        :data:`ACK_ROUNDS_ALWAYS` rounds (a sender registered after the first ack gets one) and
+        every :data:`ACK_REFRESH_ROUNDS`-th round."""
         now = self._clock_ns()
+        self._ack_round += 1
+        refresh = self._ack_round % ACK_REFRESH_ROUNDS == 0
+        sent_before, sent_now = self._acked, {}
         per_member: dict[int, dict[int, list[AckEntry]]] = {}
-        for (execution_id, vertex_id, ordinal, peer), receiver in list(self._receivers.items()):
+        for key, receiver in list(self._receivers.items()):
+            execution_id, vertex_id, ordinal, peer = key
             limit = receiver.window.update_and_get_send_seq_limit_compressed(
                 now, receiver.is_buffer_empty())
+            last_limit, rounds = sent_before.get(key, (None, 0))
+            sent_now[key] = (limit, rounds + 1)
+            if limit == last_limit and rounds >= ACK_ROUNDS_ALWAYS and not refresh:
+                continue
             per_member.setdefault(peer, {}).setdefault(execution_id, []).append(
                 AckEntry(vertex_id, ordinal, limit))
+        self._acked = sent_now
         for peer, acks in per_member.items():
             try:
                 self._send_frame(peer, encode_ack_packet(acks))

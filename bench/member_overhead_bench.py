@@ -1,0 +1,205 @@
+"""What grows with the member count: start-up, a tiny job's round trip, CPU per member at idle.
+
+    PYTHONPATH=member python3 bench/member_overhead_bench.py [--members 1 2 4 8 16] [--idle-s 5]
+        [--rounds 3] [--lines 50000] [--threads]
+        [--setting NAME=VALUE] [--hold S]
+
+For each k in ``--members`` it starts ``jet.local_cluster(k)`` and measures:
+
+- ``start s``: wall time from the call to ``cluster_ready`` (every member connected to every other);
+- ``tiny ms``: median of ``--rounds`` round trips of a 10-item DAG (source -> distributed edge ->
+  sink on every member), submit to ``join`` returning;
+- ``no job``: CPU seconds (utime + stime from ``/proc/<pid>/stat``) per member per second of wall
+  time while the cluster idles with no job, over ``--idle-s`` seconds;
+- ``idle job``: the same while a streaming job whose source never emits runs (source -> distributed
+  edge -> sink, so every member has a sender and a receiver per remote member), over ``--idle-s``;
+- ``wc cpu s``: CPU seconds per member (mean) spent while a word count of ``--lines`` lines runs,
+  and ``wc s`` its wall time.
+
+CPU per member per second is a fraction of one core: 16 members at 0.1 each need 1.6 of the 2 cores.
+``--threads``: for the last k, the idle job's CPU split by thread name (from
+``/proc/<pid>/task/<tid>/stat``; Python thread names from ``py-spy dump`` when ``pip install
+py-spy`` is there). ``--setting name=value`` passes a member setting to every member (say
+``flow_control_period_ms=1000``), for experiments. ``--hold S`` keeps the last k's idle job running S
+seconds more and prints the member pids, to attach a profiler (``py-spy record --pid <pid>``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(ROOT / "member"), str(ROOT)]
+
+import jet  # noqa: E402
+from jet.core import DAG, HASH_PARTITIONER, Edge  # noqa: E402
+from jet.core.aggregate import counting  # noqa: E402
+from jet.core.functions import entry_key, whole_item  # noqa: E402
+from jet.core.processor import Processor  # noqa: E402
+from jet.core.processors import (accumulate_by_key_p, combine_by_key_p, flat_map_p, items_source_p,  # noqa: E402
+                                 noop_p)
+
+TICK = os.sysconf("SC_CLK_TCK")
+
+
+class IdleSourceP(Processor):
+    """A streaming source that never emits and never completes."""
+
+    def complete(self) -> bool:
+        return False
+
+
+def idle_job() -> DAG:
+    dag = DAG()
+    source = dag.new_vertex("source", IdleSourceP, 1)
+    sink = dag.new_vertex("sink", noop_p(), 1)
+    dag.edge(Edge.between(source, sink).distributed())
+    return dag
+
+
+def tiny() -> DAG:
+    dag = DAG()
+    source = dag.new_vertex("source", items_source_p(list(range(10))), 1)
+    sink = dag.new_vertex("sink", noop_p(), 1)
+    dag.edge(Edge.between(source, sink).distributed())
+    return dag
+
+
+def word_count(lines: list[str]) -> DAG:
+    dag = DAG()
+    source = dag.new_vertex("source", items_source_p(lines), 1)
+    tokenize = dag.new_vertex("tokenize", flat_map_p(str.split))
+    prepare = dag.new_vertex("prepare", accumulate_by_key_p(whole_item, counting()))
+    combine = dag.new_vertex("combine", combine_by_key_p(counting()))
+    sink = dag.new_vertex("sink", noop_p(), 1)
+    dag.edge(Edge.between(source, tokenize))
+    dag.edge(Edge.between(tokenize, prepare).partitioned(whole_item, HASH_PARTITIONER))
+    dag.edge(Edge.between(prepare, combine).partitioned(entry_key).distributed())
+    dag.edge(Edge.between(combine, sink))
+    return dag
+
+
+def cpu_seconds(pids: list[int]) -> list[float]:
+    result = []
+    for pid in pids:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        result.append((int(fields[11]) + int(fields[12])) / TICK)  # utime, stime (fields 14, 15)
+    return result
+
+
+def thread_cpu(pids: list[int]) -> dict[tuple[int, int], tuple[str, float]]:
+    """(pid, tid) -> (thread name with digits as N, CPU seconds) of every thread of ``pids``."""
+    result = {}
+    for pid in pids:
+        for task in Path(f"/proc/{pid}/task").iterdir():
+            try:
+                head, tail = (task / "stat").read_text().rsplit(")", 1)
+            except OSError:
+                continue  # the thread ended
+            name = re.sub(r"[0-9]+", "N", head.split("(", 1)[1])
+            fields = tail.split()
+            result[(pid, int(task.name))] = (name, (int(fields[11]) + int(fields[12])) / TICK)
+    return result
+
+
+def python_thread_names(pid: int) -> dict[int, str]:
+    """Native thread id -> Python thread name, from ``py-spy dump`` (empty without py-spy)."""
+    try:
+        out = subprocess.run(["py-spy", "dump", "--pid", str(pid)], capture_output=True, text=True,
+                             timeout=30).stdout
+    except (OSError, subprocess.SubprocessError):
+        return {}
+    return {int(tid): name for tid, name in re.findall(r'^Thread (\d+) \([a-z]+\): "(.*)"$', out, re.M)}
+
+
+def thread_breakdown(pids: list[int], seconds: float) -> list[tuple[str, float]]:
+    """CPU seconds per member per wall second by thread name (threads that ran), over ``seconds``."""
+    before, started = thread_cpu(pids), time.perf_counter()
+    time.sleep(seconds)
+    after, wall = thread_cpu(pids), time.perf_counter() - started
+    names = {}
+    for pid in pids:
+        names.update({(pid, tid): name for tid, name in python_thread_names(pid).items()})
+    after = {key: (re.sub(r"[0-9]+", "N", names[key]) if key in names else name, cpu)
+             for key, (name, cpu) in after.items()}
+    by_name: dict[str, float] = {}
+    for key, (name, cpu) in after.items():
+        by_name[name] = by_name.get(name, 0.0) + cpu - before.get(key, (name, 0.0))[1]
+    return sorted(((n, c / wall / len(pids)) for n, c in by_name.items()), key=lambda e: -e[1])
+
+
+def cpu_during(pids: list[int], seconds: float) -> float:
+    """Mean CPU seconds per member per wall second over ``seconds``."""
+    before, started = cpu_seconds(pids), time.perf_counter()
+    time.sleep(seconds)
+    after, wall = cpu_seconds(pids), time.perf_counter() - started
+    return statistics.mean(a - b for a, b in zip(after, before)) / wall
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--members", type=int, nargs="+", default=[1, 2, 4, 8, 16])
+    parser.add_argument("--idle-s", type=float, default=5.0)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--lines", type=int, default=50_000)
+    parser.add_argument("--hold", type=float, default=0.0,
+                        help="keep the idle job of the last k running this many seconds more (to profile)")
+    parser.add_argument("--setting", action="append", default=[], metavar="NAME=VALUE",
+                        help="a member setting for every member (say flow_control_period_ms=1000)")
+    parser.add_argument("--threads", action="store_true",
+                        help="for the last k, also CPU per member per second by thread name during the idle job")
+    args = parser.parse_args()
+    breakdown: list[tuple[str, float]] = []
+    settings = dict(item.split("=", 1) for item in args.setting)
+    lines = [f"the quick brown fox {i % 1000} jumps over the lazy dog {i % 77}" for i in range(args.lines)]
+    print(f"{'members':>7} {'start s':>8} {'tiny ms':>8} {'no job':>7} {'idle job':>9} {'wc s':>6} "
+          f"{'wc cpu s':>9}", flush=True)
+    for members in args.members:
+        started = time.perf_counter()
+        with tempfile.TemporaryDirectory() as logs, jet.local_cluster(members, log_dir=logs, **settings) as cluster:
+            start = time.perf_counter() - started
+            pids = [p.pid for p in cluster.members]
+            tinies = []
+            for _ in range(args.rounds):
+                t0 = time.perf_counter()
+                cluster.new_job(tiny()).join(60)
+                tinies.append((time.perf_counter() - t0) * 1000)
+            no_job = cpu_during(pids, args.idle_s)
+            job = cluster.new_job(idle_job())
+            while job.info()["status"] != "RUNNING":
+                time.sleep(0.01)
+            time.sleep(0.5)
+            idle = cpu_during(pids, args.idle_s)
+            if args.threads and members == args.members[-1]:
+                breakdown = thread_breakdown(pids, args.idle_s)
+            if args.hold and members == args.members[-1]:
+                print(f"holding the idle job {args.hold} s; member pids {pids}", flush=True)
+                time.sleep(args.hold)
+            job.cancel()
+            try:
+                job.join(30)
+            except Exception:  # noqa: BLE001 - cancelled
+                pass
+            before, t0 = cpu_seconds(pids), time.perf_counter()
+            cluster.new_job(word_count(lines)).join(600)
+            wc = time.perf_counter() - t0
+            wc_cpu = statistics.mean(a - b for a, b in zip(cpu_seconds(pids), before))
+        print(f"{members:>7} {start:8.2f} {statistics.median(tinies):8.1f} {no_job:7.3f} {idle:9.3f} "
+              f"{wc:6.2f} {wc_cpu:9.2f}", flush=True)
+    if breakdown:
+        print("idle job, CPU s per member per s by thread:")
+        for name, cpu in breakdown:
+            if cpu > 0:
+                print(f"  {name:<16} {cpu:.4f}")
+
+
+if __name__ == "__main__":
+    main()

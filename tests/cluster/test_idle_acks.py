@@ -1,0 +1,60 @@
+"""Flow-control acks: an unchanged limit is not sent again, so an idle job's streams stay quiet."""
+
+from jet.cluster.flow_control import ReceiveWindow
+from jet.cluster.network import ACK_REFRESH_ROUNDS, ACK_ROUNDS_ALWAYS, MemberNetwork
+from jet.cluster.packets import decode_ack_packet
+
+
+class FakeReceiver:
+    def __init__(self) -> None:
+        self.window = ReceiveWindow()
+
+    def is_buffer_empty(self) -> bool:
+        return True
+
+
+def network_with(receivers):
+    sent = []
+    clock = iter(range(0, 10**15, 100_000_000))
+    network = MemberNetwork(0, lambda peer, frame: sent.append((peer, decode_ack_packet(frame))),
+                            clock_ns=lambda: next(clock))
+    network.register(7, receivers, {}, {1, 2}, lambda peer, error: None)
+    return network, sent
+
+
+def test_an_idle_receiver_is_acked_in_its_first_rounds_then_only_on_refresh():
+    network, sent = network_with({(7, 3, 0, 1): FakeReceiver(), (7, 3, 0, 2): FakeReceiver()})
+    for _ in range(ACK_ROUNDS_ALWAYS):
+        network.send_acks()
+    assert len(sent) == 2 * ACK_ROUNDS_ALWAYS  # one frame per peer per round at first
+    sent.clear()
+    rounds = 3 * ACK_REFRESH_ROUNDS
+    for _ in range(rounds):
+        network.send_acks()
+    refreshes = (ACK_ROUNDS_ALWAYS + rounds) // ACK_REFRESH_ROUNDS - ACK_ROUNDS_ALWAYS // ACK_REFRESH_ROUNDS
+    assert len(sent) == 2 * refreshes  # idle: only the periodic refreshes
+    assert {peer for peer, _ in sent} == {1, 2}
+
+
+def test_a_changed_limit_is_acked_at_once_and_only_to_its_sender():
+    busy, idle = FakeReceiver(), FakeReceiver()
+    network, sent = network_with({(7, 3, 0, 1): busy, (7, 3, 1, 2): idle})
+    for _ in range(ACK_ROUNDS_ALWAYS + 1):
+        network.send_acks()
+    sent.clear()
+    busy.window.on_item_acked(1 << 20)  # 1 MiB handed downstream: the limit moves
+    network.send_acks()
+    assert len(sent) == 1
+    peer, acks = sent[0]
+    assert peer == 1 and [(e.dest_vertex_id, e.dest_ordinal) for e in acks[7]] == [(3, 0)]
+    assert acks[7][0].send_seq_limit_compressed >= 16  # 1 MiB is 16 units of 64 KiB
+
+
+def test_a_new_execution_is_acked_in_its_first_rounds():
+    network, sent = network_with({})
+    for _ in range(ACK_ROUNDS_ALWAYS + 3):
+        network.send_acks()
+    assert sent == []
+    network.register(8, {(8, 1, 0, 2): FakeReceiver()}, {}, {2}, lambda peer, error: None)
+    network.send_acks()
+    assert [(peer, list(acks)) for peer, acks in sent] == [(2, [8])]
