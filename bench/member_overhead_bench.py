@@ -38,14 +38,13 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "member"), str(ROOT)]
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import jet  # noqa: E402
-from jet.core import DAG, HASH_PARTITIONER, Edge  # noqa: E402
-from jet.core.aggregate import counting  # noqa: E402
-from jet.core.functions import entry_key, whole_item  # noqa: E402
+from cluster_bench import word_count  # noqa: E402  (the same word count DAG)
+from jet.core import DAG, Edge  # noqa: E402
 from jet.core.processor import Processor  # noqa: E402
-from jet.core.processors import (accumulate_by_key_p, combine_by_key_p, flat_map_p, items_source_p,  # noqa: E402
-                                 noop_p)
+from jet.core.processors import items_source_p, noop_p  # noqa: E402
 
 TICK = os.sysconf("SC_CLK_TCK")
 
@@ -70,20 +69,6 @@ def tiny() -> DAG:
     source = dag.new_vertex("source", items_source_p(list(range(10))), 1)
     sink = dag.new_vertex("sink", noop_p(), 1)
     dag.edge(Edge.between(source, sink).distributed())
-    return dag
-
-
-def word_count(lines: list[str]) -> DAG:
-    dag = DAG()
-    source = dag.new_vertex("source", items_source_p(lines), 1)
-    tokenize = dag.new_vertex("tokenize", flat_map_p(str.split))
-    prepare = dag.new_vertex("prepare", accumulate_by_key_p(whole_item, counting()))
-    combine = dag.new_vertex("combine", combine_by_key_p(counting()))
-    sink = dag.new_vertex("sink", noop_p(), 1)
-    dag.edge(Edge.between(source, tokenize))
-    dag.edge(Edge.between(tokenize, prepare).partitioned(whole_item, HASH_PARTITIONER))
-    dag.edge(Edge.between(prepare, combine).partitioned(entry_key).distributed())
-    dag.edge(Edge.between(combine, sink))
     return dag
 
 

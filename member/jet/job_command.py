@@ -67,6 +67,7 @@ def _with_client(ctx: click.Context, action: Callable[[Any], None]) -> None:
     except (CredentialsError, OSError, ValueError) as error:
         _exit(EXIT_UNREACHABLE, f"jet job: {error}")
     try:
+        client.ping(timeout_s=options["timeout"], wait_for_ready=True)  # --timeout bounds the wait for it
         action(client)
     except UnknownJobError as error:
         _exit(EXIT_UNKNOWN, f"jet job: {error}")

@@ -73,3 +73,14 @@ def test_unknown_jobs_and_wrong_tokens_have_their_exit_codes(cluster):
     listed = jet_job(cluster, "snapshots")
     assert listed.returncode == 0 and listed.stdout.split() == ["NAME", "JOB", "JOB", "NAME", "SNAPSHOT", "BYTES",
                                                                   "KEYS", "CREATED"]
+
+
+def test_an_unreachable_cluster_exits_3_once_the_timeout_is_over():
+    from jet.cluster.local_cluster import free_ports
+    port = free_ports(1)[0]  # nothing listens there
+    # The subprocess bound (20 s) is below the client's default call timeout (30 s): a command
+    # that ignored --timeout would not finish in it.
+    result = run_jet("job", "--address", f"127.0.0.1:{port}", "--timeout", 1, "list", timeout=20,
+                     env=jet_env(JET_CLUSTER_TOKEN="some-token"))
+    assert result.returncode == 3, result.stderr
+    assert f"cannot reach the cluster at 127.0.0.1:{port}" in result.stderr
