@@ -153,11 +153,6 @@ class ProcessorTasklet:
     def init(self) -> None:
         self.processor.init(self.outbox, self.context)
 
-    @property
-    def has_pending_priority_groups(self) -> bool:
-        """Whether inputs of a later priority group are still unread (snapshots wait for it)."""
-        return bool(self._groups)
-
     def close(self) -> None:
         self.processor.close()
 

@@ -30,8 +30,9 @@ log = logging.getLogger("jet.execution.snapshot")
 CHUNK_ENTRIES = 20_000
 """Entries per chunk file: big enough to amortise a store write, small enough to stream."""
 
-ChunkWriter = Callable[[str, int, list], None]
-"""``write(vertex, sequence, entries)``: store one chunk of a snapshot (raises on failure)."""
+ChunkWriter = Callable[[str, int, list], int]
+"""``write(vertex, sequence, entries) -> bytes written``: store one chunk of a snapshot (raises on
+failure)."""
 
 
 class _Finished:
