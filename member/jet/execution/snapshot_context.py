@@ -23,6 +23,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, Callable
 
 from jet.core.snapshot_keys import ProcessorEnded
+from jet.execution.backoff import wake_parked_workers
 from jet.job_config import ProcessingGuarantee
 
 log = logging.getLogger("jet.execution.snapshot")
@@ -182,7 +183,8 @@ class SnapshotContext:
             self._unpublished = (snapshot_id, terminal)
             self._publish_if_due()
             self._complete_phase1_if_done(phase)
-            return phase.future
+        wake_parked_workers()
+        return phase.future
 
     def start_phase2(self, snapshot_id: int, success: bool) -> Future:
         """Publish the commit (or the failure) of ``snapshot_id``; the future ends when every
@@ -195,7 +197,8 @@ class SnapshotContext:
             self.phase2_success = success
             self.active_phase2_id = snapshot_id
             self._complete_phase2_if_done(phase)
-            return phase.future
+        wake_parked_workers()
+        return phase.future
 
     def execution_ended(self, failure: BaseException | None) -> None:
         """The execution is over: phases still open fail (or complete, when it ended cleanly)."""
