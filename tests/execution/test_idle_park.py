@@ -5,7 +5,8 @@ the wake-up came from the signal under test, not from the park's timeout.
 """
 
 import threading
-import time
+
+import pytest
 
 from jet.cluster.chunk_packets import encode_chunk
 from jet.cluster.flow_control import ReceiveWindow
@@ -19,17 +20,11 @@ from jet.execution.queues import DONE_ITEM, SpscQueue
 from jet.execution.service import TaskletExecutionService
 from jet.execution.tasklet import DONE, MADE_PROGRESS, NO_PROGRESS
 
-import pytest
+from tests.execution.support import wait_until
 
 HOUR = 3600.0
 
 
-def _wait_until(condition, timeout=20.0):
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not reached")
-        time.sleep(0.002)
 
 
 def _parked(worker, parks=1):
@@ -90,14 +85,14 @@ def test_an_idle_thread_parks_once_and_stops_calling_its_tasklets():
     with TaskletExecutionService(1, long_park_s=HOUR) as service:
         worker = service.workers[0]
         future = service.submit([consumer], "idle")
-        _wait_until(_parked(worker))
+        wait_until(_parked(worker))
         calls = consumer.calls
         assert worker in parked_workers
         # Parked, not polled: ten wake-ups of nothing cost ten short passes, not a thousand a second.
         for _ in range(10):
             parks = worker.long_parks
             wake_parked_workers()
-            _wait_until(_parked(worker, parks + 1))
+            wait_until(_parked(worker, parks + 1))
         assert consumer.calls - calls <= 2 * 10 + 2
         assert worker.long_parks >= 11
         consumer.items.append("end")
@@ -111,10 +106,10 @@ def test_a_tasklet_that_wants_polling_keeps_its_thread_polling():
     with TaskletExecutionService(1, long_park_s=HOUR) as service:
         worker = service.workers[0]
         future = service.submit([polled, InboxTasklet("quiet")], "polled")
-        _wait_until(lambda: worker.idle_passes > 200)
+        wait_until(lambda: worker.idle_passes > 200)
         assert worker.long_parks == 0 and not worker.is_parking
         polled.items.append("end")  # no wake-up: polling finds it
-        _wait_until(lambda: polled.seen == ["end"])
+        wait_until(lambda: polled.seen == ["end"])
         future.cancel()
         with pytest.raises(JobCancelledError):
             future.result(timeout=20)
@@ -126,12 +121,12 @@ def test_a_frame_for_a_receiver_wakes_its_parked_thread():
     with TaskletExecutionService(1, long_park_s=HOUR) as service:
         worker = service.workers[0]
         future = service.submit([receiver], "receive")
-        _wait_until(_parked(worker))
+        wait_until(_parked(worker))
         parks = worker.long_parks
         receiver.enqueue(encode_chunk(1, 0, 0, ["a", "b"]))
-        _wait_until(lambda: queue.size() == 2 or future.failure)
+        wait_until(lambda: queue.size() == 2 or future.failure)
         assert future.failure is None and queue.poll() == ["a", "b"]
-        _wait_until(_parked(worker, parks + 1))
+        wait_until(_parked(worker, parks + 1))
         receiver.enqueue(encode_chunk(1, 0, 0, [], done=True))
         future.result(timeout=20)
         assert queue.poll() is DONE_ITEM
@@ -143,7 +138,7 @@ def test_a_producer_on_another_cooperative_thread_wakes_the_parked_consumer():
     with TaskletExecutionService(2, long_park_s=HOUR) as service:
         future = service.submit([GatedProducer(gate, consumer), consumer], "two threads")
         consumer_worker = service.workers[1]
-        _wait_until(_parked(consumer_worker))
+        wait_until(_parked(consumer_worker))
         assert service.workers[0].long_parks == 0  # the producer is polled
         gate.set()
         future.result(timeout=20)
@@ -157,7 +152,7 @@ def test_a_producer_on_a_noncooperative_thread_wakes_the_parked_consumer():
     producer.is_cooperative = False
     with TaskletExecutionService(1, long_park_s=HOUR) as service:
         future = service.submit([producer, consumer], "blocking producer")
-        _wait_until(_parked(service.workers[0]))
+        wait_until(_parked(service.workers[0]))
         gate.set()
         future.result(timeout=20)
         assert consumer.seen == ["end"]
@@ -166,7 +161,7 @@ def test_a_producer_on_a_noncooperative_thread_wakes_the_parked_consumer():
 def test_cancelling_a_job_wakes_its_parked_thread():
     with TaskletExecutionService(1, long_park_s=HOUR) as service:
         future = service.submit([InboxTasklet("consumer")], "to cancel")
-        _wait_until(_parked(service.workers[0]))
+        wait_until(_parked(service.workers[0]))
         future.cancel()
         with pytest.raises(JobCancelledError):
             future.result(timeout=20)
@@ -214,6 +209,6 @@ def test_the_park_needs_the_backoff_at_its_cap_first():
                                  long_park_s=HOUR) as service:
         worker = service.workers[0]
         service.submit([InboxTasklet("consumer")], "cap")
-        _wait_until(_parked(worker))
+        wait_until(_parked(worker))
         # 1 us doubling reaches 64 us at the 6th idle pass; one more pass after announcing the park.
         assert worker.idle_passes == 7
