@@ -183,8 +183,7 @@ class SnapshotContext:
             self._unpublished = (snapshot_id, terminal)
             self._publish_if_due()
             self._complete_phase1_if_done(phase)
-        wake_parked_workers()
-        return phase.future
+            return phase.future
 
     def start_phase2(self, snapshot_id: int, success: bool) -> Future:
         """Publish the commit (or the failure) of ``snapshot_id``; the future ends when every
@@ -232,6 +231,7 @@ class SnapshotContext:
         self._unpublished = None
         self.active_is_terminal = terminal
         self.active_phase1_id = snapshot_id  # last: a tasklet that sees the id sees the flag
+        wake_parked_workers()  # a source on a parked thread begins the snapshot
 
     def _complete_phase1_if_done(self, phase: _Phase) -> None:
         if phase.remaining or phase.writes_pending or phase.future.done():
