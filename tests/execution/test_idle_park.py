@@ -212,3 +212,41 @@ def test_the_park_needs_the_backoff_at_its_cap_first():
         wait_until(_parked(worker))
         # 1 us doubling reaches 64 us at the 6th idle pass; one more pass after announcing the park.
         assert worker.idle_passes == 7
+
+
+class QuietCountingSource(QuietSource):
+    """Saves one key; notes the snapshot it committed (both only when its thread runs it)."""
+
+    committed: list = []
+
+    def save_to_snapshot(self):
+        return self.outbox.offer_to_snapshot("offset", 42)
+
+    def snapshot_commit_finish(self, success):
+        self.committed.append(success)
+        return True
+
+
+def test_a_snapshot_wakes_a_parked_source_for_both_phases():
+    from jet.core import DAG, Edge
+    from jet.execution.plan import ExecutionPlan, MemberTopology
+    from jet.execution.snapshot_context import SnapshotContext
+    from jet.job_config import ProcessingGuarantee
+
+    dag = DAG()
+    source = dag.new_vertex("source", QuietCountingSource, 1)
+    dag.edge(Edge.between(source, dag.new_vertex("sink", Sink, 1)))
+    written = []
+    with TaskletExecutionService(1, long_park_s=HOUR) as service:
+        context = SnapshotContext(ProcessingGuarantee.EXACTLY_ONCE)
+        future = service.submit(ExecutionPlan(dag, snapshot_context=context, topology=MemberTopology()).build(), "job")
+        worker = service.workers[0]
+        wait_until(_parked(worker))
+        parks = worker.long_parks
+        write = lambda vertex, sequence, entries: written.extend(entries) or len(entries)  # noqa: E731
+        assert context.start_phase1(0, False, write).result(timeout=20)["keys"] == 1
+        assert written == [("offset", 42)]
+        wait_until(_parked(worker, parks + 1))
+        context.start_phase2(0, True).result(timeout=20)
+        assert QuietCountingSource.committed == [True]
+        future.cancel()
