@@ -5,8 +5,8 @@ from __future__ import annotations
 import threading
 from typing import Any, Callable
 
-from jet.execution.errors import JobCancelledError, JobFailedError, JobTimeoutError
 from jet.execution.backoff import wake_parked_workers
+from jet.execution.errors import JobCancelledError, JobFailedError, JobTimeoutError
 from jet.execution.tracebacks import format_user_first
 
 
