@@ -19,8 +19,9 @@ from urllib.parse import urlparse
 from jet.connectors.base import Sink, Source
 from jet.connectors.spark.processors import DEFAULT_SINK_BUFFER_ITEMS, SparkSinkP, SparkSourceP
 
-#: Whether SparkSourceP can emit RecordBatches; if not, map_batches gets rows and batches them.
-_SOURCE_EMITS_BATCHES = "columnar" in inspect.signature(SparkSourceP).parameters
+#: Whether the Spark processors speak RecordBatch items: SparkSourceP(columnar=) came with the
+#: Arrow wire format, as did SparkSinkP taking batches. Without it map_batches gets and gives rows.
+_ARROW_ITEMS = "columnar" in inspect.signature(SparkSourceP).parameters
 SAVE_MODES = ("errorifexists", "error", "append", "overwrite", "ignore")
 #: Spark formats whose path names files; other formats' paths may name tables or topics.
 FILE_FORMATS = ("text", "csv", "json", "parquet", "orc", "avro", "binaryfile", "xml")
@@ -82,7 +83,7 @@ class SparkSourceSupplier:
     columnar: bool = False
 
     def __call__(self) -> SparkSourceP:
-        if self.columnar and _SOURCE_EMITS_BATCHES:
+        if self.columnar and _ARROW_ITEMS:
             return SparkSourceP(columnar=True)
         return SparkSourceP()
 
@@ -113,9 +114,8 @@ class SparkSink(Sink):
 
     @property
     def takes_batches(self) -> bool:
-        """Whether a ``map_batches`` stage may send RecordBatch items as they are: when the
-        sink processor says it accepts them (``SparkSinkP.takes_batches``)."""
-        return bool(getattr(SparkSinkP, "takes_batches", False))
+        """Whether a ``map_batches`` stage may send its RecordBatch items as they are."""
+        return _ARROW_ITEMS
 
 
 def check_format(format: Any, what: str) -> None:
