@@ -185,3 +185,11 @@ def test_a_sink_that_takes_batches_gets_them_whole_and_others_get_rows():
     assert all(isinstance(item, pa.RecordBatch) for item in results["batches"])
     rows = [row for batch in results["batches"] for row in zip(*batch.to_pydict().values())]
     assert Counter(rows) == Counter((key, value * 10) for key, value in ROWS)
+
+
+def test_each_map_batches_in_a_chain_gives_its_own_row_type():
+    results = _run(lambda p: p.read_from(Sources.items(ROWS)).map_batches(times_ten, as_dicts=True)
+                   .map(lambda row: {"key": row["key"], "next": row["value"] + 1})
+                   .map_batches(lambda batch: batch.select(["next"]))
+                   .write_to(Sinks.list()))
+    assert Counter(results["default"]) == Counter((value * 10 + 1,) for _, value in ROWS)

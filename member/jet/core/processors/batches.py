@@ -135,26 +135,25 @@ def compile_batch_chain(steps: Sequence[tuple[str, Any]], stage_names: Sequence[
         raise ValueError("a chain needs at least one step")
     if emit == "batches" and steps[-1][0] != "map_batches":
         raise ValueError("a chain emits batches only when it ends with a map_batches step")
-    stages: list[tuple[bool, ChunkFn]] = []  # (takes batches, chunk function)
-    as_dicts = False
+    # (takes batches, chunk function, whether the rows of its batches are dicts)
+    stages: list[tuple[bool, ChunkFn, bool]] = []
     for is_batch_step, run in groupby(zip(steps, stage_names), lambda pair: pair[0][0] == "map_batches"):
         run = list(run)
         if is_batch_step:
-            for (_, function), _ in run:
-                stages.append((True, function))
-                as_dicts = function.as_dicts
+            stages.extend((True, function, function.as_dicts) for (_, function), _ in run)
         else:
-            stages.append((False, _row_segment([step for step, _ in run], [name for _, name in run])))
-    ends_in_batches = stages[-1][0]
+            segment = _row_segment([step for step, _ in run], [name for _, name in run])
+            stages.append((False, segment, False))
+    ends_in_batches, last_as_dicts = stages[-1][0], stages[-1][2]
 
     def run_chain(chunk: list) -> list:
-        items, in_batches = chunk, False
-        for takes_batches, stage in stages:
+        items, in_batches, as_dicts = chunk, False, False
+        for takes_batches, stage, rows_as_dicts in stages:
             if in_batches and not takes_batches:
                 items = explode(items, as_dicts)
-            items, in_batches = stage(items), takes_batches
+            items, in_batches, as_dicts = stage(items), takes_batches, rows_as_dicts
         if ends_in_batches and emit != "batches":
-            items = explode(items, as_dicts)
+            items = explode(items, last_as_dicts)
         if emit == "pairs":
             items = list(zip(repeat(MIN_TIMESTAMP), items))
         return items
