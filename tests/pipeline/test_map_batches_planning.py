@@ -134,3 +134,11 @@ def test_bad_arguments_are_refused_naming_the_stage(kwargs, message):
 def test_a_function_is_required():
     with pytest.raises(PipelineDefinitionError, match="the batch function must be callable"):
         Pipeline.create().read_from(Sources.items([1])).map_batches(pa.schema([]))
+
+
+def test_preserve_order_caps_map_batches_at_the_upstreams_parallelism_and_keeps_the_order():
+    items = [(i,) for i in range(5000)]
+    p = Pipeline.create().set_preserve_order(True)
+    p.read_from(Sources.items(items)).map_batches(identity).set_local_parallelism(4).write_to(Sinks.list())
+    assert p.to_dag(2).get_vertex("map-batches").local_parallelism == 1
+    assert run_pipeline(p, 1, 2)["default"] == items

@@ -89,7 +89,7 @@ class Planner(BatchChainPlanning, StreamPlanning):
             return self.lp[transform]
         own = transform.local_parallelism
         if self.pipeline.preserve_order and transform.kind in ("map", "filter", "flat_map", "peek",
-                                                                 "merge", "aggregate", "hash_join", "sink"):
+                                                                 "map_batches", "merge", "aggregate", "hash_join", "sink"):
             upstream = [self._resolved(self._effective_lp(i.transform)) for i in transform.inputs[:1]
                         if not i.rebalance]
             if upstream:
