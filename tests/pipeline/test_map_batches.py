@@ -193,3 +193,13 @@ def test_each_map_batches_in_a_chain_gives_its_own_row_type():
                    .map_batches(lambda batch: batch.select(["next"]))
                    .write_to(Sinks.list()))
     assert Counter(results["default"]) == Counter((value * 10 + 1,) for _, value in ROWS)
+
+
+def test_rows_that_make_no_batch_fail_the_job_naming_the_stage():
+    p = Pipeline.create()
+    p.read_from(Sources.items([(1, "a"), (2, "b", "extra")])).map_batches(times_ten).write_to(Sinks.list())
+    with pytest.raises(JobFailedError) as failure:
+        execute(p.to_dag(1), timeout=30)
+    assert ("stage 'map-batches' (map_batches): its input rows could not be made into a RecordBatch"
+            in failure.value.traceback_text)
+    assert "(2, 'b', 'extra')" in failure.value.traceback_text

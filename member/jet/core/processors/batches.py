@@ -57,8 +57,15 @@ class BatchFunction:
 
     def __call__(self, chunk: list) -> list:
         """The non-empty RecordBatches ``fn`` returns for the batches of ``chunk``."""
+        try:
+            batches = as_batches(chunk, self.schema)
+        except (TypeError, ValueError) as error:  # pyarrow's ArrowInvalid/ArrowTypeError too
+            raise StageContractError(
+                f"stage {self.stage_name!r} (map_batches): its input rows could not be made into a"
+                f" RecordBatch (rows of one kind and width are needed; schema= fixes the types):"
+                f" {type(error).__name__}: {error}") from None
         out: list = []
-        for batch in as_batches(chunk, self.schema):
+        for batch in batches:
             self._collect(self.fn(batch.to_pandas() if self.format == "pandas" else batch), out)
         return out
 
