@@ -142,3 +142,15 @@ def test_preserve_order_caps_map_batches_at_the_upstreams_parallelism_and_keeps_
     p.read_from(Sources.items(items)).map_batches(identity).set_local_parallelism(4).write_to(Sinks.list())
     assert p.to_dag(2).get_vertex("map-batches").local_parallelism == 1
     assert run_pipeline(p, 1, 2)["default"] == items
+
+
+def test_waiting_batches_of_one_schema_are_joined_up_to_a_row_limit():
+    from jet.core.processors.batches import coalesce
+
+    small = [rows_to_batch([(i, "x")] * 3) for i in range(5)]
+    other = rows_to_batch([("a",)])
+    joined = coalesce(small[:3] + [other] + small[3:], max_rows=7)
+    assert [b.num_rows for b in joined] == [6, 3, 1, 6]
+    assert [row for b in joined for row in zip(*b.to_pydict().values())] == \
+        [row for b in small[:3] + [other] + small[3:] for row in zip(*b.to_pydict().values())]
+    assert coalesce([small[0]]) == [small[0]]

@@ -22,6 +22,8 @@ from jet.core.special_items import MIN_TIMESTAMP
 BATCH_FORMATS = ("arrow", "pandas")
 #: What a chain emits: batches as they are, rows, or rows as pairs without event time.
 EMIT_MODES = ("batches", "rows", "pairs")
+#: Batch items waiting together are joined into batches of up to this many rows (see coalesce).
+COALESCE_ROWS = 65536
 _RETURNS = "a pyarrow.RecordBatch, a pyarrow.Table, a pandas DataFrame or None"
 
 
@@ -87,16 +89,45 @@ class BatchFunction:
 
 
 def as_batches(chunk: list, schema: Any = None) -> list:
-    """The chunk as RecordBatches: batch items as they are, each run of rows as one batch."""
+    """The chunk as RecordBatches: each run of rows as one batch, and consecutive batch items of
+    one schema joined up to :data:`COALESCE_ROWS` rows."""
     if all(map(is_batch, chunk)):
-        return chunk
+        return coalesce(chunk)
     batches = []
     for batched, run in groupby(chunk, is_batch):
         if batched:
-            batches.extend(run)
+            batches.extend(coalesce(list(run)))
         else:
             batches.append(rows_to_batch(list(run), schema))
     return batches
+
+
+def coalesce(batches: list, max_rows: int = COALESCE_ROWS) -> list:
+    """Consecutive batches of one schema joined while they stay within ``max_rows`` rows. A
+    Spark source sends slices of a few thousand rows; a function that aggregates a batch
+    reduces far more over one large batch than over many small ones, and the join is a cheap
+    copy of the columns."""
+    if len(batches) < 2:
+        return batches
+    out: list = []
+    group: list = []
+    rows = 0
+    for batch in batches:
+        if group and (rows + batch.num_rows > max_rows or not batch.schema.equals(group[0].schema)):
+            out.append(_joined(group))
+            group, rows = [], 0
+        group.append(batch)
+        rows += batch.num_rows
+    out.append(_joined(group))
+    return out
+
+
+def _joined(batches: list) -> Any:
+    if len(batches) == 1:
+        return batches[0]
+    import pyarrow as pa
+
+    return pa.Table.from_batches(batches).combine_chunks().to_batches()[0]  # pyarrow >= 14
 
 
 def explode(batches: list, as_dicts: bool = False) -> list:
