@@ -8,7 +8,7 @@ Writes a Parquet dataset of ``rows`` rows (key long, value double) once, then in
 2. Spark -> Jet -> Spark: Spark reads the Parquet and writes it with format ``jet`` into a
    job on ``members`` in-process members (real gRPC between Spark and the members), Jet
    groups and aggregates, Spark reads the job's sink and writes Parquet.
-3. Spark -> Jet ``map_batches`` -> Spark ("jet-batches"): Spark's Arrow batches go whole into a
+3. Spark -> Jet ``map_batches`` -> Spark (``--only ...,batches``): Spark's Arrow batches go whole into a
    ``map_batches`` stage that groups each batch with pyarrow (partial sums and counts per key),
    then Jet groups the partials by key and sums them;
 4. PySpark running the same Python functions, RDD API: ``rdd.map(key, (value, 1))

@@ -110,7 +110,8 @@ class GeneralStage(Stage):
         None for nothing. Vectorised code then runs without a Python call per row.
 
         From a Spark source the batches are Spark's own when this stage is the source's only
-        consumer (and its input is not rebalanced by key). Rows from any other stage are
+        consumer (and its input is not rebalanced by key); batches waiting together are joined
+        up to 65,536 rows before ``fn`` sees them. Rows from any other stage are
         gathered into one batch per chunk: dict rows give a column per key, tuple rows columns
         ``_1`` .. ``_n`` unless ``schema`` (a ``pyarrow.Schema``) names and types them; without
         a schema pyarrow infers each batch's types on its own.
