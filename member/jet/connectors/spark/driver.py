@@ -22,6 +22,7 @@ import jet
 from jet.connectors.spark import protocol as p
 from jet.connectors.spark.client import tell_members, wait_for_vertex
 from jet.connectors.spark.options import DEFAULT_READY_TIMEOUT_S, JetOptions, default_tls_ca_file
+from jet.connectors.spark.spark_home import bytecode_spark_home
 from jet.connectors.spark.stages import (SparkReadSpec, SparkSink, SparkSinkSupplier, SparkSource,
                                         SparkSourceSupplier, SparkWriteSpec)
 from jet.connectors.spark.streaming_sink import SparkStreamSink, SparkStreamSinkSupplier, SparkStreamWriteSpec
@@ -111,12 +112,17 @@ def start_spark_side(job: Any, members: Sequence[str], token: str, job_id: str,
 
 def spark_session(master: str = "local[*]", conf: dict[str, str] | None = None, app_name: str = "jet"):
     """A SparkSession whose Python workers run this interpreter and can import ``jet``, with the
-    ``jet`` format registered."""
+    ``jet`` format registered. A local session of a pip-installed PySpark gets a ``SPARK_HOME``
+    whose Python workers start from bytecode (:mod:`jet.connectors.spark.spark_home`)."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     paths = os.environ.get("PYTHONPATH", "").split(os.pathsep)
     if SOURCE_ROOT not in paths:
         os.environ["PYTHONPATH"] = os.pathsep.join([SOURCE_ROOT] + [x for x in paths if x])
+    if master.startswith("local") and "SPARK_HOME" not in os.environ:
+        home = bytecode_spark_home()
+        if home is not None:
+            os.environ["SPARK_HOME"] = home
     from pyspark.sql import SparkSession
 
     from jet.connectors.spark.datasource import register
