@@ -20,6 +20,7 @@ from typing import Any, Sequence
 
 import jet
 from jet.connectors.spark import protocol as p
+from jet.connectors.spark.arrow_transfer import read_frame, sink_schema, write_frame
 from jet.connectors.spark.client import tell_members, wait_for_vertex
 from jet.connectors.spark.options import DEFAULT_READY_TIMEOUT_S, JetOptions, default_tls_ca_file
 from jet.connectors.spark.spark_home import bytecode_spark_home
@@ -127,7 +128,8 @@ def spark_session(master: str = "local[*]", conf: dict[str, str] | None = None, 
 
     from jet.connectors.spark.datasource import register
 
-    builder = SparkSession.builder.master(master).appName(app_name).config("spark.ui.enabled", "false")
+    builder = (SparkSession.builder.master(master).appName(app_name).config("spark.ui.enabled", "false")
+               .config("spark.python.daemon.module", "jet.connectors.spark.worker_daemon"))
     for key, value in (conf or {}).items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
@@ -163,7 +165,7 @@ def write_source(spark: Any, spec: SparkReadSpec, options: JetOptions,
         frame = spec.build(spark)
         if max_tasks is not None:
             frame = frame.coalesce(max_tasks)  # keeps each partition's row order: still exactly-once
-        frame.write.format("jet").options(**options.as_spark_options()).mode("append").save()
+        write_frame(frame, options, owners)
     except BaseException as error:
         reason = spark_failure_message(error)
         log.error("Spark source %r failed: %s", options.vertex, reason)
@@ -174,10 +176,8 @@ def write_source(spark: Any, spec: SparkReadSpec, options: JetOptions,
 def read_sink(spark: Any, spec: SparkWriteSpec, options: JetOptions) -> None:
     """Read the job's sink vertex and write it with the stage's format, mode and path."""
     activate(spark)
-    reader = spark.read.format("jet").options(**options.as_spark_options())
-    if spec.schema is not None:
-        reader = reader.schema(spec.schema)
-    spec.write(reader.load())
+    owners = wait_for_vertex(options, "sink")
+    spec.write(read_frame(spark, options, owners, sink_schema(spark, spec.schema, options)))
 
 
 def _write_task_limit(spark: Any, job: Any, sources: list, sinks: list, member_count: int) -> int | None:
