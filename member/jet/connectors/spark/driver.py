@@ -113,14 +113,16 @@ def start_spark_side(job: Any, members: Sequence[str], token: str, job_id: str,
 
 def spark_session(master: str = "local[*]", conf: dict[str, str] | None = None, app_name: str = "jet"):
     """A SparkSession whose Python workers run this interpreter and can import ``jet``, with the
-    ``jet`` format registered. A local session of a pip-installed PySpark gets a ``SPARK_HOME``
-    whose Python workers start from bytecode (:mod:`jet.connectors.spark.spark_home`)."""
+    ``jet`` format registered. A local session's Python workers start from bytecode
+    (:mod:`jet.connectors.spark.spark_home`) and fork with ``pyspark.worker`` loaded
+    (:mod:`jet.connectors.spark.worker_daemon`)."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     paths = os.environ.get("PYTHONPATH", "").split(os.pathsep)
     if SOURCE_ROOT not in paths:
         os.environ["PYTHONPATH"] = os.pathsep.join([SOURCE_ROOT] + [x for x in paths if x])
-    if master.startswith("local") and "SPARK_HOME" not in os.environ:
+    local = master.startswith("local")
+    if local and "SPARK_HOME" not in os.environ:
         home = bytecode_spark_home()
         if home is not None:
             os.environ["SPARK_HOME"] = home
@@ -128,8 +130,9 @@ def spark_session(master: str = "local[*]", conf: dict[str, str] | None = None, 
 
     from jet.connectors.spark.datasource import register
 
-    builder = (SparkSession.builder.master(master).appName(app_name).config("spark.ui.enabled", "false")
-               .config("spark.python.daemon.module", "jet.connectors.spark.worker_daemon"))
+    builder = SparkSession.builder.master(master).appName(app_name).config("spark.ui.enabled", "false")
+    if local:  # executors elsewhere may run an image without jet
+        builder = builder.config("spark.python.daemon.module", "jet.connectors.spark.worker_daemon")
     for key, value in (conf or {}).items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
