@@ -13,7 +13,7 @@ from jet.cluster.local_cluster import _python_path, free_ports
 
 from tests.cluster.cluster_support import wait_until
 
-pytestmark = pytest.mark.skipif(not forked_members.available(), reason="no fork here")
+pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork here")
 
 
 def env() -> dict[str, str]:
@@ -50,3 +50,8 @@ def test_signals_and_stdin(tmp_path):
     closed.stdin.close()
     assert closed.wait(30) != 0 and closed.stdin.closed
     assert "closed our stdin" in (tmp_path / "b.log").read_text()
+
+
+def test_turned_off_by_the_environment(monkeypatch):
+    monkeypatch.setenv(forked_members.FORK_ENV, "0")
+    assert not forked_members.available()

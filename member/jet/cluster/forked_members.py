@@ -20,9 +20,13 @@ _lock = threading.Lock()
 _server: "ForkServer | None" = None
 
 
+#: Set to 0 to start every local member as its own ``python -m jet.cli member`` process.
+FORK_ENV = "JET_FORK_MEMBERS"
+
+
 def available() -> bool:
-    """Whether members can be forked here (POSIX ``fork``)."""
-    return hasattr(os, "fork") and sys.platform != "win32"
+    """Whether members are forked here: POSIX ``fork``, and not turned off by ``$JET_FORK_MEMBERS=0``."""
+    return hasattr(os, "fork") and sys.platform != "win32" and os.environ.get(FORK_ENV, "1") != "0"
 
 
 class ForkServer:
