@@ -13,6 +13,9 @@ For each k in ``--members`` it starts ``jet.local_cluster(k)`` and measures:
   time while the cluster idles with no job, over ``--idle-s`` seconds;
 - ``idle job``: the same while a streaming job whose source never emits runs (source -> distributed
   edge -> sink, so every member has a sender and a receiver per remote member), over ``--idle-s``;
+  its source says ``needs_polling = False``, so an idle member's cooperative thread parks;
+- ``polled src``: the same with a source that does not say so (polled every 1 ms, as a source
+  waiting for external data is);
 - ``wc cpu s``: CPU seconds per member (mean) spent while a word count of ``--lines`` lines runs,
   and ``wc s`` its wall time.
 
@@ -34,6 +37,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from typing import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -49,16 +53,24 @@ from jet.core.processors import items_source_p, noop_p  # noqa: E402
 TICK = os.sysconf("SC_CLK_TCK")
 
 
-class IdleSourceP(Processor):
-    """A streaming source that never emits and never completes."""
+class PolledIdleSourceP(Processor):
+    """A streaming source that never emits and never completes, polled like one that waits for
+    external data (its cooperative thread keeps the 1 ms backoff)."""
 
     def complete(self) -> bool:
         return False
 
 
-def idle_job() -> DAG:
+class IdleSourceP(PolledIdleSourceP):
+    """The same, saying nothing outside the job can give it work: with it every tasklet of an
+    idle member waits for a wake-up, so its thread parks."""
+
+    needs_polling = False
+
+
+def idle_job(source_p: type[Processor] = IdleSourceP) -> DAG:
     dag = DAG()
-    source = dag.new_vertex("source", IdleSourceP, 1)
+    source = dag.new_vertex("source", source_p, 1)
     sink = dag.new_vertex("sink", noop_p(), 1)
     dag.edge(Edge.between(source, sink).distributed())
     return dag
@@ -129,6 +141,22 @@ def cpu_during(pids: list[int], seconds: float) -> float:
     return statistics.mean(a - b for a, b in zip(after, before)) / wall
 
 
+def run_idle_job(cluster, source_p: type[Processor], measure: Callable[[], float]) -> float:
+    """``measure()`` while the idle job with ``source_p`` runs; the job is cancelled after."""
+    job = cluster.new_job(idle_job(source_p))
+    while job.info()["status"] != "RUNNING":
+        time.sleep(0.01)
+    time.sleep(0.5)
+    try:
+        return measure()
+    finally:
+        job.cancel()
+        try:
+            job.join(30)
+        except Exception:  # noqa: BLE001 - cancelled
+            pass
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--members", type=int, nargs="+", default=[1, 2, 4, 8, 16])
@@ -145,7 +173,7 @@ def main() -> None:
     breakdown: list[tuple[str, float]] = []
     settings = dict(item.split("=", 1) for item in args.setting)
     lines = [f"the quick brown fox {i % 1000} jumps over the lazy dog {i % 77}" for i in range(args.lines)]
-    print(f"{'members':>7} {'start s':>8} {'tiny ms':>8} {'no job':>7} {'idle job':>9} {'wc s':>6} "
+    print(f"{'members':>7} {'start s':>8} {'tiny ms':>8} {'no job':>7} {'idle job':>9} {'polled src':>10} {'wc s':>6} "
           f"{'wc cpu s':>9}", flush=True)
     for members in args.members:
         started = time.perf_counter()
@@ -158,27 +186,26 @@ def main() -> None:
                 cluster.new_job(tiny()).join(60)
                 tinies.append((time.perf_counter() - t0) * 1000)
             no_job = cpu_during(pids, args.idle_s)
-            job = cluster.new_job(idle_job())
-            while job.info()["status"] != "RUNNING":
-                time.sleep(0.01)
-            time.sleep(0.5)
-            idle = cpu_during(pids, args.idle_s)
-            if args.threads and members == args.members[-1]:
-                breakdown = thread_breakdown(pids, args.idle_s)
-            if args.hold and members == args.members[-1]:
-                print(f"holding the idle job {args.hold} s; member pids {pids}", flush=True)
-                time.sleep(args.hold)
-            job.cancel()
-            try:
-                job.join(30)
-            except Exception:  # noqa: BLE001 - cancelled
-                pass
+            polled = run_idle_job(cluster, PolledIdleSourceP, lambda: cpu_during(pids, args.idle_s))
+            last = members == args.members[-1]
+
+            def measure() -> float:
+                nonlocal breakdown
+                cpu = cpu_during(pids, args.idle_s)
+                if args.threads and last:
+                    breakdown = thread_breakdown(pids, args.idle_s)
+                if args.hold and last:
+                    print(f"holding the idle job {args.hold} s; member pids {pids}", flush=True)
+                    time.sleep(args.hold)
+                return cpu
+
+            idle = run_idle_job(cluster, IdleSourceP, measure)
             before, t0 = cpu_seconds(pids), time.perf_counter()
             cluster.new_job(word_count(lines)).join(600)
             wc = time.perf_counter() - t0
             wc_cpu = statistics.mean(a - b for a, b in zip(cpu_seconds(pids), before))
         print(f"{members:>7} {start:8.2f} {statistics.median(tinies):8.1f} {no_job:7.3f} {idle:9.3f} "
-              f"{wc:6.2f} {wc_cpu:9.2f}", flush=True)
+              f"{polled:10.3f} {wc:6.2f} {wc_cpu:9.2f}", flush=True)
     if breakdown:
         print("idle job, CPU s per member per s by thread:")
         for name, cpu in breakdown:

@@ -1,10 +1,37 @@
 """Jet for Python: low-latency DAG processing, run on a laptop or on Kubernetes."""
 
-from jet.connectors import SimpleEvent, SinkBuilder, Sinks, SourceBuilder, Sources
-from jet.core import DAG, AggregateOperation, Edge, Processor, Vertex
-from jet.core.window_results import KeyedWindowResult, WindowResult
-from jet.pipeline import (AggregateOperations, Pipeline, PipelineDefinitionError, StreamSourceStage, StreamStage,
-                          WindowDefinition)
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from jet.connectors import SimpleEvent, SinkBuilder, Sinks, SourceBuilder, Sources
+    from jet.core import DAG, AggregateOperation, Edge, Processor, Vertex
+    from jet.core.window_results import KeyedWindowResult, WindowResult
+    from jet.pipeline import (AggregateOperations, Pipeline, PipelineDefinitionError, StreamSourceStage, StreamStage,
+                              WindowDefinition)
+
+# The public names are imported on first use: a member process (``import jet.cluster.member_main``)
+# does not pay for the connectors and the Pipeline API at start-up.
+_LAZY = {
+    **dict.fromkeys(["SimpleEvent", "SinkBuilder", "Sinks", "SourceBuilder", "Sources"], "jet.connectors"),
+    **dict.fromkeys(["DAG", "AggregateOperation", "Edge", "Processor", "Vertex"], "jet.core"),
+    **dict.fromkeys(["KeyedWindowResult", "WindowResult"], "jet.core.window_results"),
+    **dict.fromkeys(["AggregateOperations", "Pipeline", "PipelineDefinitionError", "StreamSourceStage",
+                     "StreamStage", "WindowDefinition"], "jet.pipeline"),
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'jet' has no attribute {name!r}")
+    value = getattr(import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
 
 
 def connect(addresses, token=None, tls=None):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import os
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -15,9 +15,11 @@ from jet.execution import JobFailedError, JobTimeoutError, default_cooperative_t
 from jet.job_config import JobConfig, ProcessingGuarantee
 from jet.job_file import JobFileError, check_job_file, load_job, load_job_dag, to_dag
 from jet.job_command import job as job_command
-from jet.local_run import ClusterBoot, MembersDidNotStart, RunOutcome, run_locally
 from jet.run_logging import brief_member_logs, configure_logging
 from jet.run_output import SHOWN_ITEMS, failure_report, print_results, write_json_lines
+
+if TYPE_CHECKING:
+    from jet.local_run import RunOutcome
 
 log = logging.getLogger("jet.cli")
 
@@ -189,6 +191,8 @@ def _load_and_run(file: str, args: tuple[str, ...], entrypoint: str | None, memb
                   config: JobConfig) -> tuple[BaseException | None, RunOutcome | None]:
     """Load the job (booting the members meanwhile) and run it, or print its DAG with ``dot``;
     (the error that ended the run, or None; the outcome of a completed run)."""
+    from jet.local_run import ClusterBoot, MembersDidNotStart, run_locally  # rich: not for `jet member`
+
     snapshots = config.processing_guarantee.snapshots
     # The member processes boot while this process loads and plans the job.
     boot = ClusterBoot(members, threads, keep_snapshot_store=snapshots) \
@@ -209,6 +213,8 @@ def _load_and_run(file: str, args: tuple[str, ...], entrypoint: str | None, memb
 
 def _exit_for(error: BaseException) -> tuple[int, str]:
     """The exit code and the one message of a run that did not complete."""
+    from jet.local_run import MembersDidNotStart
+
     if isinstance(error, (JobFileError, DagValidationError)):
         return EXIT_REJECTED, f"job rejected: {error}"
     if isinstance(error, JobFailedError):

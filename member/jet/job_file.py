@@ -5,11 +5,13 @@ from __future__ import annotations
 import os
 import runpy
 import traceback
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from jet.core.dag import DAG
 from jet.execution.tracebacks import split_user_frames
-from jet.pipeline.pipeline import Pipeline
+
+if TYPE_CHECKING:
+    from jet.pipeline.pipeline import Pipeline
 
 
 class JobFileError(ValueError):
@@ -61,6 +63,8 @@ def load_job(path: str, args: tuple[str, ...] = (), entrypoint: str | None = Non
     The file defines ``pipeline`` (a Pipeline, or a function taking the extra arguments and
     returning one) or ``dag`` (the same for a core DAG); ``entrypoint`` picks another name.
     """
+    from jet.pipeline.pipeline import Pipeline  # here, not at the top: `jet member` starts without it
+
     try:
         namespace = runpy.run_path(path, run_name="__jet_job__")
     except FileNotFoundError:
@@ -85,6 +89,8 @@ def load_job(path: str, args: tuple[str, ...] = (), entrypoint: str | None = Non
 def to_dag(job: Pipeline | DAG, default_local_parallelism: int) -> DAG:
     """The DAG to submit: a Pipeline is checked (sources and sinks opened) and planned (and
     marked ``is_streaming`` by the planner when it reads a stream)."""
+    from jet.pipeline.pipeline import Pipeline
+
     if isinstance(job, Pipeline):
         job.preflight()
         return job.to_dag(default_local_parallelism)

@@ -1,6 +1,7 @@
 """Processors shared by the execution tests."""
 
 import threading
+import time
 from collections import defaultdict
 
 from jet.core import Processor
@@ -39,3 +40,12 @@ class ThreadRecorder(Processor):
     def complete(self):
         self._threads.add(threading.current_thread().name)
         return True
+
+
+def wait_until(condition, timeout=20.0):
+    """Poll ``condition`` until true; AssertionError after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError("condition not reached in time")
+        time.sleep(0.001)

@@ -1,5 +1,4 @@
 import threading
-import time
 
 import pytest
 
@@ -10,15 +9,11 @@ from jet.execution.backoff import BackoffIdleStrategy
 from jet.execution.service import TaskletExecutionService
 from jet.execution.tasklet import DONE, MADE_PROGRESS, NO_PROGRESS
 
-from tests.execution.support import ThreadRecorder
+from tests.execution.support import ThreadRecorder, wait_until
 
 
 def _wait_until(condition, timeout=10.0):
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not reached in time")
-        time.sleep(0.001)
+    wait_until(condition, timeout)
 
 
 class GatedTasklet:

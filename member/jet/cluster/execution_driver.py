@@ -29,6 +29,8 @@ log = logging.getLogger("jet.cluster.coordinator")
 CALL_SLACK_S = 2.0
 """Beyond a call's own deadline, how long the coordinator waits for the thread making it (a call
 to member 0 itself runs in place, with no transport deadline)."""
+PING_TIMEOUT_S = 2.0
+"""How long the mesh check waits for one member's answer before asking again."""
 EXECUTION_DONE_STATE = "done"
 EXECUTION_RUNNING_STATE = "running"
 CLIENT_TASKLET = "client"
@@ -75,20 +77,23 @@ class ExecutionDriver:
             return [m for m in range(self.member_count) if m not in self._lost]
         return list(range(self.member_count))
 
-    def _await_mesh(self, members: list[int]) -> None:
+    def _await_mesh(self, members: list[int]) -> bool:
         """Wait (bounded by ``member_rejoin_timeout_ms``) until each of ``members`` has a link to
         each other one: a member that rejoined the coordinator may not have rejoined the others
-        yet, and an execution started meanwhile would fail at init."""
+        yet, and an execution started meanwhile would fail at init. The members are asked at
+        once (one round trip, not one per member); True when the mesh is complete."""
         deadline = time.monotonic() + self.control.member_rejoin_timeout_ms / 1000
         payload = messages.encode_message({})
         while time.monotonic() < deadline and not self._shut_down:
+            pings = {m: self._pool.submit(self._call, m, messages.PING, payload, PING_TIMEOUT_S) for m in members}
             try:
-                if all(set(messages.decode_message(self._call(m, messages.PING, payload, 2.0))[0].get(
-                        "joined", members)) >= set(members) - {m} for m in members):
-                    return
+                if all(set(messages.decode_message(ping.result(PING_TIMEOUT_S + CALL_SLACK_S))[0].get(
+                        "joined", members)) >= set(members) - {m} for m, ping in pings.items()):
+                    return True
             except Exception:  # noqa: BLE001 - a member not answering yet: ask again
                 pass
             time.sleep(0.05)
+        return False
 
     def _init_and_start(self, run: JobRun, execution: Execution) -> None:
         record = run.record
@@ -107,10 +112,10 @@ class ExecutionDriver:
         init_s = self.control.init_timeout_ms / 1000
         guarantee = record.config.processing_guarantee.value
         first_snapshot_id = self.job_store.next_snapshot_id(record.job_id)
+        plan = PlanMessage(record.job_id, execution.id, members[0], self.member_count, owners, record.name,
+                           guarantee, restore, first_snapshot_id, members).to_header()  # one copy for all
         inits = {m: self._pool.submit(self._call, m, messages.INIT, messages.encode_message(
-            PlanMessage(record.job_id, execution.id, m, self.member_count, owners, record.name, guarantee, restore,
-                        first_snapshot_id, members).to_header(), run.dag_bytes), init_s)
-            for m in members}
+            {**plan, "member_index": m}, run.dag_bytes), init_s) for m in members}
         for member, future in inits.items():
             if self._call_ok(run, execution, member, messages.INIT, future, init_s):
                 execution.initialised.add(member)

@@ -31,8 +31,9 @@ from typing import Any
 
 #: Imported once, before any fork: what a member needs to start and to run jobs (nothing that
 #: starts a thread at import).
-PRELOAD = ("jet.cli", "jet.cluster.member_main", "jet.cluster.member", "jet.connectors", "jet.pipeline",
-           "jet.execution.service", "cloudpickle")
+PRELOAD = ("jet.cli", "jet.cluster.member_main", "jet.cluster.member", "jet.connectors.sources", "jet.connectors.sinks",
+           "jet.connectors.source_builder", "jet.connectors.sink_builder", "jet.pipeline", "jet.execution.service",
+           "cloudpickle")  # jet.connectors imports its modules on first use: they are named here
 REAP_INTERVAL_S = 0.05
 
 

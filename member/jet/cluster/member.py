@@ -203,15 +203,18 @@ class Member:
         """Whether every member is connected to every other (asks them; member 0's view)."""
         if not self.connected.is_set():
             return False
-        for peer, connection in list(self.connections.items()):
+        connections = list(self.connections.values())
+        if not connections:
+            return True
+        payload = messages.encode_message({})
+        with ThreadPoolExecutor(max_workers=len(connections), thread_name_prefix="jet-ready") as pool:
+            # All at once: k - 1 round trips one after another would make start-up grow with k.
+            pings = [pool.submit(connection.control, messages.PING, payload, 5.0, wait_for_ready=False)
+                     for connection in connections]
             try:
-                reply, _ = messages.decode_message(connection.control(
-                    messages.PING, messages.encode_message({}), 5.0, wait_for_ready=False))
+                return all(messages.decode_message(ping.result())[0].get("connected") for ping in pings)
             except Exception:  # noqa: BLE001 - not reachable means not ready
                 return False
-            if not reply.get("connected"):
-                return False
-        return True
 
     def wait_until_cluster_ready(self, timeout_s: float) -> None:
         """Poll :meth:`cluster_ready` until true; ``TimeoutError`` after ``timeout_s``."""

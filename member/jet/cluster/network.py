@@ -16,6 +16,7 @@ from typing import Callable
 
 from jet.cluster.chunk_packets import decode_chunk_header
 from jet.cluster.packets import AckEntry, FrameType, PacketFormatError, decode_ack_packet, encode_ack_packet, frame_type
+from jet.execution.backoff import wake_parked_workers
 
 log = logging.getLogger("jet.cluster.network")
 
@@ -125,6 +126,7 @@ class MemberNetwork:
                     sender = senders.get((execution_id, entry.dest_vertex_id, entry.dest_ordinal, peer))
                     if sender is not None:
                         sender.send_limit.on_ack(entry.send_seq_limit_compressed)
+            wake_parked_workers()
         else:
             handler = self._frame_handlers.get(kind)
             if handler is None and kind in _DEFAULT_FRAME_HANDLERS:

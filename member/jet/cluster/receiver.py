@@ -8,6 +8,7 @@ from jet.cluster.chunk_packets import (FLAG_BARRIER, FLAG_DONE, FLAG_TERMINAL, F
                                        chunk_footprint, decode_chunk, payload_bytes, watermark_timestamp)
 from jet.cluster.flow_control import ReceiveWindow
 from jet.core.special_items import IDLE_MESSAGE, MAX_TIMESTAMP, SnapshotBarrier, SpecialItem, Watermark
+from jet.execution.backoff import wake_parked_workers
 from jet.execution.outbound import OutboundCollector
 from jet.execution.queues import DONE_ITEM
 from jet.execution.tasklet import DONE, MADE_PROGRESS, NO_PROGRESS, WAS_ALREADY_DONE
@@ -46,6 +47,11 @@ class ReceiverTasklet:
         """Network thread: a frame for this receiver arrived."""
         self._received_bytes += len(frame)
         self.frames.append(frame)
+        wake_parked_workers()
+
+    def wants_polling(self) -> bool:
+        """Polled only while it holds frames or is blocked downstream; a new frame wakes its thread."""
+        return not self.is_buffer_empty() or self._collector.has_pending or self._done_received
 
     @property
     def buffered_bytes(self) -> int:

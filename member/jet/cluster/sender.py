@@ -54,6 +54,10 @@ class SenderTasklet:
     def init(self) -> None:
         pass
 
+    def wants_polling(self) -> bool:
+        """Polled only while it holds something to send; items in its queues and acks wake its thread."""
+        return bool(self._buffer) or self._watermark is not None or self._barrier is not None or self._input_done
+
     def close(self) -> None:
         pass
 

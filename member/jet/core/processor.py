@@ -62,6 +62,11 @@ class Processor:
 
     #: False makes the engine run this processor on a dedicated thread.
     is_cooperative: bool = True
+    #: Whether its cooperative thread must call it while it has no input: None (the default) means
+    #: yes for a source or a processor overriding ``try_process`` (time-driven, or polling something
+    #: outside the job), no for the rest; False lets an idle thread park (whatever gives it work
+    #: must then call ``jet.execution.backoff.wake_parked_workers()``); True always polls.
+    needs_polling: bool | None = None
 
     outbox: Outbox
     context: Context

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import time
-from typing import Callable
+from time import monotonic_ns
+from typing import Callable, Protocol
 
 #: Jet 0.5's cooperative pool: 1 us doubling to a 1 ms cap (2, 4, ... 512 us, then 1 ms).
 DEFAULT_MIN_PARK_NS = 1_000
@@ -35,3 +36,74 @@ class BackoffIdleStrategy:
         if park:
             self._sleep(park / 1e9)
         return park
+
+
+#: How long a cooperative thread parks when none of its tasklets needs polling: a safety net only,
+#: since whatever gives such a thread work wakes it (:func:`wake_parked_workers`).
+DEFAULT_LONG_PARK_S = 1.0
+
+
+class Parkable(Protocol):
+    """A thread that can park until woken (a cooperative worker)."""
+
+    def wake(self) -> None: ...
+
+
+parked_workers: set[Parkable] = set()
+"""The cooperative threads parked on their wake-up signal now (any service in this process)."""
+
+
+def register_parked(worker: Parkable) -> None:
+    """``worker`` is about to park on its wake-up signal (it makes one more pass first)."""
+    parked_workers.add(worker)
+
+
+def unregister_parked(worker: Parkable) -> None:
+    parked_workers.discard(worker)
+
+
+def wake_parked_workers() -> None:
+    """Anything that may give an idle tasklet work calls this after handing the work over:
+    a frame for a receiver, an ack for a sender, items in a local queue, a cancel, a snapshot
+    commit. Costs one truth test when no thread is parked."""
+    if parked_workers:
+        for worker in list(parked_workers):
+            worker.wake()
+
+
+def wants_polling(tasklet: object) -> bool:
+    """Whether ``tasklet`` must be called again without being woken (time-driven, polled for
+    external data, or blocked on something that signals nobody). Tasklets without a
+    ``wants_polling()`` method are polled."""
+    method = getattr(tasklet, "wants_polling", None)
+    return True if method is None else bool(method())
+
+
+class ProgressWaker:
+    """Wakes the parked threads after a pass of this thread made progress (it may have filled a
+    queue another thread's tasklet reads), at most once per ``interval_ns`` while it keeps making
+    progress, and once more when it goes idle if a wake-up was skipped: a busy thread wakes a parked
+    one no more often than the backoff cap would have polled it, and never leaves an item unseen."""
+
+    __slots__ = ("interval_ns", "_last_ns", "_owed")
+
+    def __init__(self, interval_ns: int = DEFAULT_MAX_PARK_NS) -> None:
+        self.interval_ns = interval_ns
+        self._last_ns = 0
+        self._owed = False
+
+    def on_progress(self) -> None:
+        if not parked_workers:
+            return
+        now = monotonic_ns()
+        if now - self._last_ns >= self.interval_ns:
+            self._last_ns = now
+            self._owed = False
+            wake_parked_workers()
+        else:
+            self._owed = True
+
+    def on_idle(self) -> None:
+        if self._owed:
+            self._owed = False
+            wake_parked_workers()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 from typing import Any, Callable
 
+from jet.execution.backoff import wake_parked_workers
 from jet.execution.errors import JobCancelledError, JobFailedError, JobTimeoutError
 from jet.execution.tracebacks import format_user_first
 
@@ -52,7 +53,8 @@ class ExecutionFuture:
             if self.failure is not None:
                 return False
             self.failure = failure
-            return True
+        wake_parked_workers()  # a parked thread drops the job's tasklets when it next reaches them
+        return True
 
     def cancel(self, reason: str = "cancelled") -> bool:
         """Stop the job: its tasklets are dropped when next reached."""

@@ -153,6 +153,20 @@ class ProcessorTasklet:
     def init(self) -> None:
         self.processor.init(self.outbox, self.context)
 
+    def wants_polling(self) -> bool:
+        """False only while this tasklet waits for nothing but input that wakes its thread: its
+        inbox, outbox and collectors are empty and it reads inputs (a source, or a processor
+        overriding ``try_process``, is time-driven or polls something: polled unless the
+        processor says ``needs_polling = False``)."""
+        if self.inbox or self._pending_wms or self.outbox.pending_special is not None:
+            return True
+        if any(self.outbox.buckets) or any(c.has_pending for c in self._collectors):
+            return True
+        declared = getattr(self.processor, "needs_polling", None)
+        if declared is not None:
+            return bool(declared)
+        return self.state is not _PROCESS_INBOX or type(self.processor).try_process is not Processor.try_process
+
     def close(self) -> None:
         self.processor.close()
 

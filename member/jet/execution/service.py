@@ -16,7 +16,8 @@ import threading
 from collections import deque
 from typing import Sequence
 
-from jet.execution.backoff import BackoffIdleStrategy
+from jet.execution.backoff import (DEFAULT_LONG_PARK_S, BackoffIdleStrategy, ProgressWaker, register_parked,
+                                   unregister_parked, wake_parked_workers, wants_polling)
 from jet.execution.job_future import ExecutionFuture
 from jet.execution.tasklet import DONE_BIT, Tasklet
 
@@ -71,11 +72,19 @@ def _abandon(tracker: TaskletTracker) -> None:
     _drop(tracker)
 
 
+def _passes_to_cap(idle: BackoffIdleStrategy) -> int:
+    """Idle passes until the backoff parks its longest: only then may a worker park on its signal."""
+    passes = 1
+    while idle.park_ns(passes) < idle.max_park_ns:
+        passes += 1
+    return passes
+
+
 class CooperativeWorker:
     """One cooperative thread and the tasklets it owns (only this thread changes the list)."""
 
     def __init__(self, service: "TaskletExecutionService", index: int,
-                 idle_strategy: BackoffIdleStrategy) -> None:
+                 idle_strategy: BackoffIdleStrategy, long_park_s: float = DEFAULT_LONG_PARK_S) -> None:
         self.index = index
         self.trackers: list[TaskletTracker] = []
         self.incoming: deque[tuple[TaskletTracker, bool]] = deque()
@@ -85,6 +94,11 @@ class CooperativeWorker:
         """Tasklets this worker handed to a thief."""
         self.idle_passes = 0
         self.last_park_ns = 0
+        self.long_parks = 0
+        """Parks on the wake-up signal (no tasklet here needed polling)."""
+        self.is_parking = False
+        self._long_park_after = _passes_to_cap(idle_strategy)
+        self._long_park_s = long_park_s
         self._service = service
         self._idle = idle_strategy
         self._wakeup = threading.Event()
@@ -110,6 +124,7 @@ class CooperativeWorker:
 
     def _run(self) -> None:
         idle_count = 0
+        waker = ProgressWaker(self._idle.max_park_ns)
         service = self._service
         while not service.is_shut_down:
             if self.incoming:
@@ -140,11 +155,38 @@ class CooperativeWorker:
                     made_progress = True
             if made_progress:
                 idle_count = 0
+                if self.is_parking:
+                    self._end_park()
+                waker.on_progress()
             else:
+                waker.on_idle()
                 idle_count += 1
                 self.idle_passes += 1
-                self.last_park_ns = self._idle.idle(idle_count)
+                if idle_count < self._long_park_after or self._needs_polling(trackers):
+                    self.last_park_ns = self._idle.idle(idle_count)
+                elif not self.is_parking:
+                    # Announce the park first, then make one more pass: work handed over from
+                    # here on sets the event, work handed over before it is seen by that pass.
+                    self._wakeup.clear()
+                    self.is_parking = True
+                    register_parked(self)
+                else:
+                    self.long_parks += 1
+                    self._wakeup.wait(self._long_park_s)
+                    self._end_park()
+                    idle_count = self._long_park_after - 1  # a wake-up that brought nothing parks again at once
+        self._end_park()
         self._abandon_all()
+
+    def _needs_polling(self, trackers: list[TaskletTracker]) -> bool:
+        for tracker in trackers:
+            if wants_polling(tracker.tasklet):
+                return True
+        return False
+
+    def _end_park(self) -> None:
+        self.is_parking = False
+        unregister_parked(self)
 
     def _abandon_all(self) -> None:
         """On shutdown: end the jobs of every tasklet still here, so no future hangs."""
@@ -181,13 +223,14 @@ class TaskletExecutionService:
 
     def __init__(self, cooperative_threads: int = 1,
                  idle_strategy: BackoffIdleStrategy | None = None,
-                 noncooperative_idle_strategy: BackoffIdleStrategy | None = None) -> None:
+                 noncooperative_idle_strategy: BackoffIdleStrategy | None = None,
+                 long_park_s: float = DEFAULT_LONG_PARK_S) -> None:
         if cooperative_threads < 1:
             raise ValueError(f"cooperative_threads must be >= 1, got {cooperative_threads}")
         self.cooperative_threads = cooperative_threads
         self.is_shut_down = False
         self._noncoop_idle = noncooperative_idle_strategy or BackoffIdleStrategy()
-        self.workers = [CooperativeWorker(self, i, idle_strategy or BackoffIdleStrategy())
+        self.workers = [CooperativeWorker(self, i, idle_strategy or BackoffIdleStrategy(), long_park_s)
                         for i in range(cooperative_threads)]
         self._next_worker = itertools.count()
         self._deal_lock = threading.Lock()
@@ -215,6 +258,7 @@ class TaskletExecutionService:
 
     def _run_noncooperative(self, tracker: TaskletTracker) -> None:
         idle_count = 0
+        waker = ProgressWaker(self._noncoop_idle.max_park_ns)
         while True:
             if self.is_shut_down:
                 _abandon(tracker)
@@ -227,10 +271,13 @@ class TaskletExecutionService:
                 return
             if state & DONE_BIT:
                 _drop(tracker)
+                wake_parked_workers()  # its last items and DONE may be a parked thread's input
                 return
             if state:
                 idle_count = 0
+                waker.on_progress()
             else:
+                waker.on_idle()
                 idle_count += 1
                 self._noncoop_idle.idle(idle_count)
 

@@ -23,6 +23,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, Callable
 
 from jet.core.snapshot_keys import ProcessorEnded
+from jet.execution.backoff import wake_parked_workers
 from jet.job_config import ProcessingGuarantee
 
 log = logging.getLogger("jet.execution.snapshot")
@@ -195,7 +196,8 @@ class SnapshotContext:
             self.phase2_success = success
             self.active_phase2_id = snapshot_id
             self._complete_phase2_if_done(phase)
-            return phase.future
+        wake_parked_workers()
+        return phase.future
 
     def execution_ended(self, failure: BaseException | None) -> None:
         """The execution is over: phases still open fail (or complete, when it ended cleanly)."""
@@ -229,6 +231,7 @@ class SnapshotContext:
         self._unpublished = None
         self.active_is_terminal = terminal
         self.active_phase1_id = snapshot_id  # last: a tasklet that sees the id sees the flag
+        wake_parked_workers()  # a source on a parked thread begins the snapshot
 
     def _complete_phase1_if_done(self, phase: _Phase) -> None:
         if phase.remaining or phase.writes_pending or phase.future.done():

@@ -25,7 +25,13 @@ DONE_BIT = 2
 
 
 class Tasklet(Protocol):
-    """A unit the execution service runs: cooperative ones share worker threads."""
+    """A unit the execution service runs: cooperative ones share worker threads.
+
+    Optional: ``wants_polling() -> bool``. A cooperative thread whose tasklets all return False
+    there parks on a wake-up signal instead of polling them every millisecond; such a tasklet
+    promises that whatever gives it work calls ``jet.execution.backoff.wake_parked_workers()``.
+    Tasklets without the method are polled.
+    """
 
     name: str
     is_cooperative: bool

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import os
 import uuid
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import fsspec
-from fsspec import AbstractFileSystem
+if TYPE_CHECKING:
+    from fsspec import AbstractFileSystem
 
 
 def open_url(url: str, endpoint_url: str | None = None,
@@ -26,6 +26,8 @@ def open_url(url: str, endpoint_url: str | None = None,
         endpoint = endpoint_url or os.environ.get("AWS_ENDPOINT_URL")
         if endpoint:
             options.setdefault("endpoint_url", endpoint)
+    import fsspec.core  # on first use: a member without a snapshot store never needs it
+
     fs, root = fsspec.core.url_to_fs(url, **options)
     root = root.rstrip("/")
     if is_local(fs):

@@ -8,6 +8,18 @@
 - :mod:`.driver`: the ``jet spark-source``/``jet spark-sink`` drivers and the local runner.
 """
 
-from jet.connectors.spark.stages import SparkSink, SparkSource, spark_query, spark_sink, spark_source
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from jet.connectors.spark.stages import SparkSink, SparkSource, spark_query, spark_sink, spark_source
 
 __all__ = ["SparkSink", "SparkSource", "spark_query", "spark_sink", "spark_source"]
+
+
+def __getattr__(name: str) -> Any:
+    # On first use: a member imports .hub at start, which must not pull the Pipeline API in.
+    if name not in __all__:
+        raise AttributeError(f"module 'jet.connectors.spark' has no attribute {name!r}")
+    from jet.connectors.spark import stages
+
+    return getattr(stages, name)

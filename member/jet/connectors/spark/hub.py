@@ -22,6 +22,7 @@ from jet.cluster.network import MemberNetwork, register_default_frame_handler
 from jet.cluster.packets import FrameType
 from jet.connectors.spark import protocol as p
 from jet.connectors.spark.stream_endpoints import MicroBatchCommits, StreamSinkEndpoint
+from jet.execution.backoff import wake_parked_workers
 
 log = logging.getLogger("jet.connectors.spark")
 
@@ -73,6 +74,7 @@ class SourceEndpoint:
             self.buffered_bytes += footprint
             self.max_buffered_bytes = max(self.max_buffered_bytes, self.buffered_bytes)
             self.frames.append((peer, header, frame, offset, footprint))
+        wake_parked_workers()
 
     def consumed(self, peer: int, footprint: int) -> None:
         """Processor thread: the rows of one frame are in the job (or dropped as duplicates)."""
