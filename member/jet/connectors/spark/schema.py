@@ -73,9 +73,3 @@ def item_to_row_fn(names: list[str]) -> Callable[[Any], tuple]:
 
     return to_row
 
-
-def columns_to_items(columns: list[list], names: list[str], row_type: str) -> list:
-    """Columns (lists, one per field) -> items: tuples, or dicts when ``row_type == 'dict'``."""
-    if row_type == "dict":
-        return [dict(zip(names, values)) for values in zip(*columns)]
-    return list(zip(*columns))

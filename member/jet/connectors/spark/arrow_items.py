@@ -1,0 +1,144 @@
+"""Job items <-> Arrow record batches, for the ``jet`` Spark format's Arrow wire format.
+
+A Spark source turns the batches Spark writes into items (:func:`batch_to_items`); a Spark sink
+turns the job's items into batches of the schema the Spark reader asked for
+(:func:`items_to_batch`). Both convert column-wise in C (``to_pylist``, ``pa.array``); only a
+timestamp column takes a Python step per value. Imports pyarrow only when called, never
+PySpark (members need not have it loaded).
+"""
+
+from __future__ import annotations
+
+import datetime
+from typing import Any, Callable
+
+
+class ItemSchemaError(ValueError):
+    """An item of a Spark sink does not fit the schema the Spark reader asked for."""
+
+
+def is_record_batch(item: Any) -> bool:
+    """Whether ``item`` (or ``item`` itself when it is a type) is a ``pyarrow.RecordBatch``,
+    without importing pyarrow."""
+    kind = item if isinstance(item, type) else type(item)
+    return kind.__name__ == "RecordBatch" and kind.__module__.startswith("pyarrow")
+
+
+def count_rows(items: list) -> int:
+    """How many rows ``items`` holds: a record batch counts its rows, anything else one."""
+    if not any(is_record_batch(kind) for kind in set(map(type, items))):
+        return len(items)
+    return sum(item.num_rows if is_record_batch(item) else 1 for item in items)
+
+
+def item_to_row_fn(names: list[str]) -> Callable[[Any], tuple]:
+    """Item -> row tuple for a schema with these column names (tuple/list by position, dict by
+    name, a scalar as a one-column row)."""
+    width = len(names)
+
+    def to_row(item: Any) -> tuple:
+        if type(item) is tuple and len(item) == width:
+            return item
+        if isinstance(item, dict):
+            return tuple(item.get(name) for name in names)
+        if isinstance(item, (tuple, list)):
+            return tuple(item)
+        return (item,)
+
+    return to_row
+
+
+def batch_to_items(batch: Any, row_type: str = "tuple") -> list:
+    """A ``pyarrow.RecordBatch`` -> one item per row: tuples, or dicts by column name when
+    ``row_type == "dict"``, built with C-level ``to_pylist`` per column (the values PySpark's
+    Arrow path gives: datetimes, decimals, lists, dicts for structs, None for nulls)."""
+    names = batch.schema.names
+    if not names:
+        return [{} if row_type == "dict" else () for _ in range(batch.num_rows)]
+    columns = [column.to_pylist() for column in batch.columns]
+    if row_type == "dict":
+        return [dict(zip(names, values)) for values in zip(*columns)]
+    return list(zip(*columns))
+
+
+def describe_arrow_schema(schema: Any) -> str:
+    """``name: type, ...`` of an Arrow schema, on one line."""
+    return ", ".join(f"{field.name}: {field.type}" for field in schema)
+
+
+def items_to_batches(items: list, schema: Any) -> list:
+    """The job's items as ``pyarrow.RecordBatch``es of ``schema``, in order: record batch items
+    as they are (cast if need be), the others (tuples by position, dicts by name, scalars as
+    one column) into one batch per run. :class:`ItemSchemaError` names the column, its type
+    and the first value that does not fit."""
+    if not any(is_record_batch(kind) for kind in set(map(type, items))):
+        return [_rows_to_batch(items, schema)]
+    batches, run = [], []
+    for item in items:
+        if is_record_batch(item):
+            if run:
+                batches.append(_rows_to_batch(run, schema))
+                run = []
+            batches.append(fit_batch(item, schema))
+        else:
+            run.append(item)
+    if run:
+        batches.append(_rows_to_batch(run, schema))
+    return batches
+
+
+def _rows_to_batch(items: list, schema: Any) -> Any:
+    import pyarrow as pa
+
+    width = len(schema)
+    to_row = item_to_row_fn(schema.names)
+    rows = [item if type(item) is tuple and len(item) == width else to_row(item) for item in items]
+    for row in rows:
+        if len(row) != width:
+            raise ItemSchemaError(f"item {row!r} has {len(row)} values but the Spark schema has {width} "
+                                  f"columns ({describe_arrow_schema(schema)})")
+    columns = list(zip(*rows)) if rows else [() for _ in range(width)]
+    arrays = [_column(list(values), field) for values, field in zip(columns, schema)]
+    return pa.RecordBatch.from_arrays(arrays, schema=schema)
+
+
+def fit_batch(batch: Any, schema: Any) -> Any:
+    """``batch`` as ``schema`` says (columns by name, cast when the types differ)."""
+    if batch.schema.equals(schema):
+        return batch
+    import pyarrow as pa
+
+    missing = [name for name in schema.names if name not in batch.schema.names]
+    if missing:
+        raise ItemSchemaError(f"a record batch of the job ({describe_arrow_schema(batch.schema)}) has no "
+                              f"column {missing[0]!r} of the Spark schema ({describe_arrow_schema(schema)})")
+    arrays = []
+    for field in schema:
+        column = batch.column(field.name)
+        try:
+            arrays.append(column if column.type == field.type else column.cast(field.type))
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as error:
+            raise ItemSchemaError(f"column {field.name!r} of a record batch of the job is "
+                                  f"{column.type}, which does not cast to the Spark type {field.type}: "
+                                  f"{error}") from None
+    return pa.RecordBatch.from_arrays(arrays, schema=schema)
+
+
+def _column(values: list, field: Any) -> Any:
+    import pyarrow as pa
+
+    if pa.types.is_timestamp(field.type) and field.type.tz is not None:
+        # as PySpark does: a naive datetime is local time
+        values = [v.astimezone(datetime.timezone.utc) if isinstance(v, datetime.datetime) and v.tzinfo is None
+                  else v for v in values]
+    try:
+        return pa.array(values, type=field.type)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError, OverflowError):
+        pass
+    for value in values:  # find the first value that does not fit, for the message
+        try:
+            pa.array([value], type=field.type)
+        except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError, OverflowError) as error:
+            raise ItemSchemaError(f"column {field.name!r} of the Spark schema is {field.type}, but an item has "
+                                  f"{value!r} ({type(value).__name__}) there: {error}") from None
+    raise ItemSchemaError(f"column {field.name!r} ({field.type}): the job's values do not convert")
