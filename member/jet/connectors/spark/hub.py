@@ -159,9 +159,10 @@ class SinkEndpoint:
         """The next buffered chunk; for an Arrow reader, buffered chunks joined up to
         ``ARROW_CHUNK_ROWS`` rows (one batch per frame rather than one per inbox chunk)."""
         chunk = self.chunks.popleft()
-        if self.schema is not None:
+        if self.schema is not None and self.chunks and len(chunk) + len(self.chunks[0]) <= ARROW_CHUNK_ROWS:
+            chunk = list(chunk)
             while self.chunks and len(chunk) + len(self.chunks[0]) <= ARROW_CHUNK_ROWS:
-                chunk = chunk + self.chunks.popleft()
+                chunk.extend(self.chunks.popleft())
         self.buffered_items -= count_rows(chunk)
         return chunk
 

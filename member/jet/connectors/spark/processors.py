@@ -36,7 +36,7 @@ class SparkSourceP(ChunkEmittingProcessor):
 
     Writers send Arrow IPC record batches; with ``columnar=False`` each row becomes one item
     (a tuple, or a dict by column name when the writer's ``row_type`` is ``dict``), with
-    ``columnar=True`` the batches are emitted as ``pyarrow.RecordBatch`` items. Every attempt's
+    ``columnar=True`` the batches are emitted as ``pyarrow.RecordBatch`` items. Every write's
     Arrow schema must equal the first one this vertex received on this member.
 
     Spark partition ``q`` goes to the processor with global index ``q % total``. For each of
@@ -49,7 +49,6 @@ class SparkSourceP(ChunkEmittingProcessor):
 
     def __init__(self, columnar: bool = False) -> None:
         self.columnar = columnar
-        self._checked_peers: set[int] = set()  # attempts whose Arrow schema was checked
         self._endpoint: spark_hub.SourceEndpoint | None = None
         self._emitted: dict[Any, int] = {}  # rows emitted per row key (see _row_key)
         self._chunk: list | None = None
@@ -90,20 +89,19 @@ class SparkSourceP(ChunkEmittingProcessor):
                 spark_hub.SourceEndpoint.dropped_rows_total += end - start
                 continue
             spark_hub.SourceEndpoint.dropped_rows_total += emitted - start
-            self._chunk = self._decode(peer, header, frame, offset, emitted - start)
+            self._chunk = self._decode(header, frame, offset, emitted - start)
             self._chunk_ack, self._chunk_key = (peer, footprint), key
             self._emitted[key] = end
         return self._finished()
 
-    def _decode(self, peer: int, header: dict, frame: bytes, offset: int, skip: int) -> list:
+    def _decode(self, header: dict, frame: bytes, offset: int, skip: int) -> list:
         """The items of a ``rows`` frame from its row ``skip`` on (earlier ones were emitted)."""
-        if header.get("fmt") != p.ARROW:  # a pickled list of rows
-            rows = p.decode_payload(frame, offset)
-            return rows[skip:] if skip else rows
+        if header.get("fmt") != p.ARROW:
+            raise SparkWriteFailedError(
+                f"{self._describe(self._row_key(header))}: a writer sent rows as {header.get('fmt', 'pickle')!r}"
+                f", not as Arrow IPC (a Spark side of another version of jet?)")
         schema, batches = p.decode_ipc(frame, offset)
-        if peer not in self._checked_peers:
-            self._check_schema(schema, header)
-            self._checked_peers.add(peer)
+        self._check_schema(schema, header)  # a few field compares: cheap next to the rows
         items: list = []
         for batch in batches:
             if skip >= batch.num_rows:
