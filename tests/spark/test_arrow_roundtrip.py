@@ -42,8 +42,6 @@ def _comparable(value):
         return {key: _comparable(inner) for key, inner in value}
     if isinstance(value, datetime.datetime) and value.tzinfo is not None:
         return value.timestamp()
-    if isinstance(value, datetime.datetime):
-        return value
     return value
 
 
@@ -92,7 +90,8 @@ def test_record_batch_items_and_rows_reach_spark_together(spark, tmp_path):
     assert sorted(tuple(row) for row in spark.read.parquet(out).collect()) == sorted(expected)
 
 
-def test_an_item_that_does_not_fit_the_sink_schema_fails_naming_column_type_and_value(spark, tmp_path):
+def test_an_item_that_does_not_fit_the_sink_schema_fails_naming_column_type_and_value(
+        spark, tmp_path, forget_failed_jobs):
     out = str(tmp_path / "out.parquet")
     pipeline = Pipeline.create()
     pipeline.read_from(Sources.items([(1, 2), (2, "three")])).write_to(

@@ -89,7 +89,7 @@ def test_row_source_emits_one_item_per_row_as_pyarrow_gives_them(row_type):
         assert sorted(out, key=lambda row: row["id"]) == rows
 
 
-def test_a_write_with_another_schema_fails_the_source_naming_both_schemas():
+def test_a_write_with_another_schema_fails_the_source_naming_both_schemas(forget_failed_jobs):
     other = pa.RecordBatch.from_pydict({"id": pa.array([1, 2], pa.int32()), "name": pa.array(["a", "b"])})
     out: list = []
     with pytest.raises(Exception) as failure:
