@@ -22,7 +22,6 @@ stage costs the pipeline. Each stage runs ``--repeat`` times (default 5); the fa
 from __future__ import annotations
 
 import argparse
-import pickle
 import sys
 import time
 from pathlib import Path
