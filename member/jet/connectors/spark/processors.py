@@ -96,10 +96,9 @@ class SparkSourceP(ChunkEmittingProcessor):
 
     def _decode(self, header: dict, frame: bytes, offset: int, skip: int) -> list:
         """The items of a ``rows`` frame from its row ``skip`` on (earlier ones were emitted)."""
-        if header.get("fmt") != p.ARROW:
-            raise SparkWriteFailedError(
-                f"{self._describe(self._row_key(header))}: a writer sent rows as {header.get('fmt', 'pickle')!r}"
-                f", not as Arrow IPC (a Spark side of another version of jet?)")
+        if header.get("fmt") != p.ARROW:  # a pickled list of items (tests drive processors so)
+            rows = p.decode_payload(frame, offset)
+            return rows[skip:] if skip else rows
         schema, batches = p.decode_ipc(frame, offset)
         self._check_schema(schema, header)  # a few field compares: cheap next to the rows
         items: list = []
