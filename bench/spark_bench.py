@@ -1,16 +1,20 @@
 """Spark -> Jet aggregation -> Spark against the same aggregation in PySpark alone.
 
     python bench/spark_bench.py [--rows 10000000] [--members 2] [--keys 1000]
-                                [--only spark,jet,rdd,pandas]
+                                [--only spark,jet,batches,rdd,pandas]
 
 Writes a Parquet dataset of ``rows`` rows (key long, value double) once, then in one run:
 1. PySpark alone: read Parquet, group by key, sum and count, write Parquet;
-2. Spark -> Jet -> Spark: Spark reads the Parquet and writes it with format ``jet`` into a
-   job on ``members`` in-process members (real gRPC between Spark and the members), Jet
-   groups and aggregates, Spark reads the job's sink and writes Parquet.
-3. PySpark running the same Python functions, RDD API: ``rdd.map(key, (value, 1))
+2. Spark -> Jet -> Spark: Spark reads the Parquet and streams it into a job on ``members``
+   member processes of ``jet.local_cluster`` (started before the clock, as the SparkSession
+   is; ``--in-process`` runs them in this process instead), Jet groups and aggregates, Spark
+   reads the job's sink and writes Parquet.
+3. Spark -> Jet ``map_batches`` -> Spark (``--only ...,batches``): Spark's Arrow batches go whole into a
+   ``map_batches`` stage that groups each batch with pyarrow (partial sums and counts per key),
+   then Jet groups the partials by key and sums them;
+4. PySpark running the same Python functions, RDD API: ``rdd.map(key, (value, 1))
    .reduceByKey(add pairs)``, written as Parquet;
-4. PySpark running Python per group, pandas UDF: ``groupBy("key").applyInPandas(sum, count)``.
+5. PySpark running Python per group, pandas UDF: ``groupBy("key").applyInPandas(sum, count)``.
 All share one SparkSession (``local[N]``, N = cores or readers + 2, whichever is more, so the
 job's sink readers and the source writers never wait for each other's task slots) and check
 they produced the same groups. ``--only`` picks contenders (PySpark alone always runs: it is
@@ -39,13 +43,32 @@ from jet.pipeline.aggregate_operations import AggregateOperations  # noqa: E402
 from tests.spark.harness import run_with_spark  # noqa: E402
 
 
+def partial_group_by(batch):
+    """The sum and count of each key's values in one batch, with pyarrow (columns by position:
+    rows made into batches come as _1, _2)."""
+    import pyarrow as pa
+
+    named = batch.rename_columns(["key", "value"])
+    return pa.Table.from_batches([named]).group_by("key").aggregate([("value", "sum"), ("value", "count")])
+
+
+def _same_batches(batches):
+    yield from batches
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--rows", type=int, default=10_000_000)
     parser.add_argument("--members", type=int, default=2)
     parser.add_argument("--keys", type=int, default=1000)
     parser.add_argument("--dir", default=None)
-    parser.add_argument("--only", default="spark,jet,rdd,pandas")
+    parser.add_argument("--only", default="spark,jet,batches,rdd,pandas")
+    parser.add_argument("--in-process", action="store_true",
+                        help="run the members in this process (tests/spark/harness.py) instead of as"
+                             " member processes of jet.local_cluster, as jet run does")
+    parser.add_argument("--cold", action="store_true",
+                        help="no warm-up of the session's Python workers: the first contender using"
+                             " them pays their start (as a fresh `jet run` or PySpark job does)")
     args = parser.parse_args()
     work = Path(args.dir or tempfile.mkdtemp(prefix="jet-spark-bench-"))
     slots = max(os.cpu_count() or 1, args.members + 2)  # one sink reader per member, plus writers
@@ -61,7 +84,10 @@ def main() -> None:
     spark_out = str(work / "spark-out")
     shutil.rmtree(spark_out, ignore_errors=True)
     shutil.rmtree(str(work / "jet-out"), ignore_errors=True)
-    spark.read.parquet(source).limit(10).collect()  # warm the session up for both
+    spark.read.parquet(source).limit(10).collect()  # warm the session up for every contender
+    if not args.cold:  # and its Python workers, Arrow path included (about 3 s the first time)
+        spark.range(8, numPartitions=2).mapInArrow(_same_batches, "id long").collect()
+        spark.sparkContext.parallelize(range(8), 2).map(lambda x: x).collect()
 
     started = time.perf_counter()
     from pyspark.sql import functions as F
@@ -71,6 +97,18 @@ def main() -> None:
     spark_s = time.perf_counter() - started
 
     only = set(args.only.split(","))
+    cluster = None
+    if not args.in_process and only & {"jet", "batches"}:
+        import jet
+
+        cluster = jet.local_cluster(members=args.members)  # started before the clock, like Spark's session
+
+    def run_jet(pipeline: Pipeline) -> None:
+        if cluster is None:
+            run_with_spark(spark, pipeline, members=args.members, timeout=3600)
+        else:
+            cluster.new_job(pipeline).join(3600)
+
     timings: dict[str, float] = {"PySpark alone (DataFrame groupBy)": spark_s}
     outputs: dict[str, str] = {}
     if "jet" in only:
@@ -84,9 +122,24 @@ def main() -> None:
          .write_to(Sinks.spark("parquet", jet_out, schema="key long, total double, count long")))
         print(f"Jet run starting (pid {os.getpid()})", flush=True)
         started = time.perf_counter()
-        run_with_spark(spark, pipeline, members=args.members, timeout=3600)
+        run_jet(pipeline)
         timings[f"Spark -> Jet ({args.members} members) -> Spark"] = time.perf_counter() - started
         outputs["jet"] = jet_out
+    if "batches" in only:
+        batches_out = str(work / "batches-out")
+        shutil.rmtree(batches_out, ignore_errors=True)
+        pipeline = Pipeline.create()
+        (pipeline.read_from(Sources.spark("parquet", source))
+         .map_batches(partial_group_by)
+         .grouping_key(lambda row: row[0])
+         .aggregate(AggregateOperations.all_of(AggregateOperations.summing(lambda row: row[1]),
+                                               AggregateOperations.summing(lambda row: row[2])))
+         .map(lambda entry: (entry[0], entry[1][0], entry[1][1]))
+         .write_to(Sinks.spark("parquet", batches_out, schema="key long, total double, count long")))
+        started = time.perf_counter()
+        run_jet(pipeline)
+        timings[f"Spark -> Jet map_batches ({args.members} members) -> Spark"] = time.perf_counter() - started
+        outputs["jet-batches"] = batches_out
     if "rdd" in only:
         rdd_out = str(work / "rdd-out")
         shutil.rmtree(rdd_out, ignore_errors=True)
@@ -113,7 +166,10 @@ def main() -> None:
         timings["PySpark groupBy.applyInPandas (pandas UDF)"] = time.perf_counter() - started
         outputs["pandas"] = pandas_out
 
-    print(f"rows={args.rows:,} keys={args.keys} members={args.members} cores={os.cpu_count()}")
+    if cluster is not None:
+        cluster.close()
+    where = "in this process" if args.in_process else "member processes"
+    print(f"rows={args.rows:,} keys={args.keys} members={args.members} ({where}) cores={os.cpu_count()}")
     for name, seconds in timings.items():
         print(f"| {name} | {seconds:.1f} s | {args.rows / seconds:,.0f} |")
     expected = {r[0]: (r[1], r[2]) for r in spark.read.parquet(spark_out).collect()}

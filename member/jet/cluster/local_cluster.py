@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 import jet
+from jet.cluster import forked_members
 from jet.cluster.auth import MEMBER_KEY_ENV, TOKEN_ENV
 from jet.cluster.client import JetClient, Job
 from jet.cluster.member_supervisor import MemberSupervisor
@@ -124,6 +125,11 @@ class LocalCluster:
             if not restart:
                 self.log_paths.append(path)
             output = path.open("ab" if restart else "wb")
+        if forked_members.available():
+            if output is not None:
+                output.close()
+            path = None if log_dir is None else str(Path(log_dir) / f"member-{index}.log")
+            return forked_members.ForkedMember(command, self._member_envs[index], path)
         try:
             # A session of their own: a Ctrl-C in the terminal reaches the parent only, which cancels
             # the job and stops them in order (they still die with it: --exit-with-parent).

@@ -130,14 +130,53 @@ def _all_of(operations: tuple[AggregateOperation, ...]) -> AggregateOperation:
         def deduct(a: list, b: list) -> list:
             return [op.deduct(x, y) for op, x, y in zip(operations, a, b)]
 
+    def accumulate(acc: list, item: Any) -> list:
+        return [op.accumulate(a, item) for op, a in zip(operations, acc)]
+
     return AggregateOperation(
         create=lambda: [op.create() for op in operations],
-        accumulate=lambda acc, item: [op.accumulate(a, item) for op, a in zip(operations, acc)],
+        accumulate=accumulate,
         combine=combine,
         finish=lambda acc: tuple(op.finish(a) for op, a in zip(operations, acc)),
         accumulate_chunk=lambda acc, items: [op.fold_chunk(a, items) for op, a in zip(operations, acc)],
         name="all_of(" + ", ".join(op.name for op in operations) + ")", deduct=deduct,
-        export=lambda acc: tuple(op.export_fn(a) for op, a in zip(operations, acc)))
+        export=lambda acc: tuple(op.export_fn(a) for op, a in zip(operations, acc)),
+        accumulate_keyed_chunk=_all_of_keyed(operations, accumulate))
+
+
+def _all_of_keyed(operations: tuple[AggregateOperation, ...],
+                  accumulate: Callable[[list, Any], list]) -> Callable[[dict, Any, list], None] | None:
+    """``all_of``'s keyed chunk fold when every operation has one: each operation folds the
+    whole chunk at once into its share of the accumulators of the keys the chunk holds (a cost
+    per distinct key, not per item). A chunk with about one item per key is folded item by item.
+    Each operation's keyed fold creates the accumulator of every key it is given."""
+    folds = [op.accumulate_keyed_chunk for op in operations]
+    if any(fold is None for fold in folds):
+        return None
+    creates = [op.create for op in operations]
+
+    def fold_keyed(accumulators: dict, keys: Any, items: list) -> None:
+        keys = keys if isinstance(keys, list) else list(keys)
+        present = dict.fromkeys(keys)
+        get = accumulators.get
+        if 2 * len(present) > len(items):
+            for key, item in zip(keys, items):
+                acc = get(key)
+                accumulators[key] = accumulate([c() for c in creates] if acc is None else acc, item)
+            return
+        shares = []
+        for position, fold in enumerate(folds):
+            share = {}
+            for key in present:
+                acc = get(key)
+                if acc is not None:
+                    share[key] = acc[position]
+            fold(share, keys, items)
+            shares.append(share)
+        for key in present:  # new lists: a snapshot may still be pickling the old ones
+            accumulators[key] = [share[key] for share in shares]
+
+    return fold_keyed
 
 
 def _top_n(n: int, key_fn: Callable[[Any], Any]) -> AggregateOperation:

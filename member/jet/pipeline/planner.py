@@ -8,6 +8,8 @@
   cluster over a distributed all-to-one edge.
 - A hash join broadcasts the lookup side to ``<name>-collector`` on every member, which feeds
   ``<name>-joiner`` over a higher-priority edge: the whole table is in before the first item.
+- ``map_batches`` fuses like a stateless stage and keeps batches intact between a Spark source
+  and the stages that take them (``columnar_planning``).
 - Preserve-order makes the edges into unkeyed stages isolated and caps their parallelism at
   the upstream's.
 
@@ -17,6 +19,7 @@ Streams (event time, windows, stateful mapping) are planned by ``stream_planner.
 from __future__ import annotations
 
 import logging
+from dataclasses import is_dataclass, replace
 from typing import Any, Callable
 
 from jet.connectors.base import StreamSource
@@ -26,6 +29,7 @@ from jet.core.functions import entry_key
 from jet.core.partitioner import HASH_PARTITIONER
 from jet.core.processors import (TransformP, accumulate_by_key_p, accumulate_p, aggregate_by_key_p,
                                  aggregate_p, combine_by_key_p, combine_p)
+from jet.pipeline.columnar_planning import BatchChainPlanning, takes_columnar_input
 from jet.pipeline.join_processors import HashJoinCollectP, HashJoinP, TimestampedHashJoinP
 from jet.pipeline.stream_planner import StreamPlanning, chain_p, watermark_frame_ms
 from jet.pipeline.transforms import Input, Transform
@@ -59,7 +63,7 @@ def _pass_through() -> TransformP:
     return TransformP(lambda chunk: chunk)
 
 
-class Planner(StreamPlanning):
+class Planner(BatchChainPlanning, StreamPlanning):
     """One planning of one pipeline."""
 
     def __init__(self, pipeline: Any, default_local_parallelism: int = LOCAL_PARALLELISM_USE_DEFAULT) -> None:
@@ -85,7 +89,7 @@ class Planner(StreamPlanning):
             return self.lp[transform]
         own = transform.local_parallelism
         if self.pipeline.preserve_order and transform.kind in ("map", "filter", "flat_map", "peek",
-                                                                 "merge", "aggregate", "hash_join", "sink"):
+                                                                 "map_batches", "merge", "aggregate", "hash_join", "sink"):
             upstream = [self._resolved(self._effective_lp(i.transform)) for i in transform.inputs[:1]
                         if not i.rebalance]
             if upstream:
@@ -148,8 +152,10 @@ class Planner(StreamPlanning):
         if transform.stream:
             self._plan_stream_source(transform)
             return
-        vertex = self._vertex(self.names[transform], transform.connector.supplier,
-                              self._effective_lp(transform))
+        supplier = transform.connector.supplier
+        if takes_columnar_input(transform) and is_dataclass(supplier) and hasattr(supplier, "columnar"):
+            supplier = replace(supplier, columnar=True)  # its batches go to map_batches whole
+        vertex = self._vertex(self.names[transform], supplier, self._effective_lp(transform))
         self.output_vertex[transform] = vertex
 
     def _plan_sink(self, transform: Transform) -> None:
@@ -163,7 +169,7 @@ class Planner(StreamPlanning):
         current = first
         while len(current.downstream) == 1:
             nxt = current.downstream[0]
-            if (not nxt.is_stateless or len(nxt.inputs) != 1 or nxt.inputs[0].rebalance
+            if (not nxt.is_chainable or len(nxt.inputs) != 1 or nxt.inputs[0].rebalance
                     or nxt in self.output_vertex
                     or self._effective_lp(nxt) != self._effective_lp(first)):
                 break
@@ -173,6 +179,9 @@ class Planner(StreamPlanning):
 
     def _plan_stateless(self, transform: Transform) -> None:
         chain = self._fusable_chain(transform)
+        if any(stage.kind == "map_batches" for stage in chain):
+            self._plan_batch_chain(chain)
+            return
         steps = []
         for stage in chain:
             if stage.kind == "peek":
@@ -190,7 +199,7 @@ class Planner(StreamPlanning):
             self.output_vertex[stage] = vertex
             self.emits_pairs[stage] = pairs_out
 
-    _plan_map = _plan_filter = _plan_flat_map = _plan_peek = _plan_stateless
+    _plan_map = _plan_filter = _plan_flat_map = _plan_peek = _plan_map_batches = _plan_stateless
 
     def _plan_group_aggregate(self, transform: Transform) -> None:
         name, operation, key_fn = self.names[transform], transform.operation, transform.key_fn

@@ -101,6 +101,53 @@ class GeneralStage(Stage):
         require_callable(fn, "flat-map", "the function")
         return self._add("flat_map", [self._input()], fn=fn)
 
+    def map_batches(self, fn: Callable[[Any], Any], *, format: str = "arrow", schema: Any = None,
+                    as_dicts: bool = False) -> Any:
+        """Apply ``fn`` to whole batches of items, like PySpark's ``mapInArrow``/``mapInPandas``.
+
+        ``fn`` takes a ``pyarrow.RecordBatch`` (``format="arrow"``) or a pandas ``DataFrame``
+        (``format="pandas"``) and returns a RecordBatch, a ``pyarrow.Table``, a DataFrame, or
+        None for nothing. Vectorised code then runs without a Python call per row.
+
+        From a Spark source the batches are Spark's own when this stage is the source's only
+        consumer (and its input is not rebalanced by key); batches waiting together are joined
+        up to 65,536 rows before ``fn`` sees them. Rows from any other stage are
+        gathered into one batch per chunk: dict rows give a column per key, tuple rows columns
+        ``_1`` .. ``_n`` unless ``schema`` (a ``pyarrow.Schema``) names and types them; without
+        a schema pyarrow infers each batch's types on its own.
+
+        What the next stage sees: batches stay batches into another ``map_batches`` and into a
+        Spark sink; any other stage sees rows, as tuples in column order (as a Spark source
+        emits them), or dicts keyed by column name with ``as_dicts=True``. The rows are made in
+        this stage's vertex, with no extra vertex or edge.
+
+        Batches carry no per-row event time, so a stream with timestamps cannot use this stage:
+        use it before ``with_timestamps``/``add_timestamps`` (on a stream without timestamps),
+        or a row stage. Needs pyarrow (and pandas for ``format="pandas"``).
+        """
+        require_callable(fn, "map-batches", "the batch function")
+        if format not in ("arrow", "pandas"):
+            raise PipelineDefinitionError(
+                f"stage {self.name!r}: map_batches format must be 'arrow' or 'pandas', got {format!r}")
+        if not isinstance(as_dicts, bool):
+            raise PipelineDefinitionError(
+                f"stage {self.name!r}: map_batches as_dicts must be a bool, got {as_dicts!r}")
+        _require_batch_libraries(format, self.name)
+        if schema is not None:
+            import pyarrow as pa
+            if not isinstance(schema, pa.Schema):
+                raise PipelineDefinitionError(
+                    f"stage {self.name!r}: map_batches schema must be a pyarrow.Schema or None, "
+                    f"got {type(schema).__name__} {schema!r}")
+        if self._transform.timestamped:
+            raise PipelineDefinitionError(
+                f"stage {self.name!r}: map_batches cannot follow a stream with timestamps: a batch"
+                " carries no per-row event time. Apply map_batches before the timestamps are added"
+                " (without_timestamps() on the source, then add_timestamps after it) or use a row"
+                " stage (map, flat_map)")
+        return self._add("map_batches", [self._input()], fn=fn, batch_format=format, schema=schema,
+                         as_dicts=as_dicts)
+
     def peek(self, format_fn: Callable[[Any], str] = str) -> Any:
         """Log every item passing through (at INFO), unchanged."""
         require_callable(format_fn, "peek", "the format function")
@@ -280,3 +327,13 @@ def _stateful(stage: GeneralStage, kind: str, key_fn: Callable[[Any], Any] | Non
         require_callable(on_evict_fn, name, "on_evict_fn")
     return stage._add(f"{kind}_stateful", [stage._input()], name=name, key_fn=key_fn,
                       ttl_ms=ttl_ms, create_fn=create_fn, fn=fn, on_evict_fn=on_evict_fn)
+
+
+def _require_batch_libraries(format: str, stage: str) -> None:
+    for library in ("pyarrow", "pandas") if format == "pandas" else ("pyarrow",):
+        try:
+            __import__(library)
+        except ImportError:
+            raise PipelineDefinitionError(
+                f"stage {stage!r}: map_batches(format={format!r}) needs {library}; install it"
+                " (pip install 'jet-on-k8s[spark]')") from None

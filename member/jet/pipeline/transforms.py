@@ -9,6 +9,8 @@ from jet.core.aggregate import AggregateOperation
 from jet.core.event_time import EventTimePolicy
 
 STATELESS_KINDS = ("map", "filter", "flat_map", "peek")
+#: Kinds that fuse into one vertex with the stateless stages next to them.
+CHAINABLE_KINDS = STATELESS_KINDS + ("map_batches",)
 STATEFUL_KINDS = ("map_stateful", "filter_stateful", "flat_map_stateful")
 
 #: Jet's default stage names, by kind (stateful and window stages name themselves).
@@ -16,6 +18,7 @@ DEFAULT_NAMES = {
     "map": "map", "filter": "filter", "flat_map": "flat-map", "peek": "peek",
     "group_aggregate": "group-and-aggregate", "aggregate": "aggregate",
     "hash_join": "hash-join", "merge": "merge", "add_timestamps": "add-timestamps",
+    "map_batches": "map-batches",
 }
 
 
@@ -36,7 +39,7 @@ class Input:
 
 @dataclass(eq=False)
 class Transform:
-    """One stage of a pipeline. ``kind`` is source, map, filter, flat_map, peek,
+    """One stage of a pipeline. ``kind`` is source, map, filter, flat_map, peek, map_batches,
     group_aggregate, aggregate, hash_join, merge, sink, or for streams add_timestamps,
     window_aggregate, map_stateful, filter_stateful, flat_map_stateful.
 
@@ -65,6 +68,9 @@ class Transform:
     ttl_ms: int = 0
     create_fn: Callable[[], Any] | None = None
     on_evict_fn: Callable[..., Any] | None = None
+    batch_format: str = "arrow"  # map_batches: what fn takes ("arrow" or "pandas")
+    schema: Any = None  # map_batches: the schema of the batches built from rows
+    as_dicts: bool = False  # map_batches: rows out of its batches are dicts, not tuples
 
     def __post_init__(self) -> None:
         if not self.name:
@@ -75,6 +81,11 @@ class Transform:
     @property
     def is_stateless(self) -> bool:
         return self.kind in STATELESS_KINDS
+
+    @property
+    def is_chainable(self) -> bool:
+        """Whether the stage fuses with the stateless stages next to it (map_batches does)."""
+        return self.kind in CHAINABLE_KINDS
 
     def __repr__(self) -> str:
         return f"Transform({self.kind}, {self.name!r})"

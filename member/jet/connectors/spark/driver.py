@@ -20,8 +20,10 @@ from typing import Any, Sequence
 
 import jet
 from jet.connectors.spark import protocol as p
+from jet.connectors.spark.arrow_transfer import read_frame, sink_schema, write_frame
 from jet.connectors.spark.client import tell_members, wait_for_vertex
 from jet.connectors.spark.options import DEFAULT_READY_TIMEOUT_S, JetOptions, default_tls_ca_file
+from jet.connectors.spark.spark_home import bytecode_spark_home
 from jet.connectors.spark.stages import (SparkReadSpec, SparkSink, SparkSinkSupplier, SparkSource,
                                         SparkSourceSupplier, SparkWriteSpec)
 from jet.connectors.spark.streaming_sink import SparkStreamSink, SparkStreamSinkSupplier, SparkStreamWriteSpec
@@ -111,17 +113,26 @@ def start_spark_side(job: Any, members: Sequence[str], token: str, job_id: str,
 
 def spark_session(master: str = "local[*]", conf: dict[str, str] | None = None, app_name: str = "jet"):
     """A SparkSession whose Python workers run this interpreter and can import ``jet``, with the
-    ``jet`` format registered."""
+    ``jet`` format registered. A local session's Python workers start from bytecode
+    (:mod:`jet.connectors.spark.spark_home`) and fork with ``pyspark.worker`` loaded
+    (:mod:`jet.connectors.spark.worker_daemon`)."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     paths = os.environ.get("PYTHONPATH", "").split(os.pathsep)
     if SOURCE_ROOT not in paths:
         os.environ["PYTHONPATH"] = os.pathsep.join([SOURCE_ROOT] + [x for x in paths if x])
+    local = master.startswith("local")
+    if local and "SPARK_HOME" not in os.environ:
+        home = bytecode_spark_home()
+        if home is not None:
+            os.environ["SPARK_HOME"] = home
     from pyspark.sql import SparkSession
 
     from jet.connectors.spark.datasource import register
 
     builder = SparkSession.builder.master(master).appName(app_name).config("spark.ui.enabled", "false")
+    if local:  # executors elsewhere may run an image without jet
+        builder = builder.config("spark.python.daemon.module", "jet.connectors.spark.worker_daemon")
     for key, value in (conf or {}).items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
@@ -157,7 +168,7 @@ def write_source(spark: Any, spec: SparkReadSpec, options: JetOptions,
         frame = spec.build(spark)
         if max_tasks is not None:
             frame = frame.coalesce(max_tasks)  # keeps each partition's row order: still exactly-once
-        frame.write.format("jet").options(**options.as_spark_options()).mode("append").save()
+        write_frame(frame, options, owners)
     except BaseException as error:
         reason = spark_failure_message(error)
         log.error("Spark source %r failed: %s", options.vertex, reason)
@@ -168,10 +179,8 @@ def write_source(spark: Any, spec: SparkReadSpec, options: JetOptions,
 def read_sink(spark: Any, spec: SparkWriteSpec, options: JetOptions) -> None:
     """Read the job's sink vertex and write it with the stage's format, mode and path."""
     activate(spark)
-    reader = spark.read.format("jet").options(**options.as_spark_options())
-    if spec.schema is not None:
-        reader = reader.schema(spec.schema)
-    spec.write(reader.load())
+    owners = wait_for_vertex(options, "sink")
+    spec.write(read_frame(spark, options, owners, sink_schema(spark, spec.schema, options)))
 
 
 def _write_task_limit(spark: Any, job: Any, sources: list, sinks: list, member_count: int) -> int | None:

@@ -10,6 +10,7 @@ without it can run the job's vertices.
 from __future__ import annotations
 
 import glob
+import inspect
 import os
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -18,6 +19,9 @@ from urllib.parse import urlparse
 from jet.connectors.base import Sink, Source
 from jet.connectors.spark.processors import DEFAULT_SINK_BUFFER_ITEMS, SparkSinkP, SparkSourceP
 
+#: Whether the Spark processors speak RecordBatch items: SparkSourceP(columnar=) came with the
+#: Arrow wire format, as did SparkSinkP taking batches. Without it map_batches gets and gives rows.
+_ARROW_ITEMS = "columnar" in inspect.signature(SparkSourceP).parameters
 SAVE_MODES = ("errorifexists", "error", "append", "overwrite", "ignore")
 #: Spark formats whose path names files; other formats' paths may name tables or topics.
 FILE_FORMATS = ("text", "csv", "json", "parquet", "orc", "avro", "binaryfile", "xml")
@@ -72,11 +76,15 @@ class SparkWriteSpec:
 @dataclass(frozen=True)
 class SparkSourceSupplier:
     """The processor supplier of a Spark source vertex; carries the Spark side's recipe, so the
-    drivers find it in a DAG as well as in a Pipeline."""
+    drivers find it in a DAG as well as in a Pipeline. With ``columnar`` (set by the planner when
+    a ``map_batches`` stage is the source's only consumer) the processors emit RecordBatches."""
 
     spec: SparkReadSpec
+    columnar: bool = False
 
     def __call__(self) -> SparkSourceP:
+        if self.columnar and _ARROW_ITEMS:
+            return SparkSourceP(columnar=True)
         return SparkSourceP()
 
 
@@ -103,6 +111,11 @@ class SparkSink(Sink):
     """A sink whose items Spark reads out of the job (see :func:`spark_sink`)."""
 
     spec: SparkWriteSpec | None = field(default=None, compare=False)
+
+    @property
+    def takes_batches(self) -> bool:
+        """Whether a ``map_batches`` stage may send its RecordBatch items as they are."""
+        return _ARROW_ITEMS
 
 
 def check_format(format: Any, what: str) -> None:

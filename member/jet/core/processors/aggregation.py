@@ -19,13 +19,23 @@ from jet.core.processors.snapshot_state import (global_key, is_own_share, merge_
                                                 unexpected_entry)
 
 
+#: Items a grouped first stage gathers from its inbox before folding them in one call, when the
+#: operation folds whole keyed chunks: per-chunk costs (e.g. ``all_of`` regrouping per key) then
+#: spread over many items even when a chunk holds about one item per key.
+KEYED_FOLD_ITEMS = 16_384
+
+
 class _KeyedStateP(ChunkEmittingProcessor):
     """Saves and restores ``_accumulators`` as ``key -> accumulator`` entries."""
 
     _aggregate: AggregateOperation
     _accumulators: dict
 
+    def fold_pending(self) -> None:
+        """Fold any input gathered and not folded yet (see :data:`KEYED_FOLD_ITEMS`)."""
+
     def save_to_snapshot(self) -> bool:
+        self.fold_pending()
         if not self.finish_emitting():
             return False
         offer = self.outbox.offer_to_snapshot
@@ -47,12 +57,26 @@ class AccumulateByKeyP(_KeyedStateP):
         self._aggregate = aggregate
         self._accumulators: dict = {}
         self._entries: list | None = None
+        self._pending: list = []
+        self._gather = aggregate.accumulate_keyed_chunk is not None
 
     def process(self, ordinal: int, inbox: Inbox) -> None:
-        self._aggregate.fold_keyed_chunk(self._accumulators, self._key_fn, inbox.take_chunk())
+        if not self._gather:
+            self._aggregate.fold_keyed_chunk(self._accumulators, self._key_fn, inbox.take_chunk())
+            return
+        pending = self._pending
+        pending += inbox.take_chunk()
+        if len(pending) >= KEYED_FOLD_ITEMS:
+            self.fold_pending()
+
+    def fold_pending(self) -> None:
+        if self._pending:
+            pending, self._pending = self._pending, []
+            self._aggregate.fold_keyed_chunk(self._accumulators, self._key_fn, pending)
 
     def complete(self) -> bool:
         if self._entries is None:
+            self.fold_pending()
             self._entries = list(self._accumulators.items())
             self._accumulators = {}
         return self.emit_list(self._entries)
@@ -73,6 +97,7 @@ class CombineByKeyP(_KeyedStateP):
 
     def complete(self) -> bool:
         if self._entries is None:
+            self.fold_pending()
             finish = self._aggregate.finish
             self._entries = [(key, finish(acc)) for key, acc in self._accumulators.items()]
             self._accumulators = {}

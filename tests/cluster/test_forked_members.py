@@ -1,0 +1,57 @@
+"""Members forked by the fork server behave like spawned ones: exit codes, signals, logs, stdin."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+
+import pytest
+
+from jet.cluster import forked_members
+from jet.cluster.local_cluster import _python_path, free_ports
+
+from tests.cluster.cluster_support import wait_until
+
+pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork here")
+
+
+def env() -> dict[str, str]:
+    return {**os.environ, "PYTHONPATH": _python_path(), "JET_CLUSTER_TOKEN": "forked-members-test"}
+
+
+def jet_command(*args: str) -> list[str]:
+    return [sys.executable, "-m", "jet.cli", *args]
+
+
+def test_exit_code_and_output_reach_the_caller(tmp_path):
+    log = tmp_path / "member.log"
+    member = forked_members.ForkedMember(jet_command("member", "--port", "not-a-port"), env(), str(log))
+    assert member.wait(30) == 2  # click's usage error
+    assert "not-a-port" in log.read_text()
+    assert member.poll() == 2 and member.returncode == 2
+
+
+def test_signals_and_stdin(tmp_path):
+    """A member killed reports -SIGKILL; one whose stdin is closed exits (--exit-with-parent),
+    while the server goes on forking."""
+    def member_args() -> list[str]:
+        port, http_port = free_ports(2, "127.0.0.1")
+        return ["member", "--host", "127.0.0.1", "--port", str(port), "--http-port", str(http_port),
+                "--peers", f"127.0.0.1:{port}", "--index", "0", "--exit-with-parent"]
+
+    killed = forked_members.ForkedMember(jet_command(*member_args()), env(), str(tmp_path / "a.log"))
+    assert killed.poll() is None
+    killed.kill()
+    assert killed.wait(30) == -signal.SIGKILL
+    closed = forked_members.ForkedMember(jet_command(*member_args()), env(), str(tmp_path / "b.log"))
+    log = tmp_path / "b.log"
+    wait_until(lambda: log.exists() and "serving gRPC" in log.read_text(), 30, "the member to serve")
+    closed.stdin.close()
+    assert closed.wait(30) != 0 and closed.stdin.closed
+    assert "closed our stdin" in (tmp_path / "b.log").read_text()
+
+
+def test_turned_off_by_the_environment(monkeypatch):
+    monkeypatch.setenv(forked_members.FORK_ENV, "0")
+    assert not forked_members.available()
