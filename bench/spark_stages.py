@@ -10,7 +10,7 @@ maxRecordsPerBatch`` = 10,000), then times, with the project's own functions:
   ``chunk``-row chunks in the writer, ``pickle.loads`` on the member;
 - the Arrow path: the writer's IPC frames of ``chunk`` rows (``protocol.to_ipc`` +
   ``encode_sized``, as ``send_partition`` does), the member's ``decode_ipc`` alone (columnar
-  source) and with ``batch_to_items`` to tuples or dicts (row source);
+  source) and with ``batch_to_rows`` to tuples or dicts (row source);
 - the member's per-row Python of the bench's job (a stand-in for the keyed aggregation);
 - the sink: items -> Arrow batches of the reader's schema (``items_to_batches`` on tuples and
   on dicts, ``RecordBatch.from_pylist`` on dicts for comparison), and the old per-item
@@ -32,7 +32,8 @@ sys.path[:0] = [str(ROOT / "member"), str(ROOT)]
 import pyarrow as pa  # noqa: E402
 
 from jet.connectors.spark import protocol as p  # noqa: E402
-from jet.connectors.spark.arrow_items import batch_to_items, item_to_row_fn, items_to_batches  # noqa: E402
+from jet.connectors.spark.arrow_items import item_to_row_fn, items_to_batches  # noqa: E402
+from jet.core.columnar import batch_to_rows  # noqa: E402
 from jet.cluster.packets import FrameType  # noqa: E402
 
 
@@ -69,7 +70,7 @@ def main() -> None:
     results: list = []
 
     def to_tuples():
-        return [batch_to_items(batch, "tuple") for batch in batches]
+        return [batch_to_rows(batch, "tuple") for batch in batches]
 
     tuple_batches = timed(results, "pickle path, writer: Arrow batch -> tuples (to_pylist + zip)", args.rows,
                           to_tuples)
@@ -132,10 +133,10 @@ def main() -> None:
               read_only)
         for row_type in ("tuple", "dict"):
             def read_items():
-                return [batch_to_items(batch, row_type) for frame in ipc
+                return [batch_to_rows(batch, row_type) for frame in ipc
                         for batch in p.decode_ipc(frame, p.decode_header(frame)[1])[1]]
 
-            timed(results, f"Arrow, member: decode_ipc + batch_to_items {row_type}s (<= {chunk_rows} rows)",
+            timed(results, f"Arrow, member: decode_ipc + batch_to_rows {row_type}s (<= {chunk_rows} rows)",
                   args.rows, read_items)
 
     items = [row for chunk in chunks for row in chunk]

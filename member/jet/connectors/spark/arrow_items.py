@@ -1,10 +1,10 @@
-"""Job items <-> Arrow record batches, for the ``jet`` Spark format's Arrow wire format.
+"""Job items -> Arrow record batches, for the ``jet`` Spark format's Arrow wire format.
 
-A Spark source turns the batches Spark writes into items (:func:`batch_to_items`); a Spark sink
-turns the job's items into batches of the schema the Spark reader asked for
-(:func:`items_to_batch`). Both convert column-wise in C (``to_pylist``, ``pa.array``); only a
-timestamp column takes a Python step per value. Imports pyarrow only when called, never
-PySpark (members need not have it loaded).
+A Spark sink turns the job's items into batches of the schema the Spark reader asked for
+(:func:`items_to_batches`), in one C pass over the rows where it can (``pa.array`` of a struct
+type); a column of zoned timestamps takes a Python step per value, as PySpark's does. (A Spark
+source turns batches into items with ``jet.core.columnar.batch_to_rows``.) Imports pyarrow
+only when called, never PySpark (members need not have it loaded).
 """
 
 from __future__ import annotations
@@ -12,23 +12,22 @@ from __future__ import annotations
 import datetime
 from typing import Any, Callable
 
+from jet.core.columnar import is_batch
+
 
 class ItemSchemaError(ValueError):
     """An item of a Spark sink does not fit the schema the Spark reader asked for."""
 
 
-def is_record_batch(item: Any) -> bool:
-    """Whether ``item`` (or ``item`` itself when it is a type) is a ``pyarrow.RecordBatch``,
-    without importing pyarrow."""
-    kind = item if isinstance(item, type) else type(item)
+def _is_batch_type(kind: type) -> bool:
     return kind.__name__ == "RecordBatch" and kind.__module__.startswith("pyarrow")
 
 
 def count_rows(items: list) -> int:
     """How many rows ``items`` holds: a record batch counts its rows, anything else one."""
-    if not any(is_record_batch(kind) for kind in set(map(type, items))):
+    if not any(map(_is_batch_type, set(map(type, items)))):
         return len(items)
-    return sum(item.num_rows if is_record_batch(item) else 1 for item in items)
+    return sum(item.num_rows if is_batch(item) else 1 for item in items)
 
 
 def item_to_row_fn(names: list[str]) -> Callable[[Any], tuple]:
@@ -48,18 +47,6 @@ def item_to_row_fn(names: list[str]) -> Callable[[Any], tuple]:
     return to_row
 
 
-def batch_to_items(batch: Any, row_type: str = "tuple") -> list:
-    """A ``pyarrow.RecordBatch`` -> one item per row: tuples, or dicts by column name when
-    ``row_type == "dict"``, built with C-level ``to_pylist`` per column (the values PySpark's
-    Arrow path gives: datetimes, decimals, lists, dicts for structs, None for nulls)."""
-    names = batch.schema.names
-    if not names:
-        return [{} if row_type == "dict" else () for _ in range(batch.num_rows)]
-    if row_type == "dict":
-        return batch.to_struct_array().to_pylist()  # the dicts built in C
-    return list(zip(*[column.to_pylist() for column in batch.columns]))
-
-
 def describe_arrow_schema(schema: Any) -> str:
     """``name: type, ...`` of an Arrow schema, on one line."""
     return ", ".join(f"{field.name}: {field.type}" for field in schema)
@@ -70,11 +57,11 @@ def items_to_batches(items: list, schema: Any) -> list:
     as they are (cast if need be), the others (tuples by position, dicts by name, scalars as
     one column) into one batch per run. :class:`ItemSchemaError` names the column, its type
     and the first value that does not fit."""
-    if not any(is_record_batch(kind) for kind in set(map(type, items))):
+    if not any(map(_is_batch_type, set(map(type, items)))):
         return [_rows_to_batch(items, schema)]
     batches, run = [], []
     for item in items:
-        if is_record_batch(item):
+        if is_batch(item):
             if run:
                 batches.append(_rows_to_batch(run, schema))
                 run = []

@@ -21,8 +21,8 @@ from jet.cluster.flow_control import ReceiveWindow
 from jet.cluster.network import MemberNetwork, register_default_frame_handler
 from jet.cluster.packets import FrameType
 from jet.connectors.spark import protocol as p
-from jet.connectors.spark.arrow_items import (ItemSchemaError, batch_to_items, count_rows, is_record_batch,
-                                              items_to_batches)
+from jet.connectors.spark.arrow_items import ItemSchemaError, count_rows, items_to_batches
+from jet.core.columnar import batch_to_rows, is_batch
 from jet.connectors.spark.stream_endpoints import MicroBatchCommits, StreamSinkEndpoint
 
 log = logging.getLogger("jet.connectors.spark")
@@ -339,7 +339,7 @@ class SparkHub:
                     break
             # a record batch item stands for its rows, by column name
             items = [row for item in items
-                     for row in (batch_to_items(item, "dict") if is_record_batch(item) else (item,))]
+                     for row in (batch_to_rows(item, "dict") if is_batch(item) else (item,))]
             self._reply(peer, {"op": p.SAMPLE, "rid": rid, "ready": ready or not entry.processors}, items)
         else:
             self._reply(peer, {"op": p.ERROR, "rid": rid, "message": f"unknown Spark request {op!r}"})

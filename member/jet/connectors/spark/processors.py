@@ -13,7 +13,8 @@ from typing import Any
 
 from jet.connectors.spark import hub as spark_hub
 from jet.connectors.spark import protocol as p
-from jet.connectors.spark.arrow_items import batch_to_items, describe_arrow_schema
+from jet.connectors.spark.arrow_items import describe_arrow_schema
+from jet.core.columnar import batch_to_rows
 from jet.core.inbox import Inbox
 from jet.core.outbox import Outbox
 from jet.core.processor import Context
@@ -111,7 +112,7 @@ class SparkSourceP(ChunkEmittingProcessor):
             if self.columnar:
                 items.append(batch)
             else:
-                items.extend(batch_to_items(batch, str(header.get("row_type", "tuple"))))
+                items.extend(batch_to_rows(batch, str(header.get("row_type", "tuple"))))
         return items
 
     def _check_schema(self, schema: Any, header: dict) -> None:
