@@ -1,20 +1,20 @@
 """Time each per-row stage of the Spark -> Jet -> Spark path in isolation, one process.
 
-    PYTHONPATH=member python3 bench/spark_stages.py [--rows 1000000] [--batch 10000] [--repeat 5]
+    PYTHONPATH=member python3 bench/spark_stages.py [--rows 1000000] [--batch 10000] [--chunk 4096] [--repeat 5]
 
 Builds ``rows`` rows (key long, value double) as Arrow record batches of ``batch`` rows (what
 Spark's ``DataSourceArrowWriter`` hands a writer task: ``spark.sql.execution.arrow.
-maxRecordsPerBatch`` = 10,000), then times, with the project's own functions where they exist:
+maxRecordsPerBatch`` = 10,000), then times, with the project's own functions:
 
-- writer today: ``column.to_pylist()`` per column + ``columns_to_items`` (tuples), then
-  ``pickle.dumps`` of 4096-row chunks (``protocol.encode_sized``);
-- member today: ``pickle.loads`` of those chunks (``protocol.decode_payload``);
-- member, per-row Python of the bench's job: key function, the ``all_of(summing, counting)``
-  accumulate through a dict (a stand-in for the keyed aggregation, not the engine's code);
-- the Arrow IPC alternative: writer ``RecordBatchStreamWriter`` per batch, member
-  ``open_stream(...).read_next_batch()`` + ``to_pylist``/zip to tuples, or ``to_numpy().tolist()``;
-- sink side today: ``item_to_row_fn`` per output item, and the Arrow alternative
-  ``RecordBatch.from_arrays`` from the items.
+- the pickle path (before issue 13): ``to_pylist`` + zip to tuples and ``pickle.dumps`` of
+  ``chunk``-row chunks in the writer, ``pickle.loads`` on the member;
+- the Arrow path: the writer's IPC frames of ``chunk`` rows (``protocol.to_ipc`` +
+  ``encode_sized``, as ``send_partition`` does), the member's ``decode_ipc`` alone (columnar
+  source) and with ``batch_to_rows`` to tuples or dicts (row source);
+- the member's per-row Python of the bench's job (a stand-in for the keyed aggregation);
+- the sink: items -> Arrow batches of the reader's schema (``items_to_batches`` on tuples and
+  on dicts, ``RecordBatch.from_pylist`` on dicts for comparison), and the old per-item
+  ``item_to_row_fn`` the reader task ran.
 Prints seconds and rows/s per stage. Single thread, no network: an upper bound on what each
 stage costs the pipeline. Each stage runs ``--repeat`` times (default 5); the fastest counts.
 """
@@ -22,7 +22,6 @@ stage costs the pipeline. Each stage runs ``--repeat`` times (default 5); the fa
 from __future__ import annotations
 
 import argparse
-import pickle
 import sys
 import time
 from pathlib import Path
@@ -33,7 +32,8 @@ sys.path[:0] = [str(ROOT / "member"), str(ROOT)]
 import pyarrow as pa  # noqa: E402
 
 from jet.connectors.spark import protocol as p  # noqa: E402
-from jet.connectors.spark.schema import columns_to_items, item_to_row_fn  # noqa: E402
+from jet.connectors.spark.arrow_items import item_to_row_fn, items_to_batches  # noqa: E402
+from jet.core.columnar import batch_to_rows  # noqa: E402
 from jet.cluster.packets import FrameType  # noqa: E402
 
 
@@ -70,12 +70,10 @@ def main() -> None:
     results: list = []
 
     def to_tuples():
-        out = []
-        for batch in batches:
-            out.append(columns_to_items([c.to_pylist() for c in batch.columns], names, "tuple"))
-        return out
+        return [batch_to_rows(batch, "tuple") for batch in batches]
 
-    tuple_batches = timed(results, "writer: Arrow batch -> tuples (to_pylist + zip)", args.rows, to_tuples)
+    tuple_batches = timed(results, "pickle path, writer: Arrow batch -> tuples (to_pylist + zip)", args.rows,
+                          to_tuples)
 
     def pickle_chunks():
         frames = []
@@ -86,7 +84,7 @@ def main() -> None:
                                              rows[start:start + args.chunk])[0])
         return frames
 
-    frames = timed(results, f"writer: pickle {args.chunk}-row chunks (encode_sized)", args.rows, pickle_chunks)
+    frames = timed(results, f"pickle path, writer: pickle {args.chunk}-row chunks", args.rows, pickle_chunks)
     pickled_bytes = sum(len(f) for f in frames)
 
     def unpickle():
@@ -96,7 +94,7 @@ def main() -> None:
             out.append(p.decode_payload(frame, offset))
         return out
 
-    chunks = timed(results, "member: unpickle chunks (decode_payload)", args.rows, unpickle)
+    chunks = timed(results, "pickle path, member: unpickle chunks", args.rows, unpickle)
 
     def aggregate():
         key_fn, value_fn = (lambda row: row[0]), (lambda row: row[1])
@@ -112,71 +110,52 @@ def main() -> None:
         return acc
 
     timed(results, "member: per-row key fn + sum/count into a dict (stand-in)", args.rows, aggregate)
+    ipc_bytes = 0
+    for chunk_rows in sorted({args.chunk, 65536}):
+        def ipc_frames():
+            out = []
+            for batch in batches:
+                for start in range(0, batch.num_rows, chunk_rows):
+                    chunk = batch.slice(start, chunk_rows)
+                    out.append(p.encode_sized(FrameType.SPARK_REQUEST, {"op": "rows", "fmt": p.ARROW, "start": start,
+                                                                        "n": chunk.num_rows},
+                                              p.to_ipc(chunk.schema, (chunk,)))[0])
+            return out
 
-    def ipc_write():
-        out = []
-        for batch in batches:
-            sink = pa.BufferOutputStream()
-            with pa.ipc.new_stream(sink, batch.schema) as writer:
-                writer.write_batch(batch)
-            out.append(sink.getvalue().to_pybytes())
-        return out
+        ipc = timed(results, f"Arrow, writer: IPC frames of <= {chunk_rows} rows (send_partition's)", args.rows,
+                    ipc_frames)
+        ipc_bytes = ipc_bytes or sum(len(frame) for frame in ipc)
 
-    ipc = timed(results, "writer (Arrow): IPC stream bytes per batch", args.rows, ipc_write)
-    ipc_bytes = sum(len(b) for b in ipc)
+        def read_only():
+            return [p.decode_ipc(frame, p.decode_header(frame)[1])[1] for frame in ipc]
 
-    def ipc_read_tuples():
-        out = []
-        for blob in ipc:
-            batch = pa.ipc.open_stream(blob).read_next_batch()
-            out.append(list(zip(*[c.to_pylist() for c in batch.columns])))
-        return out
+        timed(results, f"Arrow, member: decode_ipc only (columnar source; <= {chunk_rows} rows)", args.rows,
+              read_only)
+        for row_type in ("tuple", "dict"):
+            def read_items():
+                return [batch_to_rows(batch, row_type) for frame in ipc
+                        for batch in p.decode_ipc(frame, p.decode_header(frame)[1])[1]]
 
-    timed(results, "member (Arrow): IPC read + to_pylist + zip", args.rows, ipc_read_tuples)
-
-    def ipc_read_numpy():
-        out = []
-        for blob in ipc:
-            batch = pa.ipc.open_stream(blob).read_next_batch()
-            out.append(list(zip(*[c.to_numpy().tolist() for c in batch.columns])))
-        return out
-
-    timed(results, "member (Arrow): IPC read + to_numpy().tolist() + zip", args.rows, ipc_read_numpy)
-
-    def ipc_read_only():
-        return [pa.ipc.open_stream(blob).read_next_batch() for blob in ipc]
-
-    timed(results, "member (Arrow): IPC read only (zero copy, batch stays columnar)", args.rows, ipc_read_only)
+            timed(results, f"Arrow, member: decode_ipc + batch_to_rows {row_type}s (<= {chunk_rows} rows)",
+                  args.rows, read_items)
 
     items = [row for chunk in chunks for row in chunk]
+    dicts = [{"key": key, "value": value} for key, value in items]
     to_row = item_to_row_fn(names)
-    timed(results, "sink today: item_to_row_fn per item (reader yields tuples)", args.rows,
+    timed(results, "pickle path, reader task: item_to_row_fn per item", args.rows,
           lambda: [to_row(item) for item in items])
     schema = pa.schema([("key", pa.int64()), ("value", pa.float64())])
-
-    def items_to_arrow():
-        out = []
-        for start in range(0, len(items), args.batch):
-            part = items[start:start + args.batch]
-            columns = list(zip(*part))
-            out.append(pa.RecordBatch.from_arrays([pa.array(c, type=f.type) for c, f in zip(columns, schema)],
-                                                  schema=schema))
-        return out
-
-    timed(results, "sink (Arrow): items -> RecordBatch (zip + pa.array on tuples)", args.rows, items_to_arrow)
-
-    def items_to_arrow_lists():  # pa.array takes a tuple through a much slower path than a list
-        out = []
-        for start in range(0, len(items), args.batch):
-            columns = [list(c) for c in zip(*items[start:start + args.batch])]
-            out.append(pa.RecordBatch.from_arrays([pa.array(c, type=f.type) for c, f in zip(columns, schema)],
-                                                  schema=schema))
-        return out
-
-    timed(results, "sink (Arrow): items -> RecordBatch (zip + list + pa.array)", args.rows, items_to_arrow_lists)
+    step = 65536  # the hub joins buffered chunks up to ARROW_CHUNK_ROWS per frame
+    for label, source in (("tuples", items), ("dicts", dicts)):
+        timed(results, f"Arrow, sink: items_to_batches on {label} ({step}-item chunks)", args.rows,
+              lambda source=source: [items_to_batches(source[start:start + step], schema)
+                                     for start in range(0, len(source), step)])
+    timed(results, f"Arrow, sink: RecordBatch.from_pylist on dicts ({step}-item chunks)", args.rows,
+          lambda: [pa.RecordBatch.from_pylist(dicts[start:start + step], schema=schema)
+                   for start in range(0, len(dicts), step)])
 
     print(f"rows={args.rows:,} batch={args.batch} chunk={args.chunk}; pickled {pickled_bytes / args.rows:.1f} "
-          f"B/row, Arrow IPC {ipc_bytes / args.rows:.1f} B/row")
+          f"B/row, Arrow IPC frames {ipc_bytes / args.rows:.1f} B/row")
     print("| stage | s | rows/s |")
     print("| --- | ---: | ---: |")
     for name, seconds, rate in results:

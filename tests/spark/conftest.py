@@ -35,3 +35,14 @@ def stop_shared_spark_session() -> None:
 def spark():
     pytest.importorskip("pyspark")
     return shared_spark_session()
+
+
+@pytest.fixture
+def forget_failed_jobs():
+    """A failed job's Spark vertices are remembered as ended (per process, by job id): clear
+    that after a test whose job fails, so later tests running a job of the same id do not see it."""
+    yield
+    from jet.connectors.spark import hub as spark_hub
+
+    with spark_hub._REGISTRY_LOCK:
+        spark_hub._ENDED.clear()

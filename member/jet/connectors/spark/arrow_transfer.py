@@ -34,7 +34,6 @@ def write_frame(frame: Any, options: JetOptions, owners: dict[int, int]) -> dict
     processor index -> member), commit, and return the committed row count per partition."""
     addresses = [options.members[owners[i]] for i in range(len(owners))]
     members = [owners[i] for i in range(len(owners))]
-    names = frame.columns
 
     def send(batches: Iterator[Any]) -> Iterator[Any]:
         import pyarrow as pa
@@ -44,7 +43,7 @@ def write_frame(frame: Any, options: JetOptions, owners: dict[int, int]) -> dict
 
         context = TaskContext.get()
         partition, attempt = context.partitionId(), context.attemptNumber()
-        rows = send_partition(options, addresses, members, names, batches, partition, attempt)
+        rows = send_partition(options, addresses, members, batches, partition, attempt)
         yield pa.RecordBatch.from_pydict({"partition": [partition], "rows": [rows], "attempt": [attempt]})
 
     committed = frame.mapInArrow(send, COMMIT_SCHEMA).collect()
@@ -58,8 +57,7 @@ def read_frame(spark: Any, options: JetOptions, owners: dict[int, int], schema: 
     one task per sink processor; ``schema`` is a ``StructType``."""
     from jet.connectors.spark.datasource import JetPartition, JetReader
 
-    names = schema.fieldNames()
-    reader = JetReader(options, owners, names)
+    reader = JetReader(options, owners, schema)
     partitions = reader.partitions()
 
     def pull(ids: Iterator[Any]) -> Iterator[Any]:

@@ -54,7 +54,7 @@ class MemberLink:
                 self.send_limit.on_ack(int(header["limit"]))
                 self._limit_changed.notify_all()
         elif op == p.CHUNK:
-            self.chunks.put((header, p.decode_payload(frame, offset)))
+            self.chunks.put((header, p.decode_items(header, frame, offset)))
         else:
             if op == p.ERROR and header.get("rid") is None:
                 self._fail(str(header.get("message")))
@@ -92,7 +92,8 @@ class MemberLink:
 
     # -- outgoing ------------------------------------------------------------------------------------
     def send(self, header: dict, payload: Any = None) -> int:
-        """Send one request frame; returns the pickled payload's size in bytes."""
+        """Send one request frame (an Arrow frame's payload is IPC bytes, see
+        :func:`~jet.connectors.spark.protocol.encode_sized`); returns the payload's size in bytes."""
         self.check()
         frame, payload_bytes = p.encode_sized(FrameType.SPARK_REQUEST, header, payload)
         try:
@@ -118,7 +119,7 @@ class MemberLink:
             self._replies.pop(rid, None)
         if reply["op"] == p.ERROR:
             raise JetSparkError(str(reply.get("message")))
-        return reply, p.decode_payload(frame, offset) if frame else None
+        return reply, p.decode_items(reply, frame, offset) if frame else None
 
     def wait_to_send(self, sent_seq_bytes: int, timeout_s: float, what: str) -> None:
         """Block while the member's flow-control limit does not allow more data."""

@@ -22,7 +22,7 @@ from jet.cluster.chunk_packets import chunk_footprint
 from jet.connectors.spark import protocol as p
 from jet.connectors.spark.client import JetSparkError, MemberLink, tell_members, wait_for_vertex
 from jet.connectors.spark.options import JetOptions
-from jet.connectors.spark.schema import SchemaInferenceError, columns_to_items, infer_schema, item_to_row_fn
+from jet.connectors.spark.schema import SchemaInferenceError, infer_schema
 
 FORMAT_NAME = "jet"
 READER_CREDIT_CHUNKS = 4
@@ -70,12 +70,12 @@ class JetDataSource(DataSource):
         options = self._options()
         owners = wait_for_vertex(options, "source")
         return JetWriter(options, [options.members[owners[i]] for i in range(len(owners))],
-                         [owners[i] for i in range(len(owners))], schema.fieldNames())
+                         [owners[i] for i in range(len(owners))])
 
     def reader(self, schema: StructType) -> "JetReader":
         options = self._options()
         owners = wait_for_vertex(options, "sink")
-        return JetReader(options, owners, schema.fieldNames())
+        return JetReader(options, owners, schema)
 
     def streamWriter(self, schema: StructType, overwrite: bool) -> Any:
         """``writeStream.format("jet")``: each micro-batch into the job's Spark stream source."""
@@ -84,7 +84,7 @@ class JetDataSource(DataSource):
         options = self._options()
         owners = wait_for_vertex(options, "stream-source")
         return JetStreamWriter(options, [options.members[owners[i]] for i in range(len(owners))],
-                               [owners[i] for i in range(len(owners))], schema.fieldNames())
+                               [owners[i] for i in range(len(owners))])
 
     def streamReader(self, schema: StructType) -> Any:
         """``spark.readStream.format("jet")``: the job's Spark stream sink, as a stream."""
@@ -92,7 +92,7 @@ class JetDataSource(DataSource):
 
         # No wait for the vertex: Spark makes readers again when it plans a micro-batch, maybe
         # after the sink has completed (the driver waits for it before starting the query).
-        return JetStreamReader(self._options(), schema.fieldNames())
+        return JetStreamReader(self._options(), schema)
 
 
 @dataclass
@@ -107,12 +107,10 @@ class JetCommitMessage(WriterCommitMessage):
 class JetWriter(DataSourceArrowWriter):
     """Streams each Spark partition (as Arrow batches) to its Spark source processor."""
 
-    def __init__(self, options: JetOptions, addresses: list[str], members: list[int],
-                 names: list[str]) -> None:
+    def __init__(self, options: JetOptions, addresses: list[str], members: list[int]) -> None:
         self.options = options
         self.addresses = addresses
         self.members = members
-        self.names = names
 
     def write(self, iterator: Iterator[Any]) -> JetCommitMessage:
         from pyspark import TaskContext
@@ -120,7 +118,7 @@ class JetWriter(DataSourceArrowWriter):
         context = TaskContext.get()
         partition = context.partitionId() if context else 0
         attempt = context.attemptNumber() if context else 0
-        rows = send_partition(self.options, self.addresses, self.members, self.names, iterator,
+        rows = send_partition(self.options, self.addresses, self.members, iterator,
                               partition, attempt)
         return JetCommitMessage(partition, rows, attempt)
 
@@ -137,28 +135,27 @@ class JetWriter(DataSourceArrowWriter):
                      set(self.members))
 
 
-def send_partition(options: JetOptions, addresses: list[str], members: list[int], names: list[str],
+def send_partition(options: JetOptions, addresses: list[str], members: list[int],
                    batches: Iterator[Any], partition: int, attempt: int, routing: dict | None = None) -> int:
     """Stream one Spark partition (Arrow batches) to its source processor ``partition % N``
-    under the member's flow control, then wait until every row is queued there; returns the
-    row count. ``routing`` adds header fields (a stream's query and micro-batch ids)."""
+    as Arrow IPC frames of at most ``chunk_rows`` rows (no Python object per row), under the
+    member's flow control, then wait until every row is queued there; returns the row count.
+    ``routing`` adds header fields (a stream's query and micro-batch ids)."""
     processor = partition % len(addresses)
     what = f"Spark partition {partition} (attempt {attempt}) -> {options.vertex!r}#{processor}"
     link = MemberLink(addresses[processor], members[processor], options.token, options.tls())
     base = {"op": p.ROWS, "job": options.job, "vertex": options.vertex, "proc": processor,
-            "part": partition, **(routing or {})}
-    position, sent_seq = 0, 0
+            "part": partition, "fmt": p.ARROW, "row_type": options.row_type, **(routing or {})}
+    position, sent_seq, step = 0, 0, options.chunk_rows
     try:
         for batch in batches:
-            columns = [column.to_pylist() for column in batch.columns]
-            rows = columns_to_items(columns, names, options.row_type)
-            step = options.chunk_rows
-            for start in range(0, len(rows), step):
-                chunk = rows[start:start + step]
+            for start in range(0, batch.num_rows, step):
+                chunk = batch.slice(start, step)
                 link.wait_to_send(sent_seq, options.send_timeout_s, what)
-                payload_bytes = link.send({**base, "start": position, "n": len(chunk)}, chunk)
-                sent_seq += chunk_footprint(payload_bytes, len(chunk))
-                position += len(chunk)
+                payload_bytes = link.send({**base, "start": position, "n": chunk.num_rows},
+                                          p.to_ipc(chunk.schema, (chunk,)))
+                sent_seq += chunk_footprint(payload_bytes, chunk.num_rows)
+                position += chunk.num_rows
         link.request({"op": p.FLUSH, "job": options.job, "vertex": options.vertex, "proc": processor},
                      timeout_s=options.send_timeout_s)
     finally:
@@ -177,25 +174,26 @@ class JetPartition(InputPartition):
 class JetReader(DataSourceReader):
     """One Spark partition per sink processor; each pulls its processor's chunks with credits."""
 
-    def __init__(self, options: JetOptions, owners: dict[int, int], names: list[str]) -> None:
+    def __init__(self, options: JetOptions, owners: dict[int, int], schema: StructType) -> None:
         self.options = options
         self.owners = owners
-        self.names = names
+        self.schema = schema
 
     def partitions(self) -> list[JetPartition]:
         return [JetPartition(index, member) for index, member in sorted(self.owners.items())]
 
-    def read(self, partition: JetPartition) -> Iterator[tuple]:
+    def read(self, partition: JetPartition) -> Iterator[Any]:
+        """The sink processor's items as ``pyarrow.RecordBatch``es of the read's schema (the
+        member builds them; the pull carries the schema)."""
         options = self.options
-        to_row = item_to_row_fn(self.names)
         link = MemberLink(options.members[partition.member], partition.member, options.token,
                           options.tls())
         pull = {"op": p.PULL, "job": options.job, "vertex": options.vertex, "proc": partition.processor}
         try:
-            link.send({**pull, "credit": READER_CREDIT_CHUNKS})
+            link.send({**pull, "credit": READER_CREDIT_CHUNKS, "fmt": p.ARROW}, arrow_schema_ipc(self.schema))
             while True:
                 try:
-                    header, items = link.chunks.get(timeout=options.send_timeout_s)
+                    header, batches = link.chunks.get(timeout=options.send_timeout_s)
                 except Exception:
                     raise JetSparkError(f"sink {options.vertex!r}#{partition.processor} sent nothing for "
                                         f"{options.send_timeout_s} s") from None
@@ -204,9 +202,16 @@ class JetReader(DataSourceReader):
                 if header.get("done"):
                     return
                 link.send({**pull, "credit": 1})
-                yield from map(to_row, items)
+                yield from batches
         finally:
             link.close()
+
+
+def arrow_schema_ipc(schema: StructType) -> Any:
+    """The Arrow schema Spark expects of the batches a reader yields, as IPC bytes."""
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    return p.to_ipc(to_arrow_schema(schema, timezone="UTC"))
 
 
 def register(spark: Any) -> None:

@@ -21,11 +21,16 @@ from jet.cluster.flow_control import ReceiveWindow
 from jet.cluster.network import MemberNetwork, register_default_frame_handler
 from jet.cluster.packets import FrameType
 from jet.connectors.spark import protocol as p
+from jet.connectors.spark.arrow_items import ItemSchemaError, count_rows, items_to_batches
+from jet.core.columnar import batch_to_rows, is_batch
 from jet.connectors.spark.stream_endpoints import MicroBatchCommits, StreamSinkEndpoint
 from jet.execution.backoff import wake_parked_workers
 
 log = logging.getLogger("jet.connectors.spark")
 
+ARROW_CHUNK_ROWS = 65536
+"""At most this many items go into one chunk frame to an Arrow reader (fewer when the job
+hands over larger chunks)."""
 VertexKey = tuple[int, str, str]  # member index, job id, vertex name
 _REGISTRY: dict[VertexKey, "VertexEndpoints"] = {}
 _REGISTRY_LOCK = threading.Lock()
@@ -100,6 +105,8 @@ class SinkEndpoint:
         self.reader: int | None = None
         self.reader_started = False
         self.credit = 0
+        self.schema: Any = None  # the reader's Arrow schema: chunks go as Arrow batches of it
+        self.failure: str | None = None  # why the job's items cannot go to the reader
         self.lock = threading.Lock()
         self.network: MemberNetwork | None = None
 
@@ -109,7 +116,7 @@ class SinkEndpoint:
     def add(self, chunk: list) -> None:
         with self.lock:
             self.chunks.append(chunk)
-            self.buffered_items += len(chunk)
+            self.buffered_items += count_rows(chunk)
         self.pump()
 
     def finish_input(self) -> None:
@@ -121,27 +128,58 @@ class SinkEndpoint:
         """Send buffered chunks while the reader has credit; then the DONE chunk."""
         with self.lock:
             while self.credit > 0 and self.reader is not None and self.network is not None:
+                if self.failure is not None:
+                    return
                 if self.chunks:
-                    chunk = self.chunks.popleft()
-                    self.buffered_items -= len(chunk)
+                    chunk = self._take_chunk()
                     done = False
                 elif self.input_done and not self.done_sent:
                     chunk, done = [], True
                 else:
                     return
                 try:
-                    self.network.send_frame(self.reader, p.encode(FrameType.SPARK_REPLY, {
-                        "op": p.CHUNK, "proc": self.index, "done": done, "n": len(chunk)}, chunk))
+                    frame = self._encode_chunk(chunk, done)
+                except ItemSchemaError as error:
+                    self.failure = (f"Spark sink {self.vertex.key[2]!r} #{self.index} of job "
+                                    f"{self.vertex.key[1]!r}: {error}")
+                    self._send_error(self.failure)
+                    return
+                try:
+                    self.network.send_frame(self.reader, frame)
                 except ConnectionError:
                     log.warning("reader of sink %s#%d went away", self.vertex.key[2], self.index)
                     self.chunks.appendleft(chunk)
-                    self.buffered_items += len(chunk)
+                    self.buffered_items += count_rows(chunk)
                     self.reader, self.credit = None, 0
                     return
                 self.credit -= 1
                 self.reader_started = True
                 if done:
                     self.done_sent = True
+
+    def _take_chunk(self) -> list:
+        """The next buffered chunk; for an Arrow reader, buffered chunks joined up to
+        ``ARROW_CHUNK_ROWS`` rows (one batch per frame rather than one per inbox chunk)."""
+        chunk = self.chunks.popleft()
+        if self.schema is not None and self.chunks and len(chunk) + len(self.chunks[0]) <= ARROW_CHUNK_ROWS:
+            chunk = list(chunk)
+            while self.chunks and len(chunk) + len(self.chunks[0]) <= ARROW_CHUNK_ROWS:
+                chunk.extend(self.chunks.popleft())
+        self.buffered_items -= count_rows(chunk)
+        return chunk
+
+    def _encode_chunk(self, chunk: list, done: bool) -> bytes:
+        header = {"op": p.CHUNK, "proc": self.index, "done": done, "n": len(chunk)}
+        if self.schema is None:
+            return p.encode(FrameType.SPARK_REPLY, header, chunk)
+        batches = items_to_batches(chunk, self.schema) if chunk else []
+        return p.encode(FrameType.SPARK_REPLY, {**header, "fmt": p.ARROW}, p.to_ipc(self.schema, batches))
+
+    def _send_error(self, message: str) -> None:
+        try:
+            self.network.send_frame(self.reader, p.encode(FrameType.SPARK_REPLY, {"op": p.ERROR, "message": message}))
+        except ConnectionError:
+            pass
 
     def abandon(self) -> None:
         """The job ended before this sink's DONE went out (it failed or was cancelled): tell
@@ -151,13 +189,8 @@ class SinkEndpoint:
         with self.lock:
             if self.reader is None or self.network is None or self.done_sent:
                 return
-            message = (f"job {self.vertex.key[1]!r} ended before Spark sink {self.vertex.key[2]!r}"
-                       f" #{self.index} finished: the job failed or was cancelled (see its error)")
-            try:
-                self.network.send_frame(self.reader, p.encode(FrameType.SPARK_REPLY, {
-                    "op": p.ERROR, "message": message}))
-            except ConnectionError:
-                pass
+            self._send_error(f"job {self.vertex.key[1]!r} ended before Spark sink {self.vertex.key[2]!r}"
+                             f" #{self.index} finished: the job failed or was cancelled (see its error)")
 
     def sample(self, count: int) -> tuple[bool, list]:
         with self.lock:
@@ -181,6 +214,7 @@ class VertexEndpoints:
         self.commits = MicroBatchCommits()  # a stream source's committed micro-batches
         self.ended = False  # a stream source's Spark query ended
         self.abort_reason: str | None = None
+        self.arrow_schema: Any = None  # a source's: the Arrow schema of the first write it received
         self.changed = threading.Condition()
 
 
@@ -293,22 +327,27 @@ class SparkHub:
                 return
             self._reply(peer, {"op": p.OK, "rid": rid})
         elif op in (p.STATE, p.FETCH, p.TRIM):
-            self._stream_sink_request(peer, entry, header)
+            self._stream_sink_request(peer, entry, header, frame, offset)
         elif op == p.PULL:
             endpoint = self._processor(peer, entry, header)
             if endpoint is not None:
-                self._pull(peer, endpoint, int(header.get("credit", 1)))
+                schema = p.decode_ipc(frame, offset)[0] if header.get("fmt") == p.ARROW else None
+                self._pull(peer, endpoint, int(header.get("credit", 1)), schema)
         elif op == p.SAMPLE:
             ready, items = False, []
             for endpoint in list(entry.processors.values()):
                 ready, items = endpoint.sample(int(header.get("n", 100)))
                 if items:
                     break
+            # a record batch item stands for its rows, by column name
+            items = [row for item in items
+                     for row in (batch_to_rows(item, "dict") if is_batch(item) else (item,))]
             self._reply(peer, {"op": p.SAMPLE, "rid": rid, "ready": ready or not entry.processors}, items)
         else:
             self._reply(peer, {"op": p.ERROR, "rid": rid, "message": f"unknown Spark request {op!r}"})
 
-    def _stream_sink_request(self, peer: int, entry: VertexEndpoints, header: dict) -> None:
+    def _stream_sink_request(self, peer: int, entry: VertexEndpoints, header: dict, frame: bytes,
+                             offset: int) -> None:
         """``state`` of every local processor, ``fetch`` a range of one, ``trim`` committed ones."""
         rid, op = header.get("rid"), header["op"]
         if entry.kind != "stream-sink":
@@ -330,6 +369,15 @@ class SparkHub:
                 return
             try:
                 items = endpoint.fetch(int(header["start"]), int(header["end"]), int(header["n"]))
+                if header.get("fmt") == p.ARROW:  # the reader's schema: reply with Arrow batches
+                    schema = p.decode_ipc(frame, offset)[0]
+                    payload = p.to_ipc(schema, items_to_batches(items, schema) if items else [])
+                    self._reply(peer, {"op": p.FETCH, "rid": rid, "n": len(items), "fmt": p.ARROW}, payload)
+                    return
+            except ItemSchemaError as error:
+                self._reply(peer, {"op": p.ERROR, "rid": rid, "message": f"Spark stream sink "
+                                   f"{entry.key[2]!r} #{endpoint.index} of job {entry.key[1]!r}: {error}"})
+                return
             except ValueError as error:
                 self._reply(peer, {"op": p.ERROR, "rid": rid, "message": str(error)})
                 return
@@ -354,7 +402,7 @@ class SparkHub:
                            "processors": sorted(entry.processors) if entry else [],
                            "total": entry.total if entry else 0, "vertices": vertices})
 
-    def _pull(self, peer: int, endpoint: SinkEndpoint, credit: int) -> None:
+    def _pull(self, peer: int, endpoint: SinkEndpoint, credit: int, schema: Any = None) -> None:
         with endpoint.lock:
             if endpoint.reader != peer:
                 if endpoint.reader_started:
@@ -366,6 +414,8 @@ class SparkHub:
                 endpoint.reader, endpoint.credit = peer, 0
             endpoint.credit += credit
             endpoint.network = self.network
+            if schema is not None:
+                endpoint.schema = schema
         endpoint.pump()
 
     def _ack_loop(self) -> None:

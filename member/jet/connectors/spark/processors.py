@@ -12,7 +12,9 @@ from __future__ import annotations
 from typing import Any
 
 from jet.connectors.spark import hub as spark_hub
-from jet.connectors.spark.protocol import decode_payload
+from jet.connectors.spark import protocol as p
+from jet.connectors.spark.arrow_items import describe_arrow_schema
+from jet.core.columnar import batch_to_rows
 from jet.core.inbox import Inbox
 from jet.core.outbox import Outbox
 from jet.core.processor import Context
@@ -26,8 +28,17 @@ class SparkWriteFailedError(RuntimeError):
     """The Spark side of a job's Spark source failed or was aborted; the message is Spark's."""
 
 
+class SparkReadFailedError(ValueError):
+    """The job's items cannot go to the Spark reader (they do not fit its schema)."""
+
+
 class SparkSourceP(ChunkEmittingProcessor):
     """Emits the rows that Spark tasks write with ``format("jet")`` to this processor.
+
+    Writers send Arrow IPC record batches; with ``columnar=False`` each row becomes one item
+    (a tuple, or a dict by column name when the writer's ``row_type`` is ``dict``), with
+    ``columnar=True`` the batches are emitted as ``pyarrow.RecordBatch`` items. Every write's
+    Arrow schema must equal the first one this vertex received on this member.
 
     Spark partition ``q`` goes to the processor with global index ``q % total``. For each of
     its partitions the processor knows how many rows it has emitted; a chunk of rows starting
@@ -37,7 +48,8 @@ class SparkSourceP(ChunkEmittingProcessor):
 
     endpoint_kind = "source"
 
-    def __init__(self) -> None:
+    def __init__(self, columnar: bool = False) -> None:
+        self.columnar = columnar
         self._endpoint: spark_hub.SourceEndpoint | None = None
         self._emitted: dict[Any, int] = {}  # rows emitted per row key (see _row_key)
         self._chunk: list | None = None
@@ -77,12 +89,45 @@ class SparkSourceP(ChunkEmittingProcessor):
                 endpoint.consumed(peer, footprint)
                 spark_hub.SourceEndpoint.dropped_rows_total += end - start
                 continue
-            rows = decode_payload(frame, offset)
             spark_hub.SourceEndpoint.dropped_rows_total += emitted - start
-            self._chunk = rows if start == emitted else rows[emitted - start:]
+            self._chunk = self._decode(header, frame, offset, emitted - start)
             self._chunk_ack, self._chunk_key = (peer, footprint), key
             self._emitted[key] = end
         return self._finished()
+
+    def _decode(self, header: dict, frame: bytes, offset: int, skip: int) -> list:
+        """The items of a ``rows`` frame from its row ``skip`` on (earlier ones were emitted)."""
+        if header.get("fmt") != p.ARROW:  # a pickled list of items (tests drive processors so)
+            rows = p.decode_payload(frame, offset)
+            return rows[skip:] if skip else rows
+        schema, batches = p.decode_ipc(frame, offset)
+        self._check_schema(schema, header)  # a few field compares: cheap next to the rows
+        items: list = []
+        for batch in batches:
+            if skip >= batch.num_rows:
+                skip -= batch.num_rows
+                continue
+            if skip:
+                batch, skip = batch.slice(skip), 0
+            if self.columnar:
+                items.append(batch)
+            else:
+                items.extend(batch_to_rows(batch, str(header.get("row_type", "tuple"))))
+        return items
+
+    def _check_schema(self, schema: Any, header: dict) -> None:
+        vertex = self._endpoint.vertex
+        with vertex.changed:
+            if vertex.arrow_schema is None:
+                vertex.arrow_schema = schema
+                return
+            first = vertex.arrow_schema
+        if not schema.equals(first):
+            raise SparkWriteFailedError(
+                f"{self._describe(self._row_key(header))}: the Spark write's schema "
+                f"({describe_arrow_schema(schema)}) differs from the schema of the first write into "
+                f"{self.context.vertex_name!r} ({describe_arrow_schema(first)}); every write into one "
+                f"Spark source must have the same columns and types")
 
     def _row_key(self, header: dict) -> Any:
         """What row positions count in: the Spark partition."""
@@ -130,8 +175,11 @@ class SparkSourceP(ChunkEmittingProcessor):
 class SparkSinkP(ChunkEmittingProcessor):
     """Buffers the job's output for one Spark reader task (``spark.read.format("jet")``).
 
-    Takes an inbox chunk only while the buffer holds fewer than ``buffer_items`` items, and
+    Takes an inbox chunk only while the buffer holds fewer than ``buffer_items`` rows, and
     completes once a reader has pulled everything, so the job ends after Spark has its output.
+    Items are rows (tuples by position, dicts by column name, scalars) or ``pyarrow.RecordBatch``es
+    (forwarded as they are); the reader gets Arrow batches of its schema, and an item that does
+    not fit fails the job with a message naming the column, its type and the value.
     """
 
     def __init__(self, buffer_items: int = DEFAULT_SINK_BUFFER_ITEMS) -> None:
@@ -149,10 +197,16 @@ class SparkSinkP(ChunkEmittingProcessor):
             context.global_index, context.total_parallelism, capacity_items=self._buffer_items)
 
     def process(self, ordinal: int, inbox: Inbox) -> None:
+        self._check_failure()
         if not self._endpoint.is_full():
             self._endpoint.add(inbox.take_chunk())
 
+    def _check_failure(self) -> None:
+        if self._endpoint.failure is not None:
+            raise SparkReadFailedError(self._endpoint.failure)
+
     def complete(self) -> bool:
+        self._check_failure()
         endpoint = self._endpoint
         if not endpoint.input_done:
             endpoint.finish_input()

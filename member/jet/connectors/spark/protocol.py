@@ -4,11 +4,15 @@ A Spark task (or driver) dials a member's gRPC server like a peer member, with t
 token and a negative member index of its own (:func:`new_peer_index`), and sends
 ``SPARK_REQUEST`` frames; the member answers with ``SPARK_REPLY`` frames on the same stream::
 
-    u8 type | u32 header length | header (JSON, UTF-8) | payload (pickle protocol 5, may be empty)
+    u8 type | u32 header length | header (JSON, UTF-8) | payload (may be empty)
 
-The header routes the frame (``op``, ``job``, ``vertex``, ``proc`` = the processor's global
-index) without unpickling anything on the network thread; the payload (rows or items) is
-unpickled by the processor that owns it. Both ends authenticated with the cluster token first.
+The payload is pickle protocol 5, or, when the header says ``"fmt": "arrow"``, one Arrow IPC
+stream (a schema and its record batches): a writer's ``rows`` (header ``row_type`` says how the
+member turns them into items), a sink's ``chunk`` and ``fetch`` replies, and the reader's Spark
+schema on ``pull`` and ``fetch`` requests (a stream with no batch). The header routes the frame
+(``op``, ``job``, ``vertex``, ``proc`` = the processor's global index) without decoding the
+payload on the network thread; the processor that owns it decodes it. Both ends authenticated
+with the cluster token first.
 
 Requests (``op``): ``probe`` (which processors of a vertex run here), ``rows`` (a chunk of one
 Spark partition's rows from ``start``), ``flush`` (answered once every earlier frame of this
@@ -34,6 +38,8 @@ from typing import Any
 from jet.cluster.packets import FrameType, PacketFormatError
 
 PICKLE_PROTOCOL = 5
+ARROW = "arrow"
+"""The header's ``fmt`` of a frame whose payload is an Arrow IPC stream."""
 _LENGTH = struct.Struct(">BI")
 
 # request ops
@@ -55,10 +61,40 @@ def encode(kind: FrameType, header: dict[str, Any], payload: Any = None) -> byte
 
 
 def encode_sized(kind: FrameType, header: dict[str, Any], payload: Any = None) -> tuple[bytes, int]:
-    """:func:`encode`, and the pickled payload's size (what flow control counts)."""
+    """:func:`encode`, and the payload's size (what flow control counts). The payload of an
+    Arrow frame (``header["fmt"] == "arrow"``) is IPC bytes (any buffer) and is sent as is."""
     head = json.dumps(header, separators=(",", ":")).encode("utf-8")
+    if header.get("fmt") == ARROW:
+        body = memoryview(payload)
+        return b"".join((_LENGTH.pack(kind, len(head)), head, body)), body.nbytes
     body = b"" if payload is None else pickle.dumps(payload, PICKLE_PROTOCOL)
     return _LENGTH.pack(kind, len(head)) + head + body, len(body)
+
+
+def to_ipc(schema: Any, batches: Any = ()) -> Any:
+    """One Arrow IPC stream: ``schema``, then ``batches`` (a ``pyarrow.Buffer``)."""
+    import pyarrow as pa
+
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, schema) as writer:
+        for batch in batches:
+            writer.write_batch(batch)
+    return sink.getvalue()
+
+
+def decode_ipc(frame: bytes, offset: int) -> tuple[Any, list]:
+    """The schema and record batches of an Arrow frame's payload, read without copying."""
+    import pyarrow as pa
+
+    reader = pa.ipc.open_stream(pa.py_buffer(memoryview(frame)[offset:]))
+    return reader.schema, list(reader)
+
+
+def decode_items(header: dict[str, Any], frame: bytes, offset: int) -> Any:
+    """The payload: a list of record batches for an Arrow frame, else unpickled."""
+    if header.get("fmt") == ARROW:
+        return decode_ipc(frame, offset)[1]
+    return decode_payload(frame, offset)
 
 
 def decode_header(frame: bytes) -> tuple[dict[str, Any], int]:

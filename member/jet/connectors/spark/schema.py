@@ -1,4 +1,4 @@
-"""Items <-> Spark rows: tuples by position, dicts by name, a schema inferred from items."""
+"""A Spark schema inferred from a sink's first items (rows become Arrow batches in ``arrow_items``)."""
 
 from __future__ import annotations
 
@@ -56,26 +56,3 @@ def infer_schema(items: Iterable[Any]) -> T.StructType:
         fields.append(T.StructField(str(name), data_type, True))
     return T.StructType(fields)
 
-
-def item_to_row_fn(names: list[str]) -> Callable[[Any], tuple]:
-    """Item -> row tuple for a schema with these column names (tuple/list by position, dict by
-    name, a scalar as a one-column row)."""
-    width = len(names)
-
-    def to_row(item: Any) -> tuple:
-        if type(item) is tuple and len(item) == width:
-            return item
-        if isinstance(item, dict):
-            return tuple(item.get(name) for name in names)
-        if isinstance(item, (tuple, list)):
-            return tuple(item)
-        return (item,)
-
-    return to_row
-
-
-def columns_to_items(columns: list[list], names: list[str], row_type: str) -> list:
-    """Columns (lists, one per field) -> items: tuples, or dicts when ``row_type == 'dict'``."""
-    if row_type == "dict":
-        return [dict(zip(names, values)) for values in zip(*columns)]
-    return list(zip(*columns))

@@ -25,9 +25,8 @@ from pyspark.sql.datasource import (DataSourceStreamArrowWriter, DataSourceStrea
 
 from jet.connectors.spark import protocol as p
 from jet.connectors.spark.client import JetSparkError, MemberLink, _alive, close_all, connect_all, tell_members
-from jet.connectors.spark.datasource import send_partition
+from jet.connectors.spark.datasource import arrow_schema_ipc, send_partition
 from jet.connectors.spark.options import JetOptions
-from jet.connectors.spark.schema import item_to_row_fn
 
 DURABLE_COMMIT_TIMEOUT_S = 600.0
 """How long a micro-batch's commit waits for the job's next snapshot (per member)."""
@@ -50,11 +49,10 @@ class JetStreamCommitMessage(WriterCommitMessage):
 class JetStreamWriter(DataSourceStreamArrowWriter):
     """Writes each micro-batch into the job's Spark stream source (see the module docstring)."""
 
-    def __init__(self, options: JetOptions, addresses: list[str], members: list[int], names: list[str]) -> None:
+    def __init__(self, options: JetOptions, addresses: list[str], members: list[int]) -> None:
         self.options = options
         self.addresses = addresses
         self.members = members
-        self.names = names
 
     def write(self, iterator: Iterator[Any]) -> JetStreamCommitMessage:
         from pyspark import TaskContext
@@ -65,7 +63,7 @@ class JetStreamWriter(DataSourceStreamArrowWriter):
             raise JetSparkError(f"a jet stream write task has no {QUERY_ID_PROPERTY!r}/{BATCH_ID_PROPERTY!r} "
                                 f"local property: write with writeStream in micro-batch mode")
         partition = context.partitionId()
-        rows = send_partition(self.options, self.addresses, self.members, self.names, iterator, partition,
+        rows = send_partition(self.options, self.addresses, self.members, iterator, partition,
                               context.attemptNumber(), {"query": query, "batch": int(batch)})
         return JetStreamCommitMessage(query, int(batch), partition, rows)
 
@@ -99,9 +97,9 @@ class JetStreamPartition(InputPartition):
 class JetStreamReader(DataSourceStreamReader):
     """The job's Spark stream sink as a Spark stream (see the module docstring)."""
 
-    def __init__(self, options: JetOptions, names: list[str]) -> None:
+    def __init__(self, options: JetOptions, schema: Any) -> None:
         self.options = options
-        self.names = names
+        self.schema = schema
         self.owners: dict[int, int] = {}  # sink processor -> member, as the members report them
         self._links: list[MemberLink] | None = None
 
@@ -155,21 +153,23 @@ class JetStreamReader(DataSourceStreamReader):
                 for key, stop in sorted(end["positions"].items(), key=lambda entry: int(entry[0]))
                 if stop > begin.get(key, 0) and int(key) in self.owners]
 
-    def read(self, partition: JetStreamPartition) -> Iterator[tuple]:
+    def read(self, partition: JetStreamPartition) -> Iterator[Any]:
+        """Positions ``[start, end)`` of one sink processor, as ``pyarrow.RecordBatch``es."""
         options = self.options
-        to_row = item_to_row_fn(self.names)
+        schema = arrow_schema_ipc(self.schema)
         link = MemberLink(options.members[partition.member], partition.member, options.token, options.tls())
         fetch = {"op": p.FETCH, "job": options.job, "vertex": options.vertex, "proc": partition.processor,
-                 "end": partition.end, "n": options.chunk_rows}
+                 "end": partition.end, "n": options.chunk_rows, "fmt": p.ARROW}
         position = partition.start
         try:
             while position < partition.end:
-                _, items = link.request({**fetch, "start": position}, timeout_s=options.send_timeout_s)
-                if not items:
+                reply, batches = link.request({**fetch, "start": position}, schema,
+                                              timeout_s=options.send_timeout_s)
+                if not reply.get("n"):
                     raise JetSparkError(f"sink {options.vertex!r}#{partition.processor} returned no items "
                                         f"at position {position} (expected up to {partition.end})")
-                position += len(items)
-                yield from map(to_row, items)
+                position += int(reply["n"])
+                yield from batches
         finally:
             link.close()
 
