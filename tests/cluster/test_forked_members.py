@@ -55,3 +55,10 @@ def test_signals_and_stdin(tmp_path):
 def test_turned_off_by_the_environment(monkeypatch):
     monkeypatch.setenv(forked_members.FORK_ENV, "0")
     assert not forked_members.available()
+
+
+def test_a_member_with_its_own_hash_seed_is_not_forked(monkeypatch):
+    monkeypatch.delenv(forked_members.FORK_ENV, raising=False)
+    monkeypatch.setenv("PYTHONHASHSEED", "1")
+    assert forked_members.available({"PYTHONHASHSEED": "1"})
+    assert not forked_members.available({"PYTHONHASHSEED": "2"})

@@ -24,8 +24,12 @@ _server: "ForkServer | None" = None
 FORK_ENV = "JET_FORK_MEMBERS"
 
 
-def available() -> bool:
-    """Whether members are forked here: POSIX ``fork``, and not turned off by ``$JET_FORK_MEMBERS=0``."""
+def available(member_env: dict[str, str] | None = None) -> bool:
+    """Whether a member with this environment can be forked here: POSIX ``fork``, not turned off
+    by ``$JET_FORK_MEMBERS=0``, and no ``PYTHONHASHSEED`` of its own (a forked member keeps the
+    fork server's string hashing, which is fixed when an interpreter starts)."""
+    if member_env is not None and member_env.get("PYTHONHASHSEED") != os.environ.get("PYTHONHASHSEED"):
+        return False
     return hasattr(os, "fork") and sys.platform != "win32" and os.environ.get(FORK_ENV, "1") != "0"
 
 

@@ -125,7 +125,7 @@ class LocalCluster:
             if not restart:
                 self.log_paths.append(path)
             output = path.open("ab" if restart else "wb")
-        if forked_members.available():
+        if forked_members.available(self._member_envs[index]):
             if output is not None:
                 output.close()
             path = None if log_dir is None else str(Path(log_dir) / f"member-{index}.log")
