@@ -41,6 +41,9 @@ PICKLE_PROTOCOL = 5
 ARROW = "arrow"
 """The header's ``fmt`` of a frame whose payload is an Arrow IPC stream."""
 _LENGTH = struct.Struct(">BI")
+#: Arrow payloads start at a multiple of this in their frame (the header is padded), so batches
+#: read in place have the alignment Arrow's compute kernels expect.
+IPC_ALIGNMENT = 8
 
 # request ops
 PROBE, ROWS, FLUSH, COMMIT, ABORT, PULL, SAMPLE = "probe", "rows", "flush", "commit", "abort", "pull", "sample"
@@ -66,6 +69,7 @@ def encode_sized(kind: FrameType, header: dict[str, Any], payload: Any = None) -
     head = json.dumps(header, separators=(",", ":")).encode("utf-8")
     if header.get("fmt") == ARROW:
         body = memoryview(payload)
+        head += b" " * (-(_LENGTH.size + len(head)) % IPC_ALIGNMENT)  # JSON allows trailing spaces
         return b"".join((_LENGTH.pack(kind, len(head)), head, body)), body.nbytes
     body = b"" if payload is None else pickle.dumps(payload, PICKLE_PROTOCOL)
     return _LENGTH.pack(kind, len(head)) + head + body, len(body)
@@ -86,7 +90,10 @@ def decode_ipc(frame: bytes, offset: int) -> tuple[Any, list]:
     """The schema and record batches of an Arrow frame's payload, read without copying."""
     import pyarrow as pa
 
-    reader = pa.ipc.open_stream(pa.py_buffer(memoryview(frame)[offset:]))
+    buffer = pa.py_buffer(memoryview(frame)[offset:])
+    if buffer.address % IPC_ALIGNMENT:  # Arrow's kernels warn about (and copy) misaligned buffers
+        buffer = pa.py_buffer(bytes(buffer))
+    reader = pa.ipc.open_stream(buffer)
     return reader.schema, list(reader)
 
 

@@ -10,7 +10,6 @@ without it can run the job's vertices.
 from __future__ import annotations
 
 import glob
-import inspect
 import os
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -19,9 +18,6 @@ from urllib.parse import urlparse
 from jet.connectors.base import Sink, Source
 from jet.connectors.spark.processors import DEFAULT_SINK_BUFFER_ITEMS, SparkSinkP, SparkSourceP
 
-#: Whether the Spark processors speak RecordBatch items: SparkSourceP(columnar=) came with the
-#: Arrow wire format, as did SparkSinkP taking batches. Without it map_batches gets and gives rows.
-_ARROW_ITEMS = "columnar" in inspect.signature(SparkSourceP).parameters
 SAVE_MODES = ("errorifexists", "error", "append", "overwrite", "ignore")
 #: Spark formats whose path names files; other formats' paths may name tables or topics.
 FILE_FORMATS = ("text", "csv", "json", "parquet", "orc", "avro", "binaryfile", "xml")
@@ -83,9 +79,7 @@ class SparkSourceSupplier:
     columnar: bool = False
 
     def __call__(self) -> SparkSourceP:
-        if self.columnar and _ARROW_ITEMS:
-            return SparkSourceP(columnar=True)
-        return SparkSourceP()
+        return SparkSourceP(columnar=self.columnar)
 
 
 @dataclass(frozen=True)
@@ -112,10 +106,8 @@ class SparkSink(Sink):
 
     spec: SparkWriteSpec | None = field(default=None, compare=False)
 
-    @property
-    def takes_batches(self) -> bool:
-        """Whether a ``map_batches`` stage may send its RecordBatch items as they are."""
-        return _ARROW_ITEMS
+    #: A ``map_batches`` stage may send its RecordBatch items as they are.
+    takes_batches = True
 
 
 def check_format(format: Any, what: str) -> None:
