@@ -106,6 +106,19 @@ def test_a_missing_input_path_fails_the_job_with_sparks_message(spark, tmp_path)
     assert "PATH_NOT_FOUND" in text and "nowhere.parquet" in text
 
 
+def test_a_sink_spark_cannot_write_fails_the_job_with_sparks_message(spark, tmp_path):
+    """The output path exists and the mode refuses that: the job fails, its sink does not wait."""
+    taken = tmp_path / "taken.parquet"
+    spark.range(3).write.parquet(str(taken))
+    pipeline = Pipeline.create()
+    (pipeline.read_from(Sources.items([(i, i) for i in range(100_000)]))
+     .write_to(Sinks.spark("parquet", str(taken), mode="errorifexists", schema="a long, b long")))
+    with pytest.raises(JobFailedError) as failure:
+        run_with_spark(spark, pipeline, members=2)
+    text = str(failure.value) + str(getattr(failure.value, "traceback_text", ""))
+    assert "the Spark side of" in text and "already exists" in text.lower()
+
+
 @pytest.mark.parametrize("options, message", [
     ({}, "option 'job'"),
     ({"job": "j"}, "option 'vertex'"),

@@ -25,8 +25,6 @@ from jet.connectors.spark.client import tell_members
 from jet.connectors.spark.options import JetOptions
 
 COMMIT_SCHEMA = "partition long, rows long, attempt long"
-#: Rows per Arrow batch when a reader gives rows rather than batches.
-ROWS_PER_BATCH = 65_536
 
 
 def write_frame(frame: Any, options: JetOptions, owners: dict[int, int]) -> dict[str, int]:
@@ -55,7 +53,7 @@ def write_frame(frame: Any, options: JetOptions, owners: dict[int, int]) -> dict
 def read_frame(spark: Any, options: JetOptions, owners: dict[int, int], schema: Any) -> Any:
     """The DataFrame of the job's Spark sink vertex (``owners``: processor index -> member),
     one task per sink processor; ``schema`` is a ``StructType``."""
-    from jet.connectors.spark.datasource import JetPartition, JetReader
+    from jet.connectors.spark.datasource import JetReader
 
     reader = JetReader(options, owners, schema)
     partitions = reader.partitions()
@@ -63,29 +61,9 @@ def read_frame(spark: Any, options: JetOptions, owners: dict[int, int], schema: 
     def pull(ids: Iterator[Any]) -> Iterator[Any]:
         for batch in ids:
             for index in batch.column(0).to_pylist():
-                yield from as_batches(reader.read(partitions[index]), schema)
+                yield from reader.read(partitions[index])  # RecordBatches of ``schema``
 
     return spark.range(len(partitions), numPartitions=max(1, len(partitions))).mapInArrow(pull, schema)
-
-
-def as_batches(pieces: Iterator[Any], schema: Any) -> Iterator[Any]:
-    """Arrow record batches of ``schema`` from what a reader yields: batches as they are, rows
-    gathered into batches."""
-    import pyarrow as pa
-    from pyspark.sql.pandas.types import to_arrow_schema
-
-    arrow_schema, names, rows = None, schema.fieldNames(), []
-    for piece in pieces:
-        if isinstance(piece, pa.RecordBatch):
-            yield piece
-            continue
-        rows.append(dict(zip(names, piece)))
-        if len(rows) >= ROWS_PER_BATCH:
-            arrow_schema = arrow_schema or to_arrow_schema(schema)
-            yield pa.RecordBatch.from_pylist(rows, schema=arrow_schema)
-            rows = []
-    if rows:
-        yield pa.RecordBatch.from_pylist(rows, schema=arrow_schema or to_arrow_schema(schema))
 
 
 def sink_schema(spark: Any, schema: Any, options: JetOptions) -> Any:

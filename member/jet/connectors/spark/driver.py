@@ -177,10 +177,17 @@ def write_source(spark: Any, spec: SparkReadSpec, options: JetOptions,
 
 
 def read_sink(spark: Any, spec: SparkWriteSpec, options: JetOptions) -> None:
-    """Read the job's sink vertex and write it with the stage's format, mode and path."""
+    """Read the job's sink vertex and write it with the stage's format, mode and path; on failure
+    fail the job with Spark's message."""
     activate(spark)
     owners = wait_for_vertex(options, "sink")
-    spec.write(read_frame(spark, options, owners, sink_schema(spark, spec.schema, options)))
+    try:
+        spec.write(read_frame(spark, options, owners, sink_schema(spark, spec.schema, options)))
+    except BaseException as error:  # fail the job rather than leave its sink waiting for a reader
+        reason = spark_failure_message(error)
+        log.error("Spark sink %r failed: %s", options.vertex, reason)
+        tell_members(options, {"op": p.ABORT, "reason": reason}, set(owners.values()))
+        raise
 
 
 def _write_task_limit(spark: Any, job: Any, sources: list, sinks: list, member_count: int) -> int | None:

@@ -204,6 +204,9 @@ class SparkSinkP(ChunkEmittingProcessor):
     def _check_failure(self) -> None:
         if self._endpoint.failure is not None:
             raise SparkReadFailedError(self._endpoint.failure)
+        reason = self._endpoint.vertex.abort_reason
+        if reason is not None:  # the driver could not read or write the sink's output
+            raise SparkReadFailedError(f"the Spark side of {self.context.vertex_name!r} failed: {reason}")
 
     def complete(self) -> bool:
         self._check_failure()
