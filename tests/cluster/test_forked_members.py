@@ -47,6 +47,8 @@ def test_signals_and_stdin(tmp_path):
     closed = forked_members.ForkedMember(jet_command(*member_args()), env(), str(tmp_path / "b.log"))
     log = tmp_path / "b.log"
     wait_until(lambda: log.exists() and "serving gRPC" in log.read_text(), 30, "the member to serve")
+    if sys.platform.startswith("linux"):  # named in top, not "python"
+        assert open(f"/proc/{closed.pid}/comm").read().strip() == "jet-member-0"
     closed.stdin.close()
     assert closed.wait(30) != 0 and closed.stdin.closed
     assert "closed our stdin" in (tmp_path / "b.log").read_text()

@@ -29,6 +29,8 @@ import select
 import sys
 from typing import Any
 
+from jet.cluster.parent_watch import set_parent_death_signal, set_process_name
+
 #: Imported once, before any fork: what a member needs to start and to run jobs (nothing that
 #: starts a thread at import).
 PRELOAD = ("jet.cli", "jet.cluster.member_main", "jet.cluster.member", "jet.connectors.sources", "jet.connectors.sinks",
@@ -43,6 +45,9 @@ def _run_child(request: dict[str, Any], stdin_read: int, others: list[int]) -> N
     code = 1
     try:
         os.setsid()
+        args = request["args"]
+        index = args[args.index("--index") + 1] if "--index" in args[:-1] else ""
+        set_process_name(f"jet-member-{index}" if index else "jet-member")  # not "python" in top
         os.dup2(stdin_read, 0)
         for fd in [stdin_read, *others]:
             os.close(fd)
@@ -77,9 +82,8 @@ def _run_child(request: dict[str, Any], stdin_read: int, others: list[int]) -> N
 
 
 def serve(reply_fd: int) -> None:
-    from jet.cluster.parent_watch import set_parent_death_signal
-
     set_parent_death_signal()
+    set_process_name("jet-fork-server")
     for module in PRELOAD:
         importlib.import_module(module)
     member_stdins: dict[int, int] = {}  # pid -> write end of its stdin pipe
