@@ -1,7 +1,7 @@
 """Spark -> Jet aggregation -> Spark against the same aggregation in PySpark alone.
 
     python bench/spark_bench.py [--rows 10000000] [--members 2] [--keys 1000]
-                                [--only spark,jet,batches,rdd,pandas]
+                                [--only spark,jet,batches,floor,rdd,pandas]
 
 Writes a Parquet dataset of ``rows`` rows (key long, value double) once, then in one run:
 1. PySpark alone: read Parquet, group by key, sum and count, write Parquet;
@@ -12,9 +12,11 @@ Writes a Parquet dataset of ``rows`` rows (key long, value double) once, then in
 3. Spark -> Jet ``map_batches`` -> Spark (``--only ...,batches``): Spark's Arrow batches go whole into a
    ``map_batches`` stage that groups each batch with pyarrow (partial sums and counts per key),
    then Jet groups the partials by key and sums them;
-4. PySpark running the same Python functions, RDD API: ``rdd.map(key, (value, 1))
+4. the floor of any Python path (``floor``): Spark moves the rows into Python workers with a
+   ``mapInArrow`` that only counts them, in as many tasks as the Jet writes get;
+5. PySpark running the same Python functions, RDD API: ``rdd.map(key, (value, 1))
    .reduceByKey(add pairs)``, written as Parquet;
-5. PySpark running Python per group, pandas UDF: ``groupBy("key").applyInPandas(sum, count)``.
+6. PySpark running Python per group, pandas UDF: ``groupBy("key").applyInPandas(sum, count)``.
 All share one SparkSession (``local[N]``, N = cores or readers + 2, whichever is more, so the
 job's sink readers and the source writers never wait for each other's task slots) and check
 they produced the same groups. ``--only`` picks contenders (PySpark alone always runs: it is
@@ -56,13 +58,19 @@ def _same_batches(batches):
     yield from batches
 
 
+def _count_rows(batches):
+    import pyarrow as pa
+
+    yield pa.RecordBatch.from_pydict({"n": [sum(batch.num_rows for batch in batches)]})
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--rows", type=int, default=10_000_000)
     parser.add_argument("--members", type=int, default=2)
     parser.add_argument("--keys", type=int, default=1000)
     parser.add_argument("--dir", default=None)
-    parser.add_argument("--only", default="spark,jet,batches,rdd,pandas")
+    parser.add_argument("--only", default="spark,jet,batches,floor,rdd,pandas")
     parser.add_argument("--in-process", action="store_true",
                         help="run the members in this process (tests/spark/harness.py) instead of as"
                              " member processes of jet.local_cluster, as jet run does")
@@ -140,6 +148,12 @@ def main() -> None:
         run_jet(pipeline)
         timings[f"Spark -> Jet map_batches ({args.members} members) -> Spark"] = time.perf_counter() - started
         outputs["jet-batches"] = batches_out
+    if "floor" in only:  # Spark moving the rows into Python workers that only count them
+        started = time.perf_counter()
+        frame = spark.read.parquet(source).coalesce(max(1, slots - args.members))  # as the Jet writes
+        counted = sum(row[0] for row in frame.mapInArrow(_count_rows, "n long").collect())
+        timings["Spark -> Python workers, mapInArrow counting rows (floor)"] = time.perf_counter() - started
+        assert counted == args.rows, counted
     if "rdd" in only:
         rdd_out = str(work / "rdd-out")
         shutil.rmtree(rdd_out, ignore_errors=True)

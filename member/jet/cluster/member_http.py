@@ -45,6 +45,9 @@ NO_JOB = {"jobId": None, "name": None, "status": "NOT_RUNNING", "message": "", "
           "lastSnapshot": None, "snapshotCount": 0}
 
 
+#: How often the HTTP server's loop looks for a shutdown request (seconds).
+SHUTDOWN_POLL_S = 0.05
+
 class MemberMetrics:
     """The Prometheus metrics of one member, in a registry of its own."""
 
@@ -130,7 +133,10 @@ class MemberHttpServer:
         self._server = _http_server(host, port, handler)
         self._server.daemon_threads = True
         self.port = self._server.server_address[1]
-        self._thread = threading.Thread(target=self._server.serve_forever, name="jet-http", daemon=True)
+        # shutdown() waits for the loop's next poll: at the default 0.5 s that was most of a
+        # member's stop, and of `jet run`'s teardown
+        self._thread = threading.Thread(target=self._server.serve_forever, args=(SHUTDOWN_POLL_S,),
+                                        name="jet-http", daemon=True)
 
     def start(self) -> "MemberHttpServer":
         self._thread.start()
