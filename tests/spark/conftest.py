@@ -37,10 +37,10 @@ def spark():
     return shared_spark_session()
 
 
-@pytest.fixture
+@pytest.fixture(autouse=True)
 def forget_failed_jobs():
     """A failed job's Spark vertices are remembered as ended (per process, by job id): clear
-    that after a test whose job fails, so later tests running a job of the same id do not see it."""
+    that after every test, so a later test running a job of the same id does not see it."""
     yield
     from jet.connectors.spark import hub as spark_hub
 
