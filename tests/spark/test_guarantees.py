@@ -50,14 +50,16 @@ def test_a_million_rows_into_a_slow_job_stay_within_the_receive_window(spark, tm
 
     pipeline = Pipeline.create()
     (pipeline.read_from(Sources.spark_query(
-        lambda s: s.range(0, rows, numPartitions=4).selectExpr("id", "repeat('x', 100) AS pad")))
+        # 2 partitions for 2 source processors: one writer attempt, so one window, per processor
+        lambda s: s.range(0, rows, numPartitions=2).selectExpr("id", "repeat('x', 100) AS pad")))
      .filter(slow)
      .aggregate(AggregateOperations.counting())
      .write_to(Sinks.list("count")))
     started = time.monotonic()
     results = run_with_spark(spark, pipeline, members=2, timeout=200)
     assert results["count"] == [rows]
-    chunk_bytes = 4096 * (100 + 60)  # one frame of rows, pickled, plus the per-item overhead
+    chunk_bytes = 4096 * (8 + 4 + 100 + 56)  # a frame's Arrow columns (long, string offset and
+    #                                          bytes) plus the per-item overhead
     bound = (INITIAL_RECEIVE_WINDOW_COMPRESSED + 2 << COMPRESSED_SEQ_UNIT_LOG2) + 2 * chunk_bytes
     total_footprint = rows * (100 + 56)
     assert len(peaks) == 2 and total_footprint / 2 > bound  # the window, not the data, is the limit
