@@ -15,10 +15,14 @@ if TYPE_CHECKING:
 ROW_TYPES = ("tuple", "dict")
 
 
+def is_batch_type(kind: type) -> bool:
+    """True for ``pyarrow.RecordBatch``; cheap, and imports nothing."""
+    return kind.__name__ == "RecordBatch" and kind.__module__.startswith("pyarrow")
+
+
 def is_batch(item: Any) -> bool:
     """True when ``item`` is a ``pyarrow.RecordBatch``; cheap, and imports nothing."""
-    kind = type(item)
-    return kind.__name__ == "RecordBatch" and kind.__module__.startswith("pyarrow")
+    return is_batch_type(type(item))
 
 
 def batch_to_rows(batch: "pyarrow.RecordBatch", row_type: str = "tuple") -> list:

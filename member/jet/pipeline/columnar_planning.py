@@ -15,7 +15,6 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from jet.core.dag import Vertex
 from jet.core.processors.batches import BatchFunction, batch_chain_p
 from jet.pipeline.transforms import Transform
 
@@ -40,12 +39,13 @@ def takes_columnar_input(source: Transform) -> bool:
             and takes_batches(source.downstream[0], source))
 
 
-class BatchChainPlanning:
-    """The ``map_batches`` half of the planner; ``Planner`` provides the vertices and edges."""
+def batch_function(stage: Transform, name: str) -> BatchFunction:
+    """The step of a ``map_batches`` stage."""
+    return BatchFunction(stage.fn, name, stage.batch_format, stage.schema, stage.as_dicts)
 
-    names: dict[Transform, str]
-    output_vertex: dict[Transform, Vertex]
-    emits_pairs: dict[Transform, bool]
+
+class BatchChainPlanning:
+    """The ``map_batches`` half of the planner's stateless chains."""
 
     def _chain_emit(self, last: Transform) -> str:
         """What a fused chain with ``map_batches`` in it emits: batches, rows or pairs."""
@@ -56,31 +56,12 @@ class BatchChainPlanning:
             return "batches"
         return "rows"
 
-    def _plan_batch_chain(self, chain: list[Transform]) -> None:
-        """One vertex for a fused chain of stateless and ``map_batches`` stages (no timestamps:
-        ``map_batches`` refuses a stream with them)."""
-        from jet.pipeline.planner import _peek_step
-        steps: list[tuple[str, Any]] = []
-        names = [self.names[stage] for stage in chain]
-        for stage, name in zip(chain, names):
-            if stage.kind == "map_batches":
-                steps.append(("map_batches", BatchFunction(stage.fn, name, stage.batch_format,
-                                                           stage.schema, stage.as_dicts)))
-            elif stage.kind == "peek":
-                steps.append(("map", _peek_step(stage.fn, name)))
-            else:
-                steps.append((stage.kind, stage.fn))
-        emit = self._chain_emit(chain[-1])
-        vertex_name = names[0] if len(chain) == 1 else "fused(" + ", ".join(names) + ")"
-        vertex = self._vertex(vertex_name, batch_chain_p(steps, names, emit),
-                              self._effective_lp(chain[0]))
-        self._connect_input(chain[0].inputs[0], vertex)
-        for stage in chain:
-            self.output_vertex[stage] = vertex
-            self.emits_pairs[stage] = emit == "pairs"
+    def _batch_chain_supplier(self, last: Transform, steps: list[tuple[str, Any]],
+                              names: list[str]) -> tuple[Any, bool]:
+        """The supplier of a fused chain with ``map_batches`` in it, and whether it emits pairs
+        (no timestamps: ``map_batches`` refuses a stream with them)."""
+        emit = self._chain_emit(last)
+        return batch_chain_p(steps, names, emit), emit == "pairs"
 
-    # provided by Planner and StreamPlanning
-    _vertex: Callable[..., Vertex]
-    _connect_input: Callable[..., Any]
-    _effective_lp: Callable[[Transform], int]
+    # provided by StreamPlanning
     chain_output_pairs: Callable[[Transform, bool], bool]

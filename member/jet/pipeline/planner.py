@@ -29,7 +29,7 @@ from jet.core.functions import entry_key
 from jet.core.partitioner import HASH_PARTITIONER
 from jet.core.processors import (TransformP, accumulate_by_key_p, accumulate_p, aggregate_by_key_p,
                                  aggregate_p, combine_by_key_p, combine_p)
-from jet.pipeline.columnar_planning import BatchChainPlanning, takes_columnar_input
+from jet.pipeline.columnar_planning import BatchChainPlanning, batch_function, takes_columnar_input
 from jet.pipeline.join_processors import HashJoinCollectP, HashJoinP, TimestampedHashJoinP
 from jet.pipeline.stream_planner import StreamPlanning, chain_p, watermark_frame_ms
 from jet.pipeline.transforms import Input, Transform
@@ -179,21 +179,23 @@ class Planner(BatchChainPlanning, StreamPlanning):
 
     def _plan_stateless(self, transform: Transform) -> None:
         chain = self._fusable_chain(transform)
-        if any(stage.kind == "map_batches" for stage in chain):
-            self._plan_batch_chain(chain)
-            return
+        names = [self.names[stage] for stage in chain]
         steps = []
-        for stage in chain:
+        for stage, name in zip(chain, names):
             if stage.kind == "peek":
-                steps.append(("map", _peek_step(stage.fn, self.names[stage])))
+                steps.append(("map", _peek_step(stage.fn, name)))
+            elif stage.kind == "map_batches":
+                steps.append(("map_batches", batch_function(stage, name)))
             else:
                 steps.append((stage.kind, stage.fn))
-        names = [self.names[stage] for stage in chain]
         name = names[0] if len(chain) == 1 else "fused(" + ", ".join(names) + ")"
-        pairs_in = self.emits_pairs[transform.inputs[0].transform]
-        pairs_out = self.chain_output_pairs(chain[-1], pairs_in)
-        vertex = self._vertex(name, chain_p(steps, names, pairs_in, pairs_out),
-                              self._effective_lp(transform))
+        if any(stage.kind == "map_batches" for stage in chain):
+            supplier, pairs_out = self._batch_chain_supplier(chain[-1], steps, names)
+        else:
+            pairs_in = self.emits_pairs[transform.inputs[0].transform]
+            pairs_out = self.chain_output_pairs(chain[-1], pairs_in)
+            supplier = chain_p(steps, names, pairs_in, pairs_out)
+        vertex = self._vertex(name, supplier, self._effective_lp(transform))
         self._connect_input(transform.inputs[0], vertex)
         for stage in chain:
             self.output_vertex[stage] = vertex

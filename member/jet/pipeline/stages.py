@@ -14,6 +14,7 @@ from typing import Any, Callable, Iterable
 from jet.connectors.base import Sink
 from jet.core.aggregate import AggregateOperation
 from jet.core.functions import as_key_fn
+from jet.core.processors.batches import BATCH_FORMATS
 from jet.pipeline.errors import PipelineDefinitionError, require_callable, require_operation
 from jet.pipeline.transforms import Input, Transform, TransformGraph
 from jet.pipeline.window_definition import SessionWindowDefinition, WindowDefinition
@@ -126,9 +127,10 @@ class GeneralStage(Stage):
         or a row stage. Needs pyarrow (and pandas for ``format="pandas"``).
         """
         require_callable(fn, "map-batches", "the batch function")
-        if format not in ("arrow", "pandas"):
+        if format not in BATCH_FORMATS:
             raise PipelineDefinitionError(
-                f"stage {self.name!r}: map_batches format must be 'arrow' or 'pandas', got {format!r}")
+                f"stage {self.name!r}: map_batches format must be "
+                f"{' or '.join(map(repr, BATCH_FORMATS))}, got {format!r}")
         if not isinstance(as_dicts, bool):
             raise PipelineDefinitionError(
                 f"stage {self.name!r}: map_batches as_dicts must be a bool, got {as_dicts!r}")

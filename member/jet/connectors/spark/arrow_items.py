@@ -12,20 +12,16 @@ from __future__ import annotations
 import datetime
 from typing import Any, Callable
 
-from jet.core.columnar import is_batch
+from jet.core.columnar import is_batch, is_batch_type
 
 
 class ItemSchemaError(ValueError):
     """An item of a Spark sink does not fit the schema the Spark reader asked for."""
 
 
-def _is_batch_type(kind: type) -> bool:
-    return kind.__name__ == "RecordBatch" and kind.__module__.startswith("pyarrow")
-
-
 def count_rows(items: list) -> int:
     """How many rows ``items`` holds: a record batch counts its rows, anything else one."""
-    if not any(map(_is_batch_type, set(map(type, items)))):
+    if not any(map(is_batch_type, set(map(type, items)))):
         return len(items)
     return sum(item.num_rows if is_batch(item) else 1 for item in items)
 
@@ -57,7 +53,7 @@ def items_to_batches(items: list, schema: Any) -> list:
     as they are (cast if need be), the others (tuples by position, dicts by name, scalars as
     one column) into one batch per run. :class:`ItemSchemaError` names the column, its type
     and the first value that does not fit."""
-    if not any(map(_is_batch_type, set(map(type, items)))):
+    if not any(map(is_batch_type, set(map(type, items)))):
         return [_rows_to_batch(items, schema)]
     batches, run = [], []
     for item in items:
