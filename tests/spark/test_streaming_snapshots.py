@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import itertools
 
+import pyarrow as pa
 import pytest
 
 from jet.cluster.packets import FrameType
@@ -57,8 +58,11 @@ def rows_of(batch: int, part: int, count: int) -> list:
 
 def send(processor, batch: int, part: int, rows: list, start: int = 0, peer: int = -7) -> None:
     """A frame of Spark partition ``part`` of micro-batch ``batch``, its rows from ``start``."""
-    header = {"op": p.ROWS, "query": QUERY, "batch": batch, "part": part, "start": start, "n": len(rows)}
-    frame = p.encode(FrameType.SPARK_REQUEST, header, rows)
+    header = {"op": p.ROWS, "query": QUERY, "batch": batch, "part": part, "start": start, "n": len(rows),
+              "fmt": p.ARROW, "row_type": "tuple"}
+    columns = [pa.array(list(column), pa.int64()) for column in zip(*rows)] or [pa.array([], pa.int64())] * 3
+    arrow_rows = pa.RecordBatch.from_arrays(columns, names=["batch", "part", "i"])
+    frame, _ = p.encode_sized(FrameType.SPARK_REQUEST, header, p.to_ipc(arrow_rows.schema, [arrow_rows]))
     decoded, offset = p.decode_header(frame)
     processor.endpoint.enqueue(peer, decoded, frame, offset, 100_000_000)
 

@@ -105,7 +105,7 @@ class SinkEndpoint:
         self.reader: int | None = None
         self.reader_started = False
         self.credit = 0
-        self.schema: Any = None  # the reader's Arrow schema: chunks go as Arrow batches of it
+        self.schema: Any = None  # the reader's Arrow schema (its first pull): chunks go as batches of it
         self.failure: str | None = None  # why the job's items cannot go to the reader
         self.lock = threading.Lock()
         self.network: MemberNetwork | None = None
@@ -158,10 +158,10 @@ class SinkEndpoint:
                     self.done_sent = True
 
     def _take_chunk(self) -> list:
-        """The next buffered chunk; for an Arrow reader, buffered chunks joined up to
-        ``ARROW_CHUNK_ROWS`` rows (one batch per frame rather than one per inbox chunk)."""
+        """The next buffered chunk: buffered chunks joined up to ``ARROW_CHUNK_ROWS`` items (one
+        batch per frame rather than one per inbox chunk)."""
         chunk = self.chunks.popleft()
-        if self.schema is not None and self.chunks and len(chunk) + len(self.chunks[0]) <= ARROW_CHUNK_ROWS:
+        if self.chunks and len(chunk) + len(self.chunks[0]) <= ARROW_CHUNK_ROWS:
             chunk = list(chunk)
             while self.chunks and len(chunk) + len(self.chunks[0]) <= ARROW_CHUNK_ROWS:
                 chunk.extend(self.chunks.popleft())
@@ -169,11 +169,9 @@ class SinkEndpoint:
         return chunk
 
     def _encode_chunk(self, chunk: list, done: bool) -> bytes:
-        header = {"op": p.CHUNK, "proc": self.index, "done": done, "n": len(chunk)}
-        if self.schema is None:
-            return p.encode(FrameType.SPARK_REPLY, header, chunk)
+        header = {"op": p.CHUNK, "proc": self.index, "done": done, "n": len(chunk), "fmt": p.ARROW}
         batches = items_to_batches(chunk, self.schema) if chunk else []
-        return p.encode(FrameType.SPARK_REPLY, {**header, "fmt": p.ARROW}, p.to_ipc(self.schema, batches))
+        return p.encode(FrameType.SPARK_REPLY, header, p.to_ipc(self.schema, batches))
 
     def _send_error(self, message: str) -> None:
         try:
@@ -332,6 +330,10 @@ class SparkHub:
             endpoint = self._processor(peer, entry, header)
             if endpoint is not None:
                 schema = p.decode_ipc(frame, offset)[0] if header.get("fmt") == p.ARROW else None
+                if schema is None and endpoint.schema is None:
+                    self._reply(peer, {"op": p.ERROR, "message": "a reader's first pull must carry its "
+                                       "Arrow schema"})
+                    return
                 self._pull(peer, endpoint, int(header.get("credit", 1)), schema)
         elif op == p.SAMPLE:
             ready, items = False, []
@@ -368,12 +370,11 @@ class SparkHub:
             if endpoint is None:
                 return
             try:
+                if header.get("fmt") != p.ARROW:
+                    raise ValueError("a fetch must carry the reader's Arrow schema")
                 items = endpoint.fetch(int(header["start"]), int(header["end"]), int(header["n"]))
-                if header.get("fmt") == p.ARROW:  # the reader's schema: reply with Arrow batches
-                    schema = p.decode_ipc(frame, offset)[0]
-                    payload = p.to_ipc(schema, items_to_batches(items, schema) if items else [])
-                    self._reply(peer, {"op": p.FETCH, "rid": rid, "n": len(items), "fmt": p.ARROW}, payload)
-                    return
+                schema = p.decode_ipc(frame, offset)[0]  # the reader's: reply with Arrow batches of it
+                payload = p.to_ipc(schema, items_to_batches(items, schema) if items else [])
             except ItemSchemaError as error:
                 self._reply(peer, {"op": p.ERROR, "rid": rid, "message": f"Spark stream sink "
                                    f"{entry.key[2]!r} #{endpoint.index} of job {entry.key[1]!r}: {error}"})
@@ -381,7 +382,7 @@ class SparkHub:
             except ValueError as error:
                 self._reply(peer, {"op": p.ERROR, "rid": rid, "message": str(error)})
                 return
-            self._reply(peer, {"op": p.FETCH, "rid": rid, "n": len(items)}, items)
+            self._reply(peer, {"op": p.FETCH, "rid": rid, "n": len(items), "fmt": p.ARROW}, payload)
 
     def _processor(self, peer: int, entry: VertexEndpoints, header: dict) -> Any:
         endpoint = entry.processors.get(int(header.get("proc", -1)))

@@ -97,9 +97,9 @@ class SparkSourceP(ChunkEmittingProcessor):
 
     def _decode(self, header: dict, frame: bytes, offset: int, skip: int) -> list:
         """The items of a ``rows`` frame from its row ``skip`` on (earlier ones were emitted)."""
-        if header.get("fmt") != p.ARROW:  # a pickled list of items (tests drive processors so)
-            rows = p.decode_payload(frame, offset)
-            return rows[skip:] if skip else rows
+        if header.get("fmt") != p.ARROW:
+            raise SparkWriteFailedError(f"{self._describe(self._row_key(header))}: a rows frame not in Arrow "
+                                        f"format (header {header}); writers send Arrow IPC")
         schema, batches = p.decode_ipc(frame, offset)
         self._check_schema(schema, header)  # a few field compares: cheap next to the rows
         items: list = []

@@ -6,10 +6,11 @@ token and a negative member index of its own (:func:`new_peer_index`), and sends
 
     u8 type | u32 header length | header (JSON, UTF-8) | payload (may be empty)
 
-The payload is pickle protocol 5, or, when the header says ``"fmt": "arrow"``, one Arrow IPC
-stream (a schema and its record batches): a writer's ``rows`` (header ``row_type`` says how the
-member turns them into items), a sink's ``chunk`` and ``fetch`` replies, and the reader's Spark
-schema on ``pull`` and ``fetch`` requests (a stream with no batch). The header routes the frame
+Rows always travel as Arrow: the header says ``"fmt": "arrow"`` and the payload is one Arrow
+IPC stream (a schema and its record batches): a writer's ``rows`` (header ``row_type`` says how
+the member turns them into items), a sink's ``chunk`` and ``fetch`` replies, and the reader's
+Spark schema on its first ``pull`` and on every ``fetch`` (a stream with no batch). Other
+payloads (a ``sample``'s items, from a member to a client) are pickle protocol 5. The header routes the frame
 (``op``, ``job``, ``vertex``, ``proc`` = the processor's global index) without decoding the
 payload on the network thread; the processor that owns it decodes it. Both ends authenticated
 with the cluster token first.
