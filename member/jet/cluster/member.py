@@ -32,6 +32,8 @@ from jet.cluster.job_execution import ExecutionOutcome, JobExecution, PlanMessag
 from jet.cluster.job_state import JobConfigError, JobStateError
 from jet.cluster.job_store import JobStore
 from jet.cluster.member_http import MemberHttpServer, MemberMetrics
+from jet.dashboard.api import DashboardApi
+from jet.dashboard.load import process_load
 from jet.cluster.membership import Membership, PeerDialer
 from jet.cluster.network import MemberNetwork
 from jet.cluster.observables import READ_MAX_ITEMS, READ_WAIT_S, UnknownObservableError
@@ -109,7 +111,8 @@ class Member:
         """Fault injection for tests: how many more reports to drop and state queries to ignore."""
         self._serving = threading.Event()
         self.http = MemberHttpServer(self.host, settings.http_port, token=self._token, healthy=self._serving.is_set,
-                                     latest_job=self._latest_job if index == 0 else None, metrics=self.metrics)
+                                     latest_job=self._latest_job if index == 0 else None, metrics=self.metrics,
+                                     dashboard=DashboardApi(self))
         self.membership = Membership(index, self.member_count, on_joined=self._member_joined,
                                      on_lost=self._member_lost)
         self.connections: dict[int, PeerConnection] = self.membership.connections
@@ -324,6 +327,8 @@ class Member:
                                  "connected": self.connected.is_set(), "joined": self.membership.joined_peers()}
         if header.get("cluster"):
             reply["cluster_ready"] = self.cluster_ready()
+        if header.get("load"):
+            reply["load"] = process_load(len(self.executions))  # the dashboard's cluster page
         return reply
 
     def _leaving(self, peer: int, header: dict, blob: bytes) -> dict:

@@ -12,7 +12,9 @@
   per vertex and processor of the running executions Jet's ``receivedCount``, ``emittedCount``,
   ``topObservedWm``, ``coalescedWm``, ``lastForwardedWm``, ``lastForwardedWmLatency`` and
   ``lateEventsDropped``: :mod:`jet.cluster.vertex_collector`), and on member 0 per job its restarts
-  and snapshots (:class:`JobMetricsCollector`), open for scraping (figures only).
+  and snapshots (:class:`JobMetricsCollector`), open for scraping (figures only);
+- the web dashboard: ``/`` and ``/ui/...`` (pages), ``/login?token=`` (a session cookie) and the
+  JSON API under ``/api/`` (:mod:`jet.dashboard`), all behind the cluster token.
 
 The server binds the member's own host (see ``MemberSettings.bind_host``).
 """
@@ -33,6 +35,8 @@ from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
 from jet.cluster.auth import job_status_credential
 from jet.cluster.vertex_collector import VertexMetricsCollector
+from jet.dashboard.api import DashboardApi
+from jet.dashboard.routes import FULL, MAX_BODY_BYTES, READ_ONLY, DashboardRoutes, Reply, json_reply
 
 log = logging.getLogger("jet.cluster.http")
 
@@ -120,15 +124,18 @@ def _http_server(host: str, port: int, handler: type[BaseHTTPRequestHandler]) ->
 
 
 class MemberHttpServer:
-    """Serves ``/healthz``, ``/job`` (to holders of the cluster ``token``) and ``/metrics``."""
+    """Serves ``/healthz``, ``/job`` (to holders of the cluster ``token``), ``/metrics`` and the
+    dashboard (with ``dashboard``, its API)."""
 
     def __init__(self, host: str, port: int, *, token: str, healthy: Callable[[], bool],
-                 latest_job: Callable[[], dict[str, Any] | None] | None, metrics: MemberMetrics) -> None:
+                 latest_job: Callable[[], dict[str, Any] | None] | None, metrics: MemberMetrics,
+                 dashboard: DashboardApi | None = None) -> None:
         self._healthy = healthy
         self._latest_job = latest_job
         self._metrics = metrics
         self._accepted_authorizations = tuple((BEARER_PREFIX + credential).encode("utf-8")
                                               for credential in (token, job_status_credential(token)))
+        self._dashboard = DashboardRoutes(dashboard, token, self.bearer_access)
         handler = self._handler_class()
         self._server = _http_server(host, port, handler)
         self._server.daemon_threads = True
@@ -149,19 +156,23 @@ class MemberHttpServer:
     def authorized(self, authorization: str | None) -> bool:
         """Whether an ``Authorization`` header value carries the cluster token or its job-status
         credential."""
+        return self.bearer_access(authorization) is not None
+
+    def bearer_access(self, authorization: str | None) -> str | None:
+        """``FULL`` for the cluster token, ``READ_ONLY`` for its job-status credential, else None."""
         if authorization is None:
-            return False
+            return None
         presented = authorization.strip().encode("utf-8")
         # Both compared every time, so the answer's timing does not tell which one was close.
         matches = [hmac.compare_digest(presented, accepted) for accepted in self._accepted_authorizations]
-        return any(matches)
+        return FULL if matches[0] else READ_ONLY if matches[1] else None
 
     def _handler_class(self) -> type[BaseHTTPRequestHandler]:
         outer = self
 
         class Handler(BaseHTTPRequestHandler):
             def do_GET(self) -> None:  # noqa: N802 - http.server's name
-                path = self.path.split("?", 1)[0]
+                path, _, query = self.path.partition("?")
                 if path == "/healthz":
                     ok = outer._healthy()
                     self._reply(200 if ok else 503, b"ok\n" if ok else b"starting\n", "text/plain")
@@ -177,8 +188,22 @@ class MemberHttpServer:
                         self._json(200, NO_JOB if job is None else {k: job.get(k) for k in JOB_FIELDS})
                 elif path == "/metrics":
                     self._reply(200, outer._metrics.text(), CONTENT_TYPE_LATEST)
+                elif outer._dashboard.handles(path):
+                    self._send(outer._dashboard.get(path, query, self.headers))
                 else:
-                    self._json(404, {"error": f"no such path {path!r}; try /healthz, /job or /metrics"})
+                    self._json(404, {"error": f"no such path {path!r}; try /, /api/jobs, /healthz, /job or /metrics"})
+
+            def do_POST(self) -> None:  # noqa: N802 - http.server's name
+                path = self.path.partition("?")[0]
+                length = int(self.headers.get("Content-Length") or 0)
+                if length > MAX_BODY_BYTES:
+                    self._send(json_reply(413, {"error": f"a request body is at most {MAX_BODY_BYTES} bytes"}))
+                    return
+                body = self.rfile.read(length) if length > 0 else b""
+                self._send(outer._dashboard.post(path, self.headers, body))
+
+            def _send(self, reply: Reply) -> None:
+                self._reply(reply.code, reply.body, reply.content_type, reply.headers)
 
             def _json(self, code: int, body: dict[str, Any], headers: dict[str, str] | None = None) -> None:
                 self._reply(code, json.dumps(body).encode("utf-8"), "application/json", headers)
