@@ -100,6 +100,8 @@ class Member:
         self.snapshot_store = (SnapshotStore(settings.snapshot_store, endpoint_url=settings.snapshot_store_endpoint)
                                if settings.snapshot_store else None)
         """Where jobs with a guarantee keep their records and snapshots (shared by every member)."""
+        self.dashboard = DashboardApi(self)
+        """The dashboard's API (served by ``self.http``)."""
         self.coordinator = (JobCoordinator(self.member_count, self.call_member, cooperative_threads=self.threads,
                                            on_status=self._count_job, control=settings.control,
                                            job_store=JobStore(self.snapshot_store))
@@ -112,7 +114,7 @@ class Member:
         self._serving = threading.Event()
         self.http = MemberHttpServer(self.host, settings.http_port, token=self._token, healthy=self._serving.is_set,
                                      latest_job=self._latest_job if index == 0 else None, metrics=self.metrics,
-                                     dashboard=DashboardApi(self))
+                                     dashboard=self.dashboard)
         self.membership = Membership(index, self.member_count, on_joined=self._member_joined,
                                      on_lost=self._member_lost)
         self.connections: dict[int, PeerConnection] = self.membership.connections
@@ -608,6 +610,7 @@ class Member:
             self.metrics.jobs_completed.inc()
         elif record.status is JobStatus.FAILED:
             self.metrics.jobs_failed.inc()
+        self.dashboard.job_changed(record)
 
     _HANDLERS: dict[str, tuple[Callable[["Member", int, dict, bytes], dict | tuple[dict, bytes] | None],
                                frozenset[Role]]] = {
