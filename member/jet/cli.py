@@ -19,7 +19,7 @@ from jet.run_logging import brief_member_logs, configure_logging
 from jet.run_output import SHOWN_ITEMS, failure_report, print_results, write_json_lines
 
 if TYPE_CHECKING:
-    from jet.local_run import RunOutcome
+    from jet.local_run import ClusterBoot, RunOutcome
 
 log = logging.getLogger("jet.cli")
 
@@ -44,6 +44,10 @@ Exit codes:
        raises, defines no job, a missing input or a bad stage); nothing ran
   {EXIT_TIMED_OUT}    the job ran longer than --timeout and was cancelled (a batch job)
   {EXIT_INTERRUPTED}  interrupted (Ctrl-C); the job was cancelled
+
+\b
+With --ui, the Ctrl-C that closes the dashboard after the job ended exits with the
+job's own code (0, 1 or 3); a Ctrl-C while the job runs cancels it (130).
 """
 
 
@@ -147,9 +151,14 @@ def _exit(code: int, message: str) -> None:
                    " several list sinks. Tuples become arrays, sets sorted arrays, other values"
                    " that JSON cannot hold their str().")
 @click.option("--dot", is_flag=True, help="Print the job's DAG in DOT format and exit.")
+@click.option("--ui", is_flag=True,
+              help="Serve the web dashboard: print one line 'Dashboard: http://HOST:PORT/login?token=...'"
+                   " (member 0's, signing the browser in) once the members are up, and keep them up"
+                   " after the job ended until Ctrl-C (docs/dashboard.md). The job runs on member"
+                   " processes, one at least.")
 @_fault_tolerance_options
 def run(file: str, args: tuple[str, ...], members: int | None, threads: int | None,
-        timeout: float | None, entrypoint: str | None, output: str | None, dot: bool,
+        timeout: float | None, entrypoint: str | None, output: str | None, dot: bool, ui: bool,
         guarantee: str | None, snapshot_interval: float | None) -> None:
     """Run the job defined in FILE (a pipeline or a DAG), passing it ARGS.
 
@@ -170,44 +179,65 @@ def run(file: str, args: tuple[str, ...], members: int | None, threads: int | No
     except JobFileError as error:
         _exit(*_exit_for(error))
     with brief_member_logs():  # this command prints the job's error, once
-        ended, outcome = _load_and_run(file, args, entrypoint, members, threads, timeout, dot, config)
+        ended, outcome, dashboard = _load_and_run(file, args, entrypoint, members, threads, timeout, dot,
+                                                  config, ui)
+    code = _report(ended, outcome, output, timeout)
+    if dashboard is not None:
+        from jet.local_run import hold_dashboard
+        hold_dashboard(dashboard)  # until Ctrl-C; the exit code stays the job's
+    if code != EXIT_COMPLETED:
+        sys.exit(code)
+
+
+def _report(ended: BaseException | None, outcome: RunOutcome | None, output: str | None,
+            timeout: float | None) -> int:
+    """Print how the run ended (the results and run time, or the error); its exit code."""
     if ended is not None:
-        _exit(*_exit_for(ended))
+        code, message = _exit_for(ended)
+        click.echo(message, err=True)
+        return code
     if outcome is None:  # --dot
-        return
+        return EXIT_COMPLETED
     if output is not None:
         write_json_lines(outcome.results, output)
     print_results(outcome.results, sys.stdout, SHOWN_ITEMS, written_to=output)
     if outcome.stopped:
         click.echo(f"streaming job stopped after its run time (--timeout {timeout:g} s); it ran"
                    f" {outcome.job_seconds:.2f} s on the members", err=True)
-        return
+        return EXIT_COMPLETED
     click.echo(f"job completed in {outcome.job_seconds:.2f} s (from its start on the members to its"
                " end; start-up and teardown not counted)", err=True)
+    return EXIT_COMPLETED
 
 
 def _load_and_run(file: str, args: tuple[str, ...], entrypoint: str | None, members: int, threads: int,
-                  timeout: float | None, dot: bool,
-                  config: JobConfig) -> tuple[BaseException | None, RunOutcome | None]:
+                  timeout: float | None, dot: bool, config: JobConfig,
+                  ui: bool = False) -> tuple[BaseException | None, RunOutcome | None, ClusterBoot | None]:
     """Load the job (booting the members meanwhile) and run it, or print its DAG with ``dot``;
-    (the error that ended the run, or None; the outcome of a completed run)."""
+    (the error that ended the run, or None; the outcome of a completed run; with ``ui``, the
+    members still up once the job ended, for the caller to close)."""
     from jet.local_run import ClusterBoot, MembersDidNotStart, run_locally  # rich: not for `jet member`
 
     snapshots = config.processing_guarantee.snapshots
     # The member processes boot while this process loads and plans the job.
     boot = ClusterBoot(members, threads, keep_snapshot_store=snapshots) \
-        if (members > 1 or snapshots) and not dot else None
+        if (members > 1 or snapshots or ui) and not dot else None
+    kept = None
     try:
         dag = load_job_dag(file, args, entrypoint, threads)
         if dot:
             click.echo(dag.to_dot(default_local_parallelism=threads))
-            return None, None
-        return None, run_locally(dag, file, members, threads, timeout, boot, config)
+            return None, None, None
+        outcome = run_locally(dag, file, members, threads, timeout, boot, config, ui=ui)
+        kept = boot if ui else None
+        return None, outcome, kept
     except (JobFileError, DagValidationError, JobFailedError, JobTimeoutError, MembersDidNotStart,
             KeyboardInterrupt) as error:
-        return error, None
+        if ui and isinstance(error, (JobFailedError, JobTimeoutError)):
+            kept = boot  # the dashboard shows how the job ended
+        return error, None, kept
     finally:
-        if boot is not None:
+        if boot is not None and kept is None:
             boot.close()  # before the last words, so that the members' logs end first
 
 

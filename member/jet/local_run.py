@@ -97,8 +97,13 @@ def _cluster_job_seconds(info: dict[str, Any]) -> float:
     return (datetime.fromisoformat(end) - datetime.fromisoformat(begin)).total_seconds()
 
 
+def dashboard_line(cluster: Any) -> str:
+    """The one line ``jet run --ui`` prints: member 0's dashboard, signing the browser in."""
+    return f"Dashboard: http://{cluster.host}:{cluster.http_ports[0]}/login?token={cluster.token}"
+
+
 def run_locally(dag: DAG, name: str, members: int, threads: int, timeout: float | None,
-                boot: ClusterBoot | None, config: JobConfig | None = None) -> RunOutcome:
+                boot: ClusterBoot | None, config: JobConfig | None = None, ui: bool = False) -> RunOutcome:
     """Run ``dag`` with a progress display: in this process when ``members`` is 1 (and the job
     has no Spark stages), else on the members ``boot`` starts. On KeyboardInterrupt the job is
     cancelled (in this process) or ends with its members (``boot.close()``).
@@ -109,14 +114,18 @@ def run_locally(dag: DAG, name: str, members: int, threads: int, timeout: float 
     until its sources end.
 
     ``config`` (the job's name, guarantee, snapshot interval): a job with a guarantee runs on
-    member processes, whose snapshot directory is printed once."""
+    member processes, whose snapshot directory is printed once.
+
+    ``ui``: the job runs on member processes (one at least), the line of :func:`dashboard_line` is
+    printed once they are up, and they stay up after the job ended (the caller closes ``boot``)
+    unless the run is interrupted."""
     from jet.connectors.spark.driver import spark_stages
 
     config = config or JobConfig(name)
     streaming = is_streaming(dag)
     if members == 1 and spark_stages(dag) != ([], []):
         members = 2  # Spark tasks reach members over gRPC: run a local cluster
-    if members == 1 and not config.processing_guarantee.snapshots:  # snapshots need the coordinator
+    if members == 1 and not config.processing_guarantee.snapshots and not ui:  # snapshots need the coordinator
         return _run_in_process(dag, name, threads, timeout, streaming)
     boot = boot or ClusterBoot(members, threads, keep_snapshot_store=config.processing_guarantee.snapshots)
     job = None
@@ -124,6 +133,8 @@ def run_locally(dag: DAG, name: str, members: int, threads: int, timeout: float 
         cluster = boot.get()
         if config.processing_guarantee.snapshots:
             print(f"jet run: job records and snapshots in {cluster.snapshot_store}", file=sys.stderr)
+        if ui:
+            print(dashboard_line(cluster), file=sys.stderr, flush=True)
         job = cluster.new_job(dag, config)  # with its Spark side, if it has Spark stages
         latest = LatestResults().follow(job, observable_names(dag))
         with ProgressDisplay(job.metrics, title=name, results_fn=latest.items, streaming=streaming):
@@ -136,7 +147,21 @@ def run_locally(dag: DAG, name: str, members: int, threads: int, timeout: float 
     except KeyboardInterrupt:
         if job is not None:
             _cancel_and_wait(job)
+        boot.close()
         raise
+    finally:
+        if not ui:
+            boot.close()
+
+
+def hold_dashboard(boot: ClusterBoot) -> None:
+    """Keep the members (and their dashboard) up until Ctrl-C, then stop them."""
+    print("jet run: the job ended; its dashboard stays up until Ctrl-C", file=sys.stderr, flush=True)
+    try:
+        while True:
+            time.sleep(3600)
+    except KeyboardInterrupt:
+        pass
     finally:
         boot.close()
 

@@ -6,7 +6,7 @@
 
 const POLL_MS = 1000;
 const SVG_NS = "http://www.w3.org/2000/svg";
-const BOX = { width: 190, height: 84, columnGap: 90, rowGap: 26, margin: 24 };
+const BOX = { width: 200, height: 84, columnGap: 100, rowGap: 26, margin: 24 };
 
 let timer = null;
 let pageToken = 0; // a page's polls stop when another page starts
@@ -246,14 +246,18 @@ function drawDag(dag) {
     const to = place[edge.dest];
     const [x1, y1, x2, y2] = [from.x + BOX.width, from.y + BOX.height / 2, to.x, to.y + BOX.height / 2];
     const bend = Math.max(30, (x2 - x1) / 2);
+    // "distributed-partitioned" on two lines: one is wider than the gap between two columns
+    const label = edge.kind.split(/-(.*)/s).filter(Boolean);
+    const [mx, my] = [(x1 + x2) / 2, (y1 + y2) / 2 - 6 - 11 * (label.length - 1)];
     svg.append(element("svg:path", { class: "edge", "data-edge": `${edge.source}->${edge.dest}`, "marker-end": "url(#arrow)",
                                      d: `M${x1},${y1} C${x1 + bend},${y1} ${x2 - bend},${y2} ${x2},${y2}` }),
-               element("svg:text", { class: "edge-label", x: (x1 + x2) / 2, y: (y1 + y2) / 2 - 4, "text-anchor": "middle", text: edge.kind }));
+               element("svg:text", { class: "edge-label", x: mx, y: my, "text-anchor": "middle" },
+                 ...label.map((part, i) => element("svg:tspan", { x: mx, dy: i ? "11" : "0", text: part }))));
   }
   for (const vertex of dag.vertices) {
     const { x, y } = place[vertex.name];
     const text = (line, cls, attributes = {}) => element("svg:text", { x: x + 8, y: y + 16 + 15 * line, class: cls, ...attributes });
-    const shown = vertex.name.length > 26 ? `${vertex.name.slice(0, 25)}…` : vertex.name;
+    const shown = vertex.name.length > 22 ? `${vertex.name.slice(0, 21)}…` : vertex.name;
     svg.append(element("svg:g", { class: "vertex", "data-vertex": vertex.name, "data-rate": "0", "data-in": "0", "data-out": "0" },
       element("svg:title", { text: vertex.name }),
       element("svg:rect", { x, y, width: BOX.width, height: BOX.height, fill: pressureColour(0) }),

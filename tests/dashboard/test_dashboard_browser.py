@@ -1,0 +1,88 @@
+"""The dashboard in a real browser (headless Chromium): a running streaming job's DAG with live
+rates, suspend and resume with the buttons, a failed job's error; screenshots for the docs."""
+
+from pathlib import Path
+
+import pytest
+
+from jet.cluster.job_state import JobStatus
+from jet.execution import JobFailedError
+
+from tests.dashboard.browser import chromium, missing
+from tests.dashboard.support import USER_ERROR, failing_pipeline
+
+pytestmark = pytest.mark.skipif(missing() is not None, reason=missing() or "")
+
+IMAGES = Path(__file__).resolve().parents[2] / "docs" / "images"
+WAIT_S = 30
+
+
+@pytest.fixture(scope="module")
+def browser(cluster):
+    with chromium() as driver:
+        driver.get(f"http://127.0.0.1:{cluster.http_ports[0]}/login?token={cluster.token}")
+        yield driver
+
+
+def wait(driver, condition, what):
+    from selenium.webdriver.support.ui import WebDriverWait
+    return WebDriverWait(driver, WAIT_S, poll_frequency=0.1).until(lambda d: condition(d), message=what)
+
+
+def css(driver, selector):
+    from selenium.webdriver.common.by import By
+    return driver.find_elements(By.CSS_SELECTOR, selector)
+
+
+def vertex_figure(driver, name, attribute):
+    found = css(driver, f'#dag [data-vertex="{name}"]')
+    return float(found[0].get_attribute(attribute)) if found else 0.0
+
+
+def status_shown(driver):
+    found = css(driver, '[data-testid="job-status"]')
+    return found[0].text if found else ""
+
+
+def test_the_cluster_page_lists_the_members_and_the_running_job(cluster, stream_job, browser):
+    job = stream_job[0]
+    browser.get(f"http://127.0.0.1:{cluster.http_ports[0]}/#/")
+    rows = wait(browser, lambda d: len(css(d, '[data-testid="member-row"]')) == 2 and css(d, f'[data-job="{job.id}"]')
+                and css(d, '[data-testid="member-row"]'), "both members and the job")
+    assert [row.get_attribute("data-member") for row in rows] == ["0", "1"]
+    wait(browser, lambda d: "%" in css(d, '[data-testid="member-row"]')[1].text, "a CPU share from two looks")
+    IMAGES.mkdir(parents=True, exist_ok=True)
+    browser.save_screenshot(str(IMAGES / "dashboard-cluster.png"))
+
+
+def test_the_job_page_shows_every_vertex_with_live_rates_and_its_buttons_steer_the_job(cluster, stream_job, browser):
+    job, dag = stream_job
+    css(browser, f'[data-job="{job.id}"] a')[0].click()
+    drawn = wait(browser, lambda d: len(css(d, "#dag [data-vertex]")) == len(dag.vertices)
+                 and css(d, "#dag [data-vertex]"), "every vertex drawn")
+    assert {v.get_attribute("data-vertex") for v in drawn} == {v.name for v in dag.vertices}
+    source = next(v.name for v in dag.vertices if not dag.inbound_edges(v.name))
+    first = vertex_figure(browser, source, "data-out")
+    wait(browser, lambda d: vertex_figure(d, source, "data-out") > first, "the source's count to grow")
+    wait(browser, lambda d: vertex_figure(d, source, "data-rate") > 0, "the source's rate above 0")
+    wait(browser, lambda d: css(d, '[data-testid="snapshot-count"]')
+         and css(d, '[data-testid="snapshot-count"]')[0].text not in ("", "0"), "a snapshot shown")
+    browser.save_screenshot(str(IMAGES / "dashboard-job.png"))
+
+    css(browser, '[data-testid="action-suspend"]')[0].click()
+    wait(browser, lambda d: status_shown(d) == "SUSPENDED", "SUSPENDED on the page")
+    assert job.status is JobStatus.SUSPENDED
+    resume = wait(browser, lambda d: css(d, '[data-testid="action-resume"]:not([disabled])'), "resume enabled")
+    resume[0].click()
+    wait(browser, lambda d: status_shown(d) == "RUNNING", "RUNNING on the page")
+    assert job.status is JobStatus.RUNNING
+
+
+def test_a_failed_jobs_page_shows_the_users_exception(cluster, browser):
+    job = cluster.new_job(failing_pipeline(), {"name": "dashboard-browser-error"})
+    with pytest.raises(JobFailedError):
+        job.join(60)
+    browser.get(f"http://127.0.0.1:{cluster.http_ports[0]}/#/jobs/{job.id}")
+    shown = wait(browser, lambda d: css(d, '[data-testid="job-error"]'), "the job's error")[0].text
+    assert USER_ERROR in shown and "refuse_seven" in shown
+    assert status_shown(browser) == "FAILED"
