@@ -290,7 +290,8 @@ function renderVertexTable(dag, figures) {
     ["net in", (v, f) => bytes(f.distributedBytesIn)], ["net out", (v, f) => bytes(f.distributedBytesOut)],
     ["snapshot", (v, f) => (f.snapshotKeys === undefined ? "-" : `${number(f.snapshotKeys)} keys, ${bytes(f.snapshotBytes)}`)]];
   const head = element("tr", {}, ...columns.map(([title], i) => element("th", { class: i ? "num" : "", text: title })));
-  const rows = dag.vertices.map((vertex) => element("tr", { "data-testid": "vertex-row", "data-vertex-row": vertex.name },
+  const ordered = [...dag.vertices].sort((a, b) => a.depth - b.depth); // upstream first, as drawn
+  const rows = ordered.map((vertex) => element("tr", { "data-testid": "vertex-row", "data-vertex-row": vertex.name },
     ...columns.map(([, value], i) => element("td", { class: i ? "num" : "", text: value(vertex, figures[vertex.name] || { rate: 0, pressure: 0 }) }))));
   document.getElementById("vertex-table").replaceChildren(element("table", {}, head, ...rows));
 }
