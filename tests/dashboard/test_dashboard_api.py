@@ -127,3 +127,28 @@ def test_the_read_only_job_status_credential_reads_but_cannot_act(cluster, strea
     assert request(port, "GET", "/api/jobs", token=credential).status == 200
     refused = request(port, "POST", f"/api/jobs/{stream_job[0].id}/suspend", token=credential, body={})
     assert refused.status == 403 and stream_job[0].status is JobStatus.RUNNING
+
+
+def test_a_members_debug_log_does_not_carry_the_token_of_a_sign_in(tmp_path):
+    import jet
+    with jet.local_cluster(members=1, log_dir=tmp_path, log_level="DEBUG") as single:
+        assert request(single.http_ports[0], "GET", f"/login?token={single.token}").status == 303
+        assert request(single.http_ports[0], "GET", f"/login?token=wrong-{single.token}").status == 401
+        log_path = single.log_paths[0]
+    text = log_path.read_text()
+    assert "GET /login?token=<token>" in text  # the request was logged, without its token
+    assert single.token not in text
+
+
+def test_a_post_without_a_usable_length_is_refused(cluster):
+    import http.client
+    connection = http.client.HTTPConnection("127.0.0.1", cluster.http_ports[0], timeout=30)
+    try:
+        connection.putrequest("POST", "/api/jobs/x/cancel")
+        connection.putheader("Authorization", f"Bearer {cluster.token}")
+        connection.putheader("Content-Length", "lots")
+        connection.endheaders()
+        answer = connection.getresponse()
+        assert answer.status == 400 and b"Content-Length" in answer.read()
+    finally:
+        connection.close()

@@ -32,8 +32,6 @@ from jet.cluster.job_execution import ExecutionOutcome, JobExecution, PlanMessag
 from jet.cluster.job_state import JobConfigError, JobStateError
 from jet.cluster.job_store import JobStore
 from jet.cluster.member_http import MemberHttpServer, MemberMetrics
-from jet.dashboard.api import DashboardApi
-from jet.dashboard.load import process_load
 from jet.cluster.membership import Membership, PeerDialer
 from jet.cluster.network import MemberNetwork
 from jet.cluster.observables import READ_MAX_ITEMS, READ_WAIT_S, UnknownObservableError
@@ -44,6 +42,8 @@ from jet.cluster.settings import MemberSettings
 from jet.cluster.transport import FrameLink, MemberServer, PeerConnection
 from jet.core.dag import DAG, DagValidationError
 from jet.core.edge import EdgeConfig
+from jet.dashboard.api import DashboardApi
+from jet.dashboard.load import process_load
 from jet.execution.runner import default_cooperative_threads
 from jet.execution.service import TaskletExecutionService
 from jet.snapshot import SnapshotError, SnapshotStore

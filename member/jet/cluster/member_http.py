@@ -24,6 +24,7 @@ from __future__ import annotations
 import hmac
 import json
 import logging
+import re
 import socket
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -48,6 +49,8 @@ NO_JOB = {"jobId": None, "name": None, "status": "NOT_RUNNING", "message": "", "
           "completionTime": None, "processingGuarantee": "NONE", "restarts": 0, "lastRestartCause": "",
           "lastSnapshot": None, "snapshotCount": 0}
 
+
+_TOKEN_IN_QUERY = re.compile(r"([?&]token=)[^&\s\"]*")
 
 #: How often the HTTP server's loop looks for a shutdown request (seconds).
 SHUTDOWN_POLL_S = 0.05
@@ -195,9 +198,11 @@ class MemberHttpServer:
 
             def do_POST(self) -> None:  # noqa: N802 - http.server's name
                 path = self.path.partition("?")[0]
-                length = int(self.headers.get("Content-Length") or 0)
-                if length > MAX_BODY_BYTES:
-                    self._send(json_reply(413, {"error": f"a request body is at most {MAX_BODY_BYTES} bytes"}))
+                declared = self.headers.get("Content-Length") or "0"
+                length = int(declared) if declared.isdigit() else -1
+                if not 0 <= length <= MAX_BODY_BYTES:
+                    self._send(json_reply(413 if length > 0 else 400, {
+                        "error": f"a request body needs a Content-Length of 0 to {MAX_BODY_BYTES} bytes, got {declared!r}"}))
                     return
                 body = self.rfile.read(length) if length > 0 else b""
                 self._send(outer._dashboard.post(path, self.headers, body))
@@ -219,6 +224,7 @@ class MemberHttpServer:
                 self.wfile.write(body)
 
             def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
-                log.debug("http: " + format, *args)
+                if log.isEnabledFor(logging.DEBUG):  # the request line of /login holds the token
+                    log.debug("http: %s", _TOKEN_IN_QUERY.sub(r"\1<token>", format % args))
 
         return Handler
