@@ -1,5 +1,6 @@
 """The dashboard in a real browser (headless Chromium): a running streaming job's DAG with live
-rates, suspend and resume with the buttons, a failed job's error; screenshots for the docs."""
+rates, suspend, resume and export a snapshot with the buttons, a failed job's error;
+screenshots for the docs."""
 
 from pathlib import Path
 
@@ -76,6 +77,15 @@ def test_the_job_page_shows_every_vertex_with_live_rates_and_its_buttons_steer_t
     resume[0].click()
     wait(browser, lambda d: status_shown(d) == "RUNNING", "RUNNING on the page")
     assert job.status is JobStatus.RUNNING
+
+    css(browser, '[data-testid="action-export-snapshot"]')[0].click()
+    from selenium.webdriver.support import expected_conditions
+    prompt = wait(browser, expected_conditions.alert_is_present(), "the prompt for the export's name")
+    prompt.send_keys("from-the-dashboard")
+    prompt.accept()
+    wait(browser, lambda d: "export-snapshot: requested" in css(d, '[data-testid="action-message"]')[0].text,
+         "the export done")
+    assert "from-the-dashboard" in [snapshot["name"] for snapshot in cluster.client.snapshots()]
 
 
 def test_a_failed_jobs_page_shows_the_users_exception(cluster, browser):
