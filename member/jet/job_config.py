@@ -46,6 +46,9 @@ class JobConfig:
     its return runs out (else the job is suspended). ``suspend_on_failure``: a failing job
     is suspended (its last snapshot kept) instead of failed. ``initial_snapshot_name``: start
     from this exported snapshot (the upgrade path), until the job's own first snapshot.
+    ``metrics_enabled`` (Jet's ``JobConfig.setMetricsEnabled``, default True): False skips the
+    counting that only metrics need (inbox batches, back-pressure time, items per outbound
+    ordinal); the items received and emitted, watermarks and distributed-edge counts stay.
     """
 
     name: str | None = None
@@ -54,6 +57,7 @@ class JobConfig:
     auto_scaling: bool = True
     suspend_on_failure: bool = False
     initial_snapshot_name: str | None = None
+    metrics_enabled: bool = True
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "processing_guarantee", ProcessingGuarantee.parse(self.processing_guarantee))
@@ -61,7 +65,7 @@ class JobConfig:
                 or self.snapshot_interval_ms < 1:
             raise ValueError(f"snapshot_interval_ms must be a whole number of milliseconds >= 1, "
                              f"got {self.snapshot_interval_ms!r}")
-        for name in ("auto_scaling", "suspend_on_failure"):
+        for name in ("auto_scaling", "suspend_on_failure", "metrics_enabled"):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"{name} must be True or False, got {getattr(self, name)!r}")
         for name in ("name", "initial_snapshot_name"):

@@ -38,6 +38,11 @@ TASKLETS = [
 ]
 
 
+NOTHING_COUNTED = dict.fromkeys(("receivedBatches", "queuesSize", "queuesCapacity", "snapshotBytes", "snapshotKeys",
+                                  "backPressuredTimeMs"), 0)
+"""The fakes have no queues, batches, snapshots or outputs to count."""
+
+
 def oracle(tasklets):
     """The merge rules written out: counts add up, the top watermark is the highest, the
     coalesced and forwarded ones the lowest, the latency the worst."""
@@ -52,6 +57,7 @@ def oracle(tasklets):
             "lastForwardedWm": min(forwarded),
             "lastForwardedWmLatency": max(NOW_MS - f if f != MIN_TIMESTAMP else MIN_TIMESTAMP for f in forwarded),
             "lateEventsDropped": sum(getattr(t.processor, "late_events_dropped", 0) for t in mine),
+            **NOTHING_COUNTED,
         }
     return result
 
@@ -70,7 +76,7 @@ def test_a_tasklet_without_watermark_attributes_reads_as_none_yet():
     figures = processor_metrics(bare, NOW_MS)
     assert figures == {"in": 3, "out": 2, "topObservedWm": MIN_TIMESTAMP, "coalescedWm": MIN_TIMESTAMP,
                        "lastForwardedWm": MIN_TIMESTAMP, "lastForwardedWmLatency": MIN_TIMESTAMP,
-                       "lateEventsDropped": 0}
+                       "lateEventsDropped": 0, **NOTHING_COUNTED}
 
 
 def test_watermark_lag_is_now_minus_the_coalesced_one_or_a_sources_forwarded_one():
@@ -95,12 +101,13 @@ def scraped(text: str) -> dict[tuple[str, tuple], float]:
 
 
 def test_metrics_endpoint_exports_every_processor_with_jets_names():
-    execution = SimpleNamespace(job_id="j-1", member_index=1, message=SimpleNamespace(job_name="trades"),
-                                plan=SimpleNamespace(tasklets=TASKLETS))
+    execution = SimpleNamespace(job_id="j-1", execution_id=7, member_index=1,
+                                message=SimpleNamespace(job_name="trades"), plan=SimpleNamespace(tasklets=TASKLETS))
     metrics = MemberMetrics(1)
     metrics.watch_executions(lambda: [execution])
     samples = scraped(metrics.text().decode())
-    labels = (("job", "j-1"), ("job_name", "trades"), ("member", "1"), ("processor", "1"), ("vertex", "window"))
+    labels = (("execution", "7"), ("job", "j-1"), ("job_name", "trades"), ("member", "1"), ("processor", "1"),
+              ("vertex", "window"))
     assert samples[("jet_vertex_receivedCount", labels)] == 70
     assert samples[("jet_vertex_emittedCount", labels)] == 4
     assert samples[("jet_vertex_coalescedWm", labels)] == NOW_MS - 60
@@ -111,8 +118,8 @@ def test_metrics_endpoint_exports_every_processor_with_jets_names():
     names = {name for name, _ in samples}
     assert names == {f"jet_vertex_{name}" for name in ("receivedCount", "emittedCount", "topObservedWm",
                                                        "coalescedWm", "lastForwardedWm", "lastForwardedWmLatency",
-                                                       "lateEventsDropped")}
-    assert len(samples) == 7 * len(TASKLETS)
+                                                       "lateEventsDropped", *NOTHING_COUNTED)}
+    assert len(samples) == (7 + len(NOTHING_COUNTED)) * len(TASKLETS)
 
 
 def test_no_execution_exports_no_vertex_samples():

@@ -79,8 +79,15 @@ class Job:
                 raise job_failure(info)
 
     def metrics(self) -> dict[str, dict[str, int]]:
-        """Items in and out per vertex over the whole cluster so far (``{"in": n, "out": m}``)."""
+        """Each vertex's figures over the whole cluster so far (``{"in": n, "out": m, ...}``, the
+        keys and merge rules of :mod:`jet.execution.vertex_metrics`); a finished job's last ones
+        while the coordinator keeps it."""
         return self._client._call(messages.JOB_METRICS, {"job_id": self.id})["metrics"]
+
+    def measurements(self) -> list[dict]:
+        """Every member's measurements of the job (Jet's ``JobMetrics``): each
+        ``{"metric": name, "value": int, "tags": {...}}`` as :mod:`jet.execution.measurements` says."""
+        return self._client._call(messages.JOB_METRICS, {"job_id": self.id, "measurements": True})["measurements"]
 
     def results(self) -> dict[str, list]:
         """The named results of the job's ``Sinks.list`` sinks, every member's, in member order.

@@ -241,26 +241,40 @@ class JobCoordinator(JobControl, ExecutionDriver, JobScaling):
     def metrics(self, job_id: str) -> dict[str, dict[str, int]]:
         """Each vertex's figures over the cluster (counts summed, watermarks merged as
         :mod:`jet.execution.vertex_metrics` says): final figures of finished members, live
-        counts asked from the others (a member that cannot answer is left out)."""
+        counts asked from the others (a member that cannot answer is left out). A finished job's
+        last figures stay as long as the job is kept (:class:`FinishedJobs`)."""
+        return merge_vertex_metrics(self._per_member(job_id, "metrics").values())
+
+    def measurements(self, job_id: str) -> list[dict]:
+        """Every member's tagged measurements of the job's last execution (Jet's ``JobMetrics``,
+        see :mod:`jet.execution.measurements`), in member order; kept like :meth:`metrics`."""
+        per_member = self._per_member(job_id, "measurements")
+        return [item for member in sorted(per_member) for item in per_member[member]]
+
+    def _per_member(self, job_id: str, kind: str) -> dict[int, Any]:
+        """``kind`` ("metrics" or "measurements") of the job's last execution per member: the
+        final report of finished members, asked from the running ones."""
         run = self._run_of(job_id)
         with self._changed:
             execution = run.execution
             if execution is None:
                 return {}
-            per_member = dict(execution.final_metrics)
+            final = execution.final_metrics if kind == "metrics" else execution.final_measurements
+            per_member = dict(final)
             live = ([m for m in execution.awaiting if m not in per_member]
                     if run.record.status is JobStatus.RUNNING else [])
-        payload = messages.encode_message({"execution_id": execution.id})
+        payload = messages.encode_message({"execution_id": execution.id, "measurements": kind == "measurements"})
         for member in live:
             try:
                 reply = self._call(member, messages.EXECUTION_METRICS, payload, self._call_timeout_s)
-                per_member[member] = messages.decode_message(reply)[0]["metrics"]
+                per_member[member] = messages.decode_message(reply)[0][kind]
             except Exception as e:  # noqa: BLE001 - metrics are best effort
-                log.debug("no metrics from member %d: %s", member, e)
-        return merge_vertex_metrics(per_member.values())
+                log.debug("no %s from member %d: %s", kind, member, e)
+        return per_member
 
     def on_execution_done(self, outcome: ExecutionOutcome, results: dict[str, list] | None = None,
-                          metrics: dict[str, dict[str, int]] | None = None) -> None:
+                          metrics: dict[str, dict[str, int]] | None = None,
+                          measurements: list[dict] | None = None) -> None:
         """A member's execution ended (reported by the member, with its results and metrics)."""
         with self._changed:
             run = self._jobs.get(outcome.job_id)
@@ -272,6 +286,7 @@ class JobCoordinator(JobControl, ExecutionDriver, JobScaling):
             execution.awaiting.discard(outcome.member)
             execution.results[outcome.member] = results or {}
             execution.final_metrics[outcome.member] = metrics or {}
+            execution.final_measurements[outcome.member] = measurements or []
             self._changed.notify_all()
         if not outcome.ok:
             self._fail_execution(run, execution, outcome)

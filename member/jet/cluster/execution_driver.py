@@ -113,7 +113,8 @@ class ExecutionDriver:
         guarantee = record.config.processing_guarantee.value
         first_snapshot_id = self.job_store.next_snapshot_id(record.job_id)
         plan = PlanMessage(record.job_id, execution.id, members[0], self.member_count, owners, record.name,
-                           guarantee, restore, first_snapshot_id, members).to_header()  # one copy for all
+                           guarantee, restore, first_snapshot_id, members,
+                           record.config.metrics_enabled).to_header()  # one copy for all
         inits = {m: self._pool.submit(self._call, m, messages.INIT, messages.encode_message(
             {**plan, "member_index": m}, run.dag_bytes), init_s) for m in members}
         for member, future in inits.items():

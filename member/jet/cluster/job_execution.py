@@ -24,6 +24,7 @@ from typing import Any, Callable
 import cloudpickle
 
 from jet.cluster import messages
+from jet.cluster.edge_metrics import execution_measurements, plan_figures
 from jet.cluster.distributed_plan import DistributedExecutionPlan, check_execution_members
 from jet.cluster.network import MemberNetwork
 from jet.cluster.observables import Publisher, register_publisher, unregister_publisher
@@ -80,8 +81,8 @@ class ExecutionOutcome:
                    tasklet=getattr(failure, "tasklet", ""))
 
 
-def encode_report(outcome: ExecutionOutcome, results: dict[str, list],
-                  metrics: dict[str, dict[str, int]]) -> tuple[dict[str, Any], bytes]:
+def encode_report(outcome: ExecutionOutcome, results: dict[str, list], metrics: dict[str, dict[str, int]],
+                  measurements: list[dict] | None = None) -> tuple[dict[str, Any], bytes]:
     """The header and blob of an execution's end report (``execution_done``); results that
     cannot be pickled are left out with an error in the log (the job itself succeeded)."""
     blob = b""
@@ -90,13 +91,14 @@ def encode_report(outcome: ExecutionOutcome, results: dict[str, list],
             blob = cloudpickle.dumps(results)
         except Exception as e:  # noqa: BLE001 - say why the results cannot travel
             log.error("job %s: the results on member %d cannot be pickled: %s", outcome.job_id, outcome.member, e)
-    return {**outcome.to_header(), "metrics": metrics}, blob
+    return {**outcome.to_header(), "metrics": metrics, "measurements": measurements or []}, blob
 
 
 def decode_report(header: dict[str, Any], blob: bytes
-                  ) -> tuple[ExecutionOutcome, dict[str, list], dict[str, dict[str, int]]]:
+                  ) -> tuple[ExecutionOutcome, dict[str, list], dict[str, dict[str, int]], list[dict]]:
     """Inverse of :func:`encode_report` (the blob comes from an authenticated member)."""
-    return ExecutionOutcome.from_header(header), cloudpickle.loads(blob) if blob else {}, header.get("metrics") or {}
+    return (ExecutionOutcome.from_header(header), cloudpickle.loads(blob) if blob else {},
+            header.get("metrics") or {}, header.get("measurements") or [])
 
 
 @dataclass(frozen=True)
@@ -122,6 +124,8 @@ class PlanMessage:
     """The execution's members (physical indices, ascending); None: every member of the cluster.
     Positions in this list are what the execution's topology, partition owners and ``Context``
     (``member_index``, ``member_count``, global processor indices) count."""
+    metrics_enabled: bool = True
+    """The job config's ``metrics_enabled``: False skips the counting only metrics need."""
 
     @property
     def execution_members(self) -> list[int]:
@@ -197,12 +201,13 @@ class JobExecution:
             cooperative_threads=service.cooperative_threads, edge_defaults=edge_defaults,
             flow_control_period_ms=flow_control_period_ms, job_id=self.job_id,
             snapshot_context=self.snapshot_context, members=members)
+        self.plan.metrics_enabled = bool(plan_message.metrics_enabled)
         if plan_message.restore:
             self.plan.restore_entries = route_restore_entries(
                 self._restore_entries(plan_message.restore), dag, self.plan.local_parallelism, topology)
         self._tasklets = self.plan.build()
         self._progress_log = (ProgressLog(f"job {self.job_id} on member {self.member_index}",
-                                          self.plan.vertex_metrics, progress_log_interval_ms)
+                                          self.figures, progress_log_interval_ms)
                               if progress_log_interval_ms > 0 and is_streaming(dag) else None)
         peers = {m for m in members if m != self.member_index}
         network.register(self.execution_id, self.plan.receivers, self.plan.senders, peers,
@@ -212,6 +217,14 @@ class JobExecution:
         self._position = topology.member_index
         if self._publisher is not None:
             register_publisher(self.job_id, self._position, self._publisher)
+
+    def figures(self) -> dict[str, dict[str, int]]:
+        """Each vertex's figures on this member (see :mod:`jet.execution.vertex_metrics`)."""
+        return plan_figures(self.plan)
+
+    def measurements(self) -> list[dict]:
+        """This member's measurements of the execution (see :mod:`jet.execution.measurements`)."""
+        return execution_measurements(self)
 
     def _restore_entries(self, restore: dict[str, Any]):
         store = self._store
@@ -334,7 +347,7 @@ class JobExecution:
                       self.execution_id, self.member_index, outcome.tasklet, outcome.error, outcome.traceback)
         # A cancelled execution reports what its list sinks held: a streaming job ends so.
         results = self.plan.results if outcome.ok or outcome.cancelled else {}
-        self.report = encode_report(outcome, results, self.plan.vertex_metrics())
+        self.report = encode_report(outcome, results, self.figures(), self.measurements())
         self._on_done(outcome, self)
 
 

@@ -424,7 +424,10 @@ class Member:
         return {}
 
     def _execution_metrics(self, peer: int, header: dict, blob: bytes) -> dict:
-        return {"metrics": self._execution(header).plan.vertex_metrics()}
+        execution = self._execution(header)
+        if header.get("measurements"):
+            return {"measurements": execution.measurements()}
+        return {"metrics": execution.figures()}
 
     def _execution_state(self, peer: int, header: dict, blob: bytes) -> dict | tuple[dict, bytes]:
         """The coordinator asks after an execution it heard nothing from: still running, or
@@ -563,7 +566,10 @@ class Member:
         return {}
 
     def _job_metrics(self, peer: int, header: dict, blob: bytes) -> dict:
-        return {"metrics": self._require_coordinator().metrics(messages.require(header, "job_id", str))}
+        job_id = messages.require(header, "job_id", str)
+        if header.get("measurements"):
+            return {"measurements": self._require_coordinator().measurements(job_id)}
+        return {"metrics": self._require_coordinator().metrics(job_id)}
 
     def _job_results(self, peer: int, header: dict, blob: bytes) -> tuple[dict, bytes]:
         results = self._require_coordinator().results(messages.require(header, "job_id", str))

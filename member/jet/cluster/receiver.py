@@ -35,6 +35,9 @@ class ReceiverTasklet:
         self.window = window
         self._received_bytes = 0  # written by the network thread only
         self._consumed_bytes = 0  # written by the tasklet only
+        self.packets_received = 0
+        """Frames unpickled (distributedPacketsIn); with ``items_received``, written by the tasklet only."""
+        self.items_received = 0
         self._collector = collector
         self._pending: list | None = None
         self._pending_footprint = 0
@@ -52,6 +55,11 @@ class ReceiverTasklet:
     def wants_polling(self) -> bool:
         """Polled only while it holds frames or is blocked downstream; a new frame wakes its thread."""
         return not self.is_buffer_empty() or self._collector.has_pending or self._done_received
+
+    @property
+    def bytes_received(self) -> int:
+        """Bytes of the frames that arrived (distributedBytesIn)."""
+        return self._received_bytes
 
     @property
     def buffered_bytes(self) -> int:
@@ -93,6 +101,7 @@ class ReceiverTasklet:
                 break
             frame = self.frames.popleft()
             self._consumed_bytes += len(frame)
+            self.packets_received += 1
             header, entries = decode_chunk(frame)
             progress = True
             if header.flags & FLAG_WATERMARK:
@@ -103,6 +112,7 @@ class ReceiverTasklet:
                 self._pending_watermark = SnapshotBarrier(watermark_timestamp(frame),
                                                           bool(header.flags & FLAG_TERMINAL))
             elif entries:
+                self.items_received += len(entries)
                 self._pending = entries
                 self._pending_footprint = chunk_footprint(payload_bytes(frame), len(entries))
             if header.flags & FLAG_DONE:

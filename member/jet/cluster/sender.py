@@ -39,6 +39,9 @@ class SenderTasklet:
         self.send_limit = SendLimit()
         self.sent_seq_bytes = 0
         self.packets_sent = 0
+        self.bytes_sent = 0
+        """Bytes of the frames sent (distributedBytesOut); counted per packet, on this tasklet's thread."""
+        self.items_sent = 0
         self._stream = stream
         self._send_frame = send_frame
         self._route = (execution_id, dest_vertex_id, dest_ordinal)
@@ -81,17 +84,15 @@ class SenderTasklet:
             packets += 1
             progress = True
         if self._watermark is not None and not buffer and self.send_limit.may_send(self.sent_seq_bytes):
-            self._send_frame(encode_watermark(*self._route, self._watermark.timestamp))
+            self._send_counted(encode_watermark(*self._route, self._watermark.timestamp))
             self.sent_seq_bytes += WATERMARK_FOOTPRINT
-            self.packets_sent += 1
             self._watermark = None
             progress = True
         if (self._barrier is not None and self._watermark is None and not buffer
                 and self.send_limit.may_send(self.sent_seq_bytes)):
             barrier, self._barrier = self._barrier, None
-            self._send_frame(encode_barrier(*self._route, barrier.snapshot_id, barrier.is_terminal))
+            self._send_counted(encode_barrier(*self._route, barrier.snapshot_id, barrier.is_terminal))
             self.sent_seq_bytes += WATERMARK_FOOTPRINT
-            self.packets_sent += 1
             progress = True
         if self._input_done and not buffer and self._watermark is None and self._barrier is None:
             self._send([], done=True)
@@ -118,10 +119,17 @@ class SenderTasklet:
         self.sent_seq_bytes += chunk_footprint(size, len(entries))
         self._send_frame(frame)
         self.packets_sent += 1
+        self.bytes_sent += len(frame)
+        self.items_sent += len(entries)
 
     def _send(self, entries: list, done: bool) -> None:
-        self._send_frame(encode_chunk(*self._route, entries, pairs=self._pairs, done=done))
+        self._send_counted(encode_chunk(*self._route, entries, pairs=self._pairs, done=done))
+
+    def _send_counted(self, frame: bytes) -> None:
+        """Send a frame that carries no items (a watermark, a barrier, DONE), counting it."""
+        self._send_frame(frame)
         self.packets_sent += 1
+        self.bytes_sent += len(frame)
 
     def __repr__(self) -> str:
         return f"SenderTasklet({self.name!r})"

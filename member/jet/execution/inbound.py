@@ -26,7 +26,7 @@ class InboundEdgeStream:
     and items after the barrier may be processed before the snapshot (at-least-once).
     """
 
-    __slots__ = ("ordinal", "priority", "_queues", "name", "pending_watermark", "_coalescer",
+    __slots__ = ("ordinal", "priority", "queues", "_queues", "name", "pending_watermark", "_coalescer",
                  "_queue_index", "_idle", "pending_barrier", "wait_for_all_barriers",
                  "_barrier_queues", "_blocked", "_barrier")
 
@@ -34,6 +34,8 @@ class InboundEdgeStream:
                  name: str = "", wait_for_all_barriers: bool = False) -> None:
         self.ordinal = ordinal
         self.priority = priority
+        self.queues = tuple(queues)
+        """Every queue of the conveyor, finished ones included (metrics read their sizes)."""
         self._queues = list(queues)
         self.name = name
         self.pending_watermark: Watermark | None = None

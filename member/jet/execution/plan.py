@@ -60,10 +60,12 @@ class ExecutionPlan:
                  edge_defaults: EdgeConfig | None = None,
                  topology: MemberTopology | None = None, job_id: str = "local",
                  snapshot_context: SnapshotContext | None = None,
-                 restore_entries: dict[tuple[str, int], list] | None = None) -> None:
+                 restore_entries: dict[tuple[str, int], list] | None = None,
+                 metrics_enabled: bool = True) -> None:
         """``snapshot_context``: the execution takes snapshots (its guarantee is not NONE).
         ``restore_entries``: per (vertex, local index) the snapshot entries its processor
-        restores before anything else (see :mod:`jet.execution.snapshot_restore`)."""
+        restores before anything else (see :mod:`jet.execution.snapshot_restore`).
+        ``metrics_enabled=False``: the tasklets skip the counting only metrics need."""
         self.dag = dag
         self.cooperative_threads = cooperative_threads
         self.edge_defaults = edge_defaults or EdgeConfig()
@@ -80,6 +82,7 @@ class ExecutionPlan:
         self.snapshot_context = snapshot_context
         self.guarantee = snapshot_context.guarantee if snapshot_context else ProcessingGuarantee.NONE
         self.restore_entries = restore_entries
+        self.metrics_enabled = metrics_enabled
 
     def build(self) -> list[ProcessorTasklet]:
         """Create every processor and wire the queues; nothing runs yet."""
@@ -98,13 +101,16 @@ class ExecutionPlan:
             self._wire_edge(edge, instreams, collectors)
         tasklets = []
         for vertex in self.order:
+            to_vertices = [e.dest.name for e in self.dag.outbound_edges(vertex.name)]
             for index, processor in enumerate(processors[vertex.name]):
                 restore = (None if self.restore_entries is None
                            else self.restore_entries.get((vertex.name, index), []))
-                tasklets.append(ProcessorTasklet(
+                tasklet = ProcessorTasklet(
                     f"{vertex.name}#{index}", processor, self._context(vertex, index),
                     instreams[vertex.name][index], collectors[vertex.name][index],
-                    capacities[vertex.name], self.snapshot_context, restore))
+                    capacities[vertex.name], self.snapshot_context, restore, metrics_enabled=self.metrics_enabled)
+                tasklet.to_vertices = list(to_vertices)
+                tasklets.append(tasklet)
         self.tasklets = tasklets
         return tasklets
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import enum
+import time
 from collections import deque
 from typing import Sequence
 
@@ -82,7 +83,9 @@ class ProcessorTasklet:
                  instreams: Sequence[InboundEdgeStream],
                  collectors: Sequence[OutboundCollector],
                  outbox_capacities: Sequence[int], snapshot_context: "SnapshotContext | None" = None,
-                 restore_entries: list | None = None) -> None:
+                 restore_entries: list | None = None, *, metrics_enabled: bool = True) -> None:
+        """``metrics_enabled=False`` skips the counting that only metrics need (batches, back
+        pressure, per-ordinal emitted counts); ``items_in``/``items_out`` are always counted."""
         self.name = name
         self.processor = processor
         self.context = context
@@ -139,6 +142,19 @@ class ProcessorTasklet:
         """Items handed from the outbox to the outbound collectors."""
         self.last_forwarded_wm = MIN_TIMESTAMP
         """The last watermark handed to every outbound collector (IDLE excluded)."""
+        self.metrics_enabled = metrics_enabled
+        self.received_batches = 0
+        """Inbox fills that brought items (Jet's receivedBatches)."""
+        self.inbound_queues = [queue for stream in instreams for queue in stream.queues]
+        """Every inbound queue, for queuesSize/queuesCapacity (read at scrape time)."""
+        self.snapshot_keys = 0
+        """Entries of this processor's part of the last snapshot it saved."""
+        self.emitted_per_ordinal = [0] * len(self._collectors)
+        self.back_pressured_ns = [0] * len(self._collectors)
+        """Per outbound ordinal, the time its collector could not hand everything over."""
+        self._blocked_since = [0] * len(self._collectors)
+        self.to_vertices: list[str] = [""] * len(self._collectors)
+        """The vertex each outbound ordinal feeds (set by the plan; metric labels)."""
 
     @property
     def top_observed_wm(self) -> int:
@@ -238,6 +254,8 @@ class ProcessorTasklet:
             if not processor.try_process():
                 return False
             progress = self._fill_inbox()
+            if inbox and self.metrics_enabled:
+                self.received_batches += 1
         if inbox:
             before, emitted = len(inbox), self._emitted()
             processor.process(self._current.ordinal, inbox)
@@ -374,6 +392,7 @@ class ProcessorTasklet:
         entries, outbox.snapshot_entries = outbox.snapshot_entries, []
         barrier = self._barrier
         self.saved_snapshot_id = barrier.snapshot_id
+        self.snapshot_keys = len(entries)
         self._ssc.tasklet_saved(self, barrier.snapshot_id, self.context.vertex_name, entries)
         if not outbox.offer_watermark(barrier):
             raise AssertionError(f"{self.name}: a special item was pending when the barrier was due")
@@ -450,19 +469,27 @@ class ProcessorTasklet:
         progress = blocked = False
         outbox = self.outbox
         buckets, capacities = outbox.buckets, outbox.capacities
+        counting = self.metrics_enabled
         for ordinal, collector in enumerate(self._collectors):
             if collector.has_pending:
                 if collector.flush():
                     progress = True
-                elif buckets[ordinal]:
-                    if len(buckets[ordinal]) >= capacities[ordinal]:
-                        blocked = True
-                    continue
+                    if counting:
+                        self._unblocked(ordinal)
+                else:
+                    if counting and not self._blocked_since[ordinal]:
+                        self._blocked_since[ordinal] = time.perf_counter_ns()
+                    if buckets[ordinal]:
+                        if len(buckets[ordinal]) >= capacities[ordinal]:
+                            blocked = True
+                        continue
             bucket = buckets[ordinal]
             if bucket:
                 collector.offer_chunk(bucket)
                 buckets[ordinal] = []
                 self.items_out += len(bucket)
+                if counting:
+                    self.emitted_per_ordinal[ordinal] += len(bucket)
                 progress = True
         if outbox.pending_special is not None:
             if self._hand_over_special():
@@ -470,6 +497,13 @@ class ProcessorTasklet:
             else:
                 blocked = True
         return progress, blocked
+
+    def _unblocked(self, ordinal: int) -> None:
+        """The ordinal's collector handed everything over: end its back-pressured stretch."""
+        since = self._blocked_since[ordinal]
+        if since:
+            self.back_pressured_ns[ordinal] += time.perf_counter_ns() - since
+            self._blocked_since[ordinal] = 0
 
     def _hand_over_special(self) -> bool:
         """Offer the outbox's pending watermark to every collector, after all the data before

@@ -90,6 +90,9 @@ class SnapshotContext:
         self._failure: BaseException | None = None
         self._ended: dict[str, list] = {}
         """Per vertex, the ProcessorEnded entries of its finished tasklets."""
+        self.saved_bytes: dict[Any, int] = {}
+        """Per tasklet, the bytes written of its part of the last snapshot it saved (its
+        ``snapshotBytes``; written under the lock, read by metrics without it)."""
         self._early: dict[int, list[tuple[Any, str, list]]] = {}
         """Saves of a snapshot whose phase 1 has not reached this member yet: barriers from
         other members' sources may arrive before the coordinator's call does."""
@@ -119,7 +122,7 @@ class SnapshotContext:
                 log.info("%s: %s saved snapshot %d, which a newer one superseded or which ended; its %d entries "
                          "are dropped", self.name, tasklet, snapshot_id, len(entries))
                 return
-            self._schedule_write(phase, vertex, entries)
+            self._schedule_write(phase, vertex, entries, tasklet)
             phase.keys += len(entries)
             phase.remaining.discard(tasklet)
             self._complete_phase1_if_done(phase)
@@ -177,7 +180,7 @@ class SnapshotContext:
             for early_id in [i for i in self._early if i <= snapshot_id]:
                 for tasklet, vertex, entries in self._early.pop(early_id):
                     if early_id == snapshot_id:
-                        self._schedule_write(phase, vertex, entries)
+                        self._schedule_write(phase, vertex, entries, tasklet)
                         phase.keys += len(entries)
                         phase.remaining.discard(tasklet)
             self._unpublished = (snapshot_id, terminal)
@@ -218,11 +221,14 @@ class SnapshotContext:
         self._pool.shutdown(wait=False)
 
     # -- inside the lock -------------------------------------------------------------------------
-    def _schedule_write(self, phase: _Phase, vertex: str, entries: list) -> None:
+    def _schedule_write(self, phase: _Phase, vertex: str, entries: list, tasklet: Any = None) -> None:
+        if tasklet is not None:
+            self.saved_bytes[tasklet] = 0
         for start in range(0, len(entries), CHUNK_ENTRIES):
             self._sequence += 1
             phase.writes_pending += 1
-            self._pool.submit(self._write, phase, vertex, self._sequence, entries[start:start + CHUNK_ENTRIES])
+            self._pool.submit(self._write, phase, vertex, self._sequence, entries[start:start + CHUNK_ENTRIES],
+                              tasklet)
 
     def _publish_if_due(self) -> None:
         if self._unpublished is None or self._waiting_for_groups:
@@ -242,7 +248,7 @@ class SnapshotContext:
         if not phase.remaining and not phase.future.done():
             phase.future.set_result(None)
 
-    def _write(self, phase: _Phase, vertex: str, sequence: int, entries: list) -> None:
+    def _write(self, phase: _Phase, vertex: str, sequence: int, entries: list, tasklet: Any) -> None:
         try:
             written = self._writer(vertex, sequence, entries)
         except BaseException as e:  # noqa: BLE001 - the snapshot fails, named, on the coordinator
@@ -258,4 +264,6 @@ class SnapshotContext:
             phase.writes_pending -= 1
             phase.chunks += 1
             phase.bytes += int(written or 0)
+            if tasklet is not None:
+                self.saved_bytes[tasklet] = self.saved_bytes.get(tasklet, 0) + int(written or 0)
             self._complete_phase1_if_done(phase)

@@ -1,10 +1,15 @@
 """Execution metrics per processor and per vertex, with Jet's metric names.
 
-Each processor tasklet counts what it received and emitted (``items_in``/``items_out``) and keeps
-its watermarks (``top_observed_wm``, ``coalesced_wm``, ``last_forwarded_wm``); windowing
-processors count the late events they dropped (``late_events_dropped``). They are plain ints
-written by the one thread that runs the tasklet, so they are read here without locks: a reader
-may see a value one step old, never a torn one.
+Each processor tasklet counts what it received and emitted (``items_in``/``items_out``), the
+inbox fills that brought items (``received_batches``), per outbound ordinal the items emitted
+and the time its queues (or a distributed edge's send window, through the sender's queue) were
+full (``emitted_per_ordinal``, ``back_pressured_ns``), and keeps its watermarks
+(``top_observed_wm``, ``coalesced_wm``, ``last_forwarded_wm``) and the key count of its last
+snapshot (``snapshot_keys``; the bytes are counted by the snapshot writer,
+``SnapshotContext.saved_bytes``); windowing processors count the late events they dropped
+(``late_events_dropped``). They are plain ints written by the one thread that runs the tasklet,
+so they are read here without locks: a reader may see a value one step old, never a torn one.
+The queue figures are read from the inbound queues at the time of reading.
 
 A vertex's figures (what ``jet run``'s table and ``Job.metrics()`` show) merge its processors',
 on one member and then across members (:func:`merge_vertex_metrics`):
@@ -14,6 +19,16 @@ key                         merged by               meaning
 =========================== ======================= ===========================================
 ``in`` (receivedCount)      sum                     items received
 ``out`` (emittedCount)      sum                     items emitted
+``receivedBatches``         sum                     inbox fills that brought items
+``queuesSize``              sum                     items waiting in the inbound queues
+``queuesCapacity``          sum                     their capacity (unbounded queues count 0)
+``snapshotBytes``           sum                     bytes of the processors' last snapshot part
+``snapshotKeys``            sum                     entries of it
+``backPressuredTimeMs``     sum                     ms an outbound queue or send window was full
+``distributedBytesOut``     sum                     bytes sent on the vertex's distributed edges
+``distributedItemsOut``     sum                     items sent on them
+``distributedBytesIn``      sum                     bytes received on distributed edges into it
+``distributedItemsIn``      sum                     items received on them
 ``topObservedWm``           max                     highest watermark seen on any input
 ``coalescedWm``             min                     the watermark the processors act on
 ``lastForwardedWm``         min                     the last watermark sent downstream
@@ -22,7 +37,8 @@ key                         merged by               meaning
 =========================== ======================= ===========================================
 
 A watermark that is not there yet is ``MIN_TIMESTAMP``, as in Jet; so is a latency that cannot
-be told (no watermark forwarded yet).
+be told (no watermark forwarded yet). The distributed figures come from the senders and receivers
+(:mod:`jet.cluster.edge_metrics`); a vertex without distributed edges has none.
 """
 
 from __future__ import annotations
@@ -31,6 +47,7 @@ import time
 from typing import Any, Iterable, Mapping
 
 from jet.core.special_items import MAX_TIMESTAMP, MIN_TIMESTAMP
+from jet.execution.queues import UNBOUNDED
 
 RECEIVED = "in"
 EMITTED = "out"
@@ -39,6 +56,16 @@ COALESCED_WM = "coalescedWm"
 LAST_FORWARDED_WM = "lastForwardedWm"
 LAST_FORWARDED_WM_LATENCY = "lastForwardedWmLatency"
 LATE_EVENTS_DROPPED = "lateEventsDropped"
+RECEIVED_BATCHES = "receivedBatches"
+QUEUES_SIZE = "queuesSize"
+QUEUES_CAPACITY = "queuesCapacity"
+SNAPSHOT_BYTES = "snapshotBytes"
+SNAPSHOT_KEYS = "snapshotKeys"
+BACK_PRESSURED_TIME_MS = "backPressuredTimeMs"
+DISTRIBUTED_BYTES_OUT = "distributedBytesOut"
+DISTRIBUTED_ITEMS_OUT = "distributedItemsOut"
+DISTRIBUTED_BYTES_IN = "distributedBytesIn"
+DISTRIBUTED_ITEMS_IN = "distributedItemsIn"
 
 #: Jet's name of each key (the Prometheus metric is ``jet_vertex_<Jet name>``).
 JET_NAMES = {
@@ -49,9 +76,18 @@ JET_NAMES = {
     LAST_FORWARDED_WM: LAST_FORWARDED_WM,
     LAST_FORWARDED_WM_LATENCY: LAST_FORWARDED_WM_LATENCY,
     LATE_EVENTS_DROPPED: LATE_EVENTS_DROPPED,
+    RECEIVED_BATCHES: RECEIVED_BATCHES,
+    QUEUES_SIZE: QUEUES_SIZE,
+    QUEUES_CAPACITY: QUEUES_CAPACITY,
+    SNAPSHOT_BYTES: SNAPSHOT_BYTES,
+    SNAPSHOT_KEYS: SNAPSHOT_KEYS,
+    BACK_PRESSURED_TIME_MS: BACK_PRESSURED_TIME_MS,
 }
+"""Per processor: the key of each figure and its Jet name."""
 
-_SUM_KEYS = (RECEIVED, EMITTED, LATE_EVENTS_DROPPED)
+_SUM_KEYS = (RECEIVED, EMITTED, LATE_EVENTS_DROPPED, RECEIVED_BATCHES, QUEUES_SIZE, QUEUES_CAPACITY,
+             SNAPSHOT_BYTES, SNAPSHOT_KEYS, BACK_PRESSURED_TIME_MS, DISTRIBUTED_BYTES_OUT,
+             DISTRIBUTED_ITEMS_OUT, DISTRIBUTED_BYTES_IN, DISTRIBUTED_ITEMS_IN)
 _MAX_KEYS = (TOP_OBSERVED_WM, LAST_FORWARDED_WM_LATENCY)
 _MIN_KEYS = (COALESCED_WM, LAST_FORWARDED_WM)
 
@@ -75,6 +111,7 @@ def processor_metrics(tasklet: Any, wall_ms: int) -> Metrics:
     latency = getattr(tasklet, "last_forwarded_wm_latency", None)
     if latency is None:
         latency = wall_ms - forwarded if is_watermark(forwarded) else MIN_TIMESTAMP
+    queues = getattr(tasklet, "inbound_queues", ())
     return {
         RECEIVED: tasklet.items_in,
         EMITTED: tasklet.items_out,
@@ -83,7 +120,29 @@ def processor_metrics(tasklet: Any, wall_ms: int) -> Metrics:
         LAST_FORWARDED_WM: forwarded,
         LAST_FORWARDED_WM_LATENCY: latency,
         LATE_EVENTS_DROPPED: getattr(tasklet.processor, "late_events_dropped", 0),
+        RECEIVED_BATCHES: getattr(tasklet, "received_batches", 0),
+        QUEUES_SIZE: sum(queue.size() for queue in queues),
+        QUEUES_CAPACITY: sum(queue.capacity for queue in queues if queue.capacity != UNBOUNDED),
+        SNAPSHOT_BYTES: snapshot_bytes(tasklet),
+        SNAPSHOT_KEYS: getattr(tasklet, "snapshot_keys", 0),
+        BACK_PRESSURED_TIME_MS: sum(back_pressured_ms(tasklet, ordinal)
+                                    for ordinal in range(len(getattr(tasklet, "back_pressured_ns", ())))),
     }
+
+
+def snapshot_bytes(tasklet: Any) -> int:
+    """Bytes written of the tasklet's part of the last snapshot it saved (0 without snapshots)."""
+    context = getattr(tasklet, "_ssc", None)
+    return 0 if context is None else context.saved_bytes.get(tasklet, 0)
+
+
+def back_pressured_ms(tasklet: Any, ordinal: int, now_ns: int | None = None) -> int:
+    """Milliseconds the tasklet's outbound ``ordinal`` was held back, the stretch going on included."""
+    total = tasklet.back_pressured_ns[ordinal]
+    since = tasklet._blocked_since[ordinal]
+    if since:
+        total += max(0, (time.perf_counter_ns() if now_ns is None else now_ns) - since)
+    return total // 1_000_000
 
 
 def merge_into(total: Metrics, figures: Mapping[str, int]) -> Metrics:
@@ -106,12 +165,18 @@ def merge_into(total: Metrics, figures: Mapping[str, int]) -> Metrics:
     return total
 
 
-def vertex_metrics(tasklets: Iterable[Any], wall_ms: int | None = None) -> dict[str, Metrics]:
-    """Each vertex's figures over its processor tasklets on this member."""
+def vertex_metrics(tasklets: Iterable[Any], wall_ms: int | None = None,
+                   extra: Iterable[tuple[str, Mapping[str, int]]] = ()) -> dict[str, Metrics]:
+    """Each vertex's figures over its processor tasklets on this member, plus ``extra`` figures
+    by vertex (the distributed edges')."""
     wall_ms = now_ms() if wall_ms is None else wall_ms
     metrics: dict[str, Metrics] = {}
     for tasklet in tasklets:
         merge_into(metrics.setdefault(tasklet.context.vertex_name, {}), processor_metrics(tasklet, wall_ms))
+    for vertex, figures in extra:
+        total = metrics.setdefault(vertex, {})
+        for key, value in figures.items():
+            total[key] = total.get(key, 0) + value
     return metrics
 
 

@@ -1,0 +1,63 @@
+"""One member's metrics of one execution as tagged measurements (Jet's ``JobMetrics``).
+
+A measurement is ``{"metric": Jet name, "value": int, "tags": {...}}``. What ``Job.measurements()``
+returns and what a member's ``/metrics`` exports (:mod:`jet.cluster.vertex_collector`) are the
+same measurements:
+
+- per processor (family ``jet_vertex_<metric>``): every figure of
+  :func:`jet.execution.vertex_metrics.processor_metrics`, tags :data:`PROCESSOR_TAGS`;
+- per outbound ordinal of a processor (family ``jet_edge_<metric>``): ``emittedCount`` and
+  ``backPressuredTimeMs``, tags :data:`ORDINAL_TAGS`;
+- per distributed edge and remote member (family ``jet_edge_<metric>``, from
+  :mod:`jet.cluster.edge_metrics`): tags :data:`DISTRIBUTED_TAGS`.
+
+``processor`` is the processor's index among its vertex's processors on the member; ``ordinal``
+the producer's outbound ordinal.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable, Iterator, Mapping
+
+from jet.execution.vertex_metrics import BACK_PRESSURED_TIME_MS, JET_NAMES, back_pressured_ms, now_ms, processor_metrics
+
+Measurement = dict[str, Any]
+"""``{"metric": str, "value": int, "tags": dict[str, str]}``."""
+
+EXECUTION_TAGS = ("job", "job_name", "execution", "member")
+PROCESSOR_TAGS = ("job", "job_name", "execution", "vertex", "processor", "member")
+ORDINAL_TAGS = ("job", "job_name", "execution", "vertex", "processor", "ordinal", "to_vertex", "member")
+DISTRIBUTED_TAGS = ("job", "job_name", "execution", "vertex", "ordinal", "to_vertex", "member", "remote_member")
+
+EMITTED_COUNT = "emittedCount"
+ORDINAL_METRICS = (EMITTED_COUNT, BACK_PRESSURED_TIME_MS)
+"""The per-ordinal metrics of a processor."""
+
+
+def execution_tags(job_id: str, job_name: str, execution_id: int | str, member: int | str) -> dict[str, str]:
+    """The tags every measurement of one execution on one member carries."""
+    return {"job": str(job_id), "job_name": str(job_name), "execution": str(execution_id), "member": str(member)}
+
+
+def measurement(metric: str, value: int, tags: Mapping[str, str]) -> Measurement:
+    return {"metric": metric, "value": int(value), "tags": dict(tags)}
+
+
+def processor_measurements(tasklets: Iterable[Any], base_tags: Mapping[str, str],
+                           wall_ms: int | None = None) -> Iterator[Measurement]:
+    """Each processor tasklet's figures and its outbound ordinals', tagged (read without locks)."""
+    wall_ms = now_ms() if wall_ms is None else wall_ms
+    for tasklet in tasklets:
+        context = tasklet.context
+        tags = {**base_tags, "vertex": context.vertex_name, "processor": str(context.local_index)}
+        for key, value in processor_metrics(tasklet, wall_ms).items():
+            yield measurement(JET_NAMES[key], value, tags)
+        for ordinal, to_vertex in enumerate(getattr(tasklet, "to_vertices", ())):
+            edge_tags = {**tags, "ordinal": str(ordinal), "to_vertex": to_vertex}
+            yield measurement(EMITTED_COUNT, tasklet.emitted_per_ordinal[ordinal], edge_tags)
+            yield measurement(BACK_PRESSURED_TIME_MS, back_pressured_ms(tasklet, ordinal), edge_tags)
+
+
+def is_edge_measurement(item: Measurement) -> bool:
+    """Whether it belongs to a ``jet_edge_*`` family (it names an outbound ordinal)."""
+    return "ordinal" in item["tags"]
