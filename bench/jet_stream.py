@@ -70,16 +70,17 @@ def sleep_until(wall_ms: float) -> None:
 
 
 def run(rate: int, members: int, seconds: float, warmup_s: float, out_dir: str, grace_s: float,
-        guarantee: str = "none", snapshot_interval_ms: int = 1000) -> dict[str, Any]:
+        guarantee: str = "none", snapshot_interval_ms: int = 1000, metrics_enabled: bool = True) -> dict[str, Any]:
     """Run the pipeline at ``rate`` on ``members`` members for ``seconds`` (plus ``grace_s`` for
     the last windows to arrive) with the processing ``guarantee`` (snapshots every
-    ``snapshot_interval_ms``); return the run's start (wall ms), the late events dropped after
+    ``snapshot_interval_ms``), with or without the metrics counting; return the run's start (wall ms), the late events dropped after
     the warm-up (None if the metrics do not count them) and the job's last snapshot figures."""
     with tempfile.TemporaryDirectory(prefix="jet-stream-logs-") as logs, \
             jet.local_cluster(members, log_dir=logs) as cluster:
         start = now_ms()
         job = cluster.new_job(pipeline(rate, out_dir), {"processing_guarantee": guarantee,
-                                                        "snapshot_interval_ms": snapshot_interval_ms})
+                                                        "snapshot_interval_ms": snapshot_interval_ms,
+                                                        "metrics_enabled": metrics_enabled})
         while job.info()["status"] != "RUNNING":
             if now_ms() - start > SUBMIT_TIMEOUT_S * 1000:
                 raise RuntimeError(f"the job did not start within {SUBMIT_TIMEOUT_S} s: {job.info()}")

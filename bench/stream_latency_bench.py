@@ -4,6 +4,7 @@ Bytewax and PyFlink on the same definition in one run (the Streaming issue's ben
     python bench/stream_latency_bench.py [--systems jet,bytewax,pyflink]
         [--rates 10000,100000,200000,500000,1000000] [--members 1,2] [--seconds 20] [--warmup 3]
         [--guarantee none|at-least-once|exactly-once] [--snapshot-interval-ms 1000]
+        [--jet-metrics on,off]
 
 The definition: events from a generator at a fixed rate, timestamp = the time the event is due,
 key = sequence % 100; 50 ms allowed lag (Jet's limiting lag, Bytewax's `EventClock` wait,
@@ -13,6 +14,8 @@ Jet runs on 1 and 2 members (`--members`), Bytewax with as many processes, PyFli
 parallelism 2 (`--flink-parallelism`). Each run lasts ``--seconds``; windows starting within
 ``--warmup`` of its start are not measured; ``--grace`` more seconds let the last measured
 windows arrive. A run that does not keep up is shown as saturated with the reason.
+``--jet-metrics on,off`` runs Jet with and without its metrics counting (JobConfig
+``metrics_enabled``), to measure what the counting costs.
 
 PyFlink runs from its own virtual environment (``--flink-python``, default
 /tmp/bench-venvs/pyflink/bin/python; see bench/requirements-stream.txt).
@@ -52,11 +55,13 @@ class Run:
     system: str
     rate: int
     parallel: int
+    metrics: bool = True
+    """Jet only: JobConfig metrics_enabled."""
 
     @property
     def setting(self) -> str:
         if self.system == "jet":
-            return f"{self.parallel} member{'s' if self.parallel > 1 else ''}"
+            return f"{self.parallel} member{'s' if self.parallel > 1 else ''}" + ("" if self.metrics else ", metrics off")
         if self.system == "bytewax":
             return f"{self.parallel} process{'es' if self.parallel > 1 else ''}"
         return f"parallelism {self.parallel}"
@@ -124,7 +129,7 @@ def measure(run: Run, args: argparse.Namespace) -> RunSummary:
         if run.system == "jet":
             import jet_stream
             outcome = jet_stream.run(run.rate, run.parallel, args.seconds, args.warmup, out_dir, args.grace,
-                                     args.guarantee, args.snapshot_interval_ms)
+                                     args.guarantee, args.snapshot_interval_ms, run.metrics)
             start, jet_late = outcome["start_ms"], outcome["late"]
         elif run.system == "bytewax":
             start = run_processes(bytewax_commands(run, out_dir, start_file), out_dir, start_file,
@@ -173,6 +178,9 @@ def plan(args: argparse.Namespace) -> list[Run]:
         for system in args.systems:
             if system == "pyflink":
                 runs.extend(Run(system, rate, parallelism) for parallelism in args.flink_parallelism)
+            elif system == "jet":
+                runs.extend(Run(system, rate, members, metrics) for members in args.members
+                            for metrics in args.jet_metrics)
             else:
                 runs.extend(Run(system, rate, members) for members in args.members)
     return runs
@@ -186,6 +194,14 @@ def comma_ints(text: str) -> list[int]:
     if not values or min(values) < 1:
         raise argparse.ArgumentTypeError(f"expected a comma list of positive integers, got {text!r}")
     return values
+
+
+def on_off_list(text: str) -> list[bool]:
+    """``on,off`` -> [True, False]."""
+    values = [part for part in text.split(",") if part]
+    if not values or any(value not in ("on", "off") for value in values):
+        raise argparse.ArgumentTypeError(f"expected a comma list of on and off, got {text!r}")
+    return [value == "on" for value in values]
 
 
 def comma_systems(text: str) -> list[str]:
@@ -211,6 +227,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--guarantee", default="none", choices=("none", "at-least-once", "exactly-once"),
                         help="Jet's processing guarantee (snapshots every --snapshot-interval-ms)")
     parser.add_argument("--snapshot-interval-ms", type=int, default=1000)
+    parser.add_argument("--jet-metrics", type=on_off_list, default=[True],
+                        help="Jet's metrics counting in each Jet run: on, off or on,off [default: on]")
     parser.add_argument("--flink-python", default=DEFAULT_FLINK_PYTHON)
     parser.add_argument("--flink-args", default="", help="more options for pyflink_stream.py, space separated")
     args = parser.parse_args(argv)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 import sys
@@ -156,10 +157,13 @@ def _exit(code: int, message: str) -> None:
                    " (member 0's, signing the browser in) once the members are up, and keep them up"
                    " after the job ended until Ctrl-C (docs/dashboard.md). The job runs on member"
                    " processes, one at least.")
+@click.option("--metrics/--no-metrics", "metrics_enabled", default=True, show_default=True,
+              help="Count the metrics only metrics need (JobConfig.metrics_enabled; off: what the"
+                   " benchmarks compare the cost against).")
 @_fault_tolerance_options
 def run(file: str, args: tuple[str, ...], members: int | None, threads: int | None,
         timeout: float | None, entrypoint: str | None, output: str | None, dot: bool, ui: bool,
-        guarantee: str | None, snapshot_interval: float | None) -> None:
+        metrics_enabled: bool, guarantee: str | None, snapshot_interval: float | None) -> None:
     """Run the job defined in FILE (a pipeline or a DAG), passing it ARGS.
 
     Prints the first items of each Sinks.list sink (all of them with --output) and the job's
@@ -170,7 +174,7 @@ def run(file: str, args: tuple[str, ...], members: int | None, threads: int | No
     snapshots in a directory printed at the start, and kept after the run."""
     threads = threads or default_cooperative_threads()
     members = members or DEFAULT_LOCAL_MEMBERS
-    config = job_config(file, guarantee, snapshot_interval)
+    config = dataclasses.replace(job_config(file, guarantee, snapshot_interval), metrics_enabled=metrics_enabled)
     if output is not None and not os.access(os.path.dirname(os.path.abspath(output)), os.W_OK):
         raise click.BadParameter(f"cannot write {output!r}: its directory is missing or not writable",
                                  param_hint="--output")

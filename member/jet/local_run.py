@@ -130,7 +130,7 @@ def run_locally(dag: DAG, name: str, members: int, threads: int, timeout: float 
     if members == 1 and spark_stages(dag) != ([], []):
         members = 2  # Spark tasks reach members over gRPC: run a local cluster
     if members == 1 and not config.processing_guarantee.snapshots and not ui:  # snapshots need the coordinator
-        return _run_in_process(dag, name, threads, timeout, streaming)
+        return _run_in_process(dag, name, threads, timeout, streaming, config.metrics_enabled)
     boot = boot or ClusterBoot(members, threads, keep_snapshot_store=config.processing_guarantee.snapshots)
     job = None
     try:
@@ -170,12 +170,13 @@ def hold_dashboard(boot: ClusterBoot) -> None:
         boot.close()
 
 
-def _run_in_process(dag: DAG, name: str, threads: int, timeout: float | None, streaming: bool) -> RunOutcome:
+def _run_in_process(dag: DAG, name: str, threads: int, timeout: float | None, streaming: bool,
+                    metrics_enabled: bool = True) -> RunOutcome:
     """Run ``dag`` on one member in this process; its observable sinks publish to the table."""
     log.info("job DAG:\n%s", dag.to_dot(default_local_parallelism=threads))  # (a coordinator logs it on members)
     latest = LatestResults()
     with latest.publish_for(name):
-        job = start(dag, threads, job_name=name)
+        job = start(dag, threads, job_name=name, metrics_enabled=metrics_enabled)
         started = time.perf_counter()
         try:
             shown = lambda: {**job.results(), **latest.items()}  # noqa: E731 - list sinks, observables

@@ -75,12 +75,13 @@ class LocalJob:
 
 def start(dag: DAG, cooperative_threads: int | None = None,
           edge_defaults: EdgeConfig | None = None, job_name: str = "job",
-          service: TaskletExecutionService | None = None) -> LocalJob:
-    """Start ``dag`` on one member in this process (DagValidationError before anything runs)."""
+          service: TaskletExecutionService | None = None, metrics_enabled: bool = True) -> LocalJob:
+    """Start ``dag`` on one member in this process (DagValidationError before anything runs).
+    ``metrics_enabled=False`` skips the counting only metrics need (JobConfig.metrics_enabled)."""
     threads = cooperative_threads or (service.cooperative_threads if service
                                       else default_cooperative_threads())
     plan = ExecutionPlan(dag, cooperative_threads=threads, edge_defaults=edge_defaults,
-                         job_id=job_name)
+                         job_id=job_name, metrics_enabled=metrics_enabled)
     tasklets = plan.build()
     own_service = service is None
     if own_service:
