@@ -55,3 +55,19 @@ def back_pressure_dag(count: int = 40_000) -> DAG:
     dag.edge(Edge.from_(numbers, 1).to(fast))
     dag.edge(Edge.between(relay, slow))
     return dag
+
+
+KEYS = 10
+
+
+def snapshotting_dag() -> DAG:
+    """Endless numbers counted by ``n % KEYS`` (a distributed partitioned edge): the counting
+    vertex's state is one entry per key, on the processor that owns the key."""
+    from tests.cluster.cluster_support import endless_source
+
+    dag = DAG()
+    dag.is_streaming = True
+    numbers = dag.new_vertex("numbers", endless_source(), 1)
+    counts = dag.new_vertex("counts", aggregate_by_key_p(lambda n: n % KEYS, AggregateOperations.counting()), 2)
+    dag.edge(Edge.between(numbers, counts).partitioned(lambda n: n % KEYS).distributed())
+    return dag

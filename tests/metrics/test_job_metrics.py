@@ -9,7 +9,8 @@ import pytest
 
 import jet
 from jet.job_config import JobConfig
-from tests.metrics.jobs import LINES, back_pressure_dag, word_count_dag, word_count_oracle
+from tests.cluster.cluster_support import wait_until
+from tests.metrics.jobs import KEYS, LINES, back_pressure_dag, snapshotting_dag, word_count_dag, word_count_oracle
 
 PROCESSOR_TAGS = {"job", "job_name", "execution", "vertex", "processor", "member"}
 EDGE_TAGS = PROCESSOR_TAGS | {"ordinal", "to_vertex"}
@@ -119,3 +120,18 @@ def test_metrics_enabled_refuses_what_is_not_a_bool(cluster, value):
         JobConfig(metrics_enabled=value)
     with pytest.raises(ValueError, match="metrics_enabled must be True or False"):
         cluster.new_job(word_count_dag(), {"metrics_enabled": value})
+
+
+def test_snapshot_figures_count_the_state_each_processor_saved(cluster):
+    job = cluster.new_job(snapshotting_dag(), {"processing_guarantee": "at-least-once", "snapshot_interval_ms": 100})
+    try:
+        wait_until(lambda: job.metrics().get("counts", {}).get("snapshotKeys") == KEYS,
+                   what=f"a snapshot holding the {KEYS} keys' counts")
+        metrics = job.metrics()
+        assert metrics["counts"]["snapshotBytes"] > 0
+        assert metrics["numbers"]["snapshotKeys"] == 0  # the test source keeps no state
+        per_processor = [m for m in job.measurements() if m["metric"] == "snapshotKeys"
+                         and m["tags"]["vertex"] == "counts"]
+        assert len(per_processor) == 4  # 2 processors on each of 2 members
+    finally:
+        job.cancel()

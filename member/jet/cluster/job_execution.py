@@ -24,8 +24,8 @@ from typing import Any, Callable
 import cloudpickle
 
 from jet.cluster import messages
-from jet.cluster.edge_metrics import execution_measurements, plan_figures
 from jet.cluster.distributed_plan import DistributedExecutionPlan, check_execution_members
+from jet.cluster.edge_metrics import execution_measurements, plan_figures
 from jet.cluster.network import MemberNetwork
 from jet.cluster.observables import Publisher, register_publisher, unregister_publisher
 from jet.core.dag import DAG

@@ -43,8 +43,6 @@ from jet.execution.vertex_metrics import JET_NAMES, now_ms
 
 VERTEX_PREFIX = "jet_vertex_"
 EDGE_PREFIX = "jet_edge_"
-METRIC_PREFIX = VERTEX_PREFIX
-LABELS = PROCESSOR_TAGS
 _HELP = {
     "receivedCount": "Items the processor received",
     "emittedCount": "Items the processor emitted",

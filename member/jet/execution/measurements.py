@@ -24,7 +24,6 @@ from jet.execution.vertex_metrics import BACK_PRESSURED_TIME_MS, JET_NAMES, back
 Measurement = dict[str, Any]
 """``{"metric": str, "value": int, "tags": dict[str, str]}``."""
 
-EXECUTION_TAGS = ("job", "job_name", "execution", "member")
 PROCESSOR_TAGS = ("job", "job_name", "execution", "vertex", "processor", "member")
 ORDINAL_TAGS = ("job", "job_name", "execution", "vertex", "processor", "ordinal", "to_vertex", "member")
 DISTRIBUTED_TAGS = ("job", "job_name", "execution", "vertex", "ordinal", "to_vertex", "member", "remote_member")
@@ -56,8 +55,3 @@ def processor_measurements(tasklets: Iterable[Any], base_tags: Mapping[str, str]
             edge_tags = {**tags, "ordinal": str(ordinal), "to_vertex": to_vertex}
             yield measurement(EMITTED_COUNT, tasklet.emitted_per_ordinal[ordinal], edge_tags)
             yield measurement(BACK_PRESSURED_TIME_MS, back_pressured_ms(tasklet, ordinal), edge_tags)
-
-
-def is_edge_measurement(item: Measurement) -> bool:
-    """Whether it belongs to a ``jet_edge_*`` family (it names an outbound ordinal)."""
-    return "ordinal" in item["tags"]

@@ -152,7 +152,8 @@ class ProcessorTasklet:
         self.emitted_per_ordinal = [0] * len(self._collectors)
         self.back_pressured_ns = [0] * len(self._collectors)
         """Per outbound ordinal, the time its collector could not hand everything over."""
-        self._blocked_since = [0] * len(self._collectors)
+        self.blocked_since = [0] * len(self._collectors)
+        """Per outbound ordinal, ``perf_counter_ns()`` when it was found held back (0: it is not)."""
         self.to_vertices: list[str] = [""] * len(self._collectors)
         """The vertex each outbound ordinal feeds (set by the plan; metric labels)."""
 
@@ -165,6 +166,11 @@ class ProcessorTasklet:
     def coalesced_wm(self) -> int:
         """The last watermark coalesced over the input ordinals (MIN_TIMESTAMP if none)."""
         return self._coalescer.coalesced_wm
+
+    @property
+    def snapshot_bytes(self) -> int:
+        """Bytes written of this processor's part of the last snapshot it saved (0: none)."""
+        return 0 if self._ssc is None else self._ssc.saved_bytes.get(self, 0)
 
     def init(self) -> None:
         self.processor.init(self.outbox, self.context)
@@ -477,8 +483,8 @@ class ProcessorTasklet:
                     if counting:
                         self._unblocked(ordinal)
                 else:
-                    if counting and not self._blocked_since[ordinal]:
-                        self._blocked_since[ordinal] = time.perf_counter_ns()
+                    if counting and not self.blocked_since[ordinal]:
+                        self.blocked_since[ordinal] = time.perf_counter_ns()
                     if buckets[ordinal]:
                         if len(buckets[ordinal]) >= capacities[ordinal]:
                             blocked = True
@@ -500,10 +506,10 @@ class ProcessorTasklet:
 
     def _unblocked(self, ordinal: int) -> None:
         """The ordinal's collector handed everything over: end its back-pressured stretch."""
-        since = self._blocked_since[ordinal]
+        since = self.blocked_since[ordinal]
         if since:
             self.back_pressured_ns[ordinal] += time.perf_counter_ns() - since
-            self._blocked_since[ordinal] = 0
+            self.blocked_since[ordinal] = 0
 
     def _hand_over_special(self) -> bool:
         """Offer the outbox's pending watermark to every collector, after all the data before

@@ -123,25 +123,19 @@ def processor_metrics(tasklet: Any, wall_ms: int) -> Metrics:
         RECEIVED_BATCHES: getattr(tasklet, "received_batches", 0),
         QUEUES_SIZE: sum(queue.size() for queue in queues),
         QUEUES_CAPACITY: sum(queue.capacity for queue in queues if queue.capacity != UNBOUNDED),
-        SNAPSHOT_BYTES: snapshot_bytes(tasklet),
+        SNAPSHOT_BYTES: getattr(tasklet, "snapshot_bytes", 0),
         SNAPSHOT_KEYS: getattr(tasklet, "snapshot_keys", 0),
         BACK_PRESSURED_TIME_MS: sum(back_pressured_ms(tasklet, ordinal)
                                     for ordinal in range(len(getattr(tasklet, "back_pressured_ns", ())))),
     }
 
 
-def snapshot_bytes(tasklet: Any) -> int:
-    """Bytes written of the tasklet's part of the last snapshot it saved (0 without snapshots)."""
-    context = getattr(tasklet, "_ssc", None)
-    return 0 if context is None else context.saved_bytes.get(tasklet, 0)
-
-
-def back_pressured_ms(tasklet: Any, ordinal: int, now_ns: int | None = None) -> int:
+def back_pressured_ms(tasklet: Any, ordinal: int) -> int:
     """Milliseconds the tasklet's outbound ``ordinal`` was held back, the stretch going on included."""
     total = tasklet.back_pressured_ns[ordinal]
-    since = tasklet._blocked_since[ordinal]
+    since = tasklet.blocked_since[ordinal]
     if since:
-        total += max(0, (time.perf_counter_ns() if now_ns is None else now_ns) - since)
+        total += max(0, time.perf_counter_ns() - since)
     return total // 1_000_000
 
 
