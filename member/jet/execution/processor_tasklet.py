@@ -496,6 +496,8 @@ class ProcessorTasklet:
                 self.items_out += len(bucket)
                 if counting:
                     self.emitted_per_ordinal[ordinal] += len(bucket)
+                    if collector.has_pending and not self.blocked_since[ordinal]:
+                        self.blocked_since[ordinal] = time.perf_counter_ns()  # part of it did not fit
                 progress = True
         if outbox.pending_special is not None:
             if self._hand_over_special():
