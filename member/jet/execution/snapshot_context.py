@@ -91,8 +91,9 @@ class SnapshotContext:
         self._ended: dict[str, list] = {}
         """Per vertex, the ProcessorEnded entries of its finished tasklets."""
         self.saved_bytes: dict[Any, int] = {}
-        """Per tasklet, the bytes written of its part of the last snapshot it saved (its
-        ``snapshotBytes``; written under the lock, read by metrics without it)."""
+        """Per tasklet, the bytes written of its part of the last snapshot it saved, so far while
+        that is being written (its ``snapshotBytes``; written under the lock, read by metrics
+        without it)."""
         self._early: dict[int, list[tuple[Any, str, list]]] = {}
         """Saves of a snapshot whose phase 1 has not reached this member yet: barriers from
         other members' sources may arrive before the coordinator's call does."""
