@@ -6,7 +6,14 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
+import socket
+import subprocess
+import urllib.error
+import urllib.parse
 import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Iterator
 
 import helm_python as helm
@@ -17,10 +24,14 @@ from prometheus_client.parser import text_string_to_metric_families
 import jet
 from jet_operator.builders import JobRef, build_statefulset
 from jet_operator.spec import parse_spec
-from tests.cluster.cluster_support import endless_source, wait_until
+from tests.cluster.cluster_support import wait_until
 from tests.operator.crdschema import CHART_DIR
 from tests.operator.test_chart import KUBE_VERSION, find, notes, render
 
+#: Debian's ``prometheus`` package (.ci/run installs it).
+PROMETHEUS = shutil.which("prometheus") or "/usr/bin/prometheus"
+NAMESPACE = "jobs"
+JOB_NAME = "watched"
 DASHBOARD_FILE = CHART_DIR / "files" / "grafana" / "jet-jobs.json"
 MONITORING_ON = {"grafana": {"dashboard": {"enabled": True}},
                  "prometheus": {"podMonitor": {"enabled": True, "interval": "30s",
@@ -87,17 +98,17 @@ def test_backpressure_is_shown_as_ms_per_second_of_the_edges_blocked_time() -> N
     assert panel["fieldConfig"]["defaults"]["unit"] == "suffix: ms/s"
 
 
-def snapshotting_stream() -> Any:
-    """An endless source into a sink over a distributed edge (so both members send and receive)."""
-    from jet.core import DAG, Edge
-    from jet.core.processors import noop_p
-
-    dag = DAG()
-    dag.is_streaming = True
-    source = dag.new_vertex("ticks", endless_source(), 1)
-    sink = dag.new_vertex("sink", noop_p(), 1)
-    dag.edge(Edge.between(source, sink).distributed())
-    return dag
+def watched_stream() -> Any:
+    """Timestamped events counted per key in tumbling windows: watermarks, a keyed (distributed)
+    edge between the members and window state in every snapshot."""
+    p = jet.Pipeline.create()
+    (p.read_from(jet.Sources.item_stream(400))
+     .with_native_timestamps(20)
+     .grouping_key(lambda event: event.sequence % 7)
+     .window(jet.WindowDefinition.tumbling(200))
+     .aggregate(jet.AggregateOperations.counting())
+     .write_to(jet.Sinks.noop()))
+    return p
 
 
 def scrape(port: int) -> set[str]:
@@ -107,25 +118,109 @@ def scrape(port: int) -> set[str]:
     return {sample.name for family in text_string_to_metric_families(text) for sample in family.samples}
 
 
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+class Prometheus:
+    """A real Prometheus server scraping the members every second, as the chart's PodMonitor
+    makes it (``honor_labels``, a ``namespace`` target label)."""
+
+    def __init__(self, member_http_ports: list[int], workdir: Path) -> None:
+        self.url = f"http://127.0.0.1:{free_port()}"
+        config = {"global": {"scrape_interval": "1s", "evaluation_interval": "1s"},
+                  "scrape_configs": [{"job_name": "jet-members", "honor_labels": True, "static_configs": [
+                      {"targets": [f"127.0.0.1:{port}" for port in member_http_ports],
+                       "labels": {"namespace": NAMESPACE}}]}]}
+        (workdir / "prometheus.yml").write_text(json.dumps(config))
+        self._log = (workdir / "prometheus.log").open("w")
+        self._process = subprocess.Popen(
+            [PROMETHEUS, f"--config.file={workdir / 'prometheus.yml'}", f"--storage.tsdb.path={workdir / 'data'}",
+             f"--web.listen-address={self.url.removeprefix('http://')}"],
+            stdout=self._log, stderr=subprocess.STDOUT)
+        wait_until(self._ready, what="Prometheus ready", interval_s=0.2)
+
+    def _ready(self) -> bool:
+        try:
+            with urllib.request.urlopen(f"{self.url}/-/ready", timeout=2):  # noqa: S310
+                return True
+        except OSError:
+            return False
+
+    def query(self, promql: str) -> list[dict[str, Any]]:
+        """The instant vector ``promql`` evaluates to now; a query Prometheus refuses raises."""
+        url = f"{self.url}/api/v1/query?{urllib.parse.urlencode({'query': promql})}"
+        try:
+            with urllib.request.urlopen(url, timeout=10) as response:  # noqa: S310
+                answer = json.load(response)
+        except urllib.error.HTTPError as error:
+            raise AssertionError(f"Prometheus refused {promql!r}: {error.read().decode()}") from None
+        return answer["data"]["result"]
+
+    def stop(self) -> None:
+        self._process.terminate()
+        self._process.wait(timeout=30)
+        self._log.close()
+
+
+def as_promql(query: str) -> str:
+    """A dashboard query with the variables set to the watched job, ``label_values(expr, label)``
+    (a Grafana variable's query) as the PromQL that lists the same values."""
+    query = (query.replace("$namespace", NAMESPACE).replace("$job_name", JOB_NAME)
+             .replace("$vertex", ".*"))
+    label_values = re.fullmatch(r"label_values\((.*),\s*(\w+)\)", query)
+    return f"count by ({label_values[2]}) ({label_values[1]})" if label_values else query
+
+
+@dataclass
+class LiveCluster:
+    exported: set[str]
+    prometheus: Prometheus
+
+
 @pytest.fixture(scope="module")
-def exported(tmp_path_factory: pytest.TempPathFactory) -> Iterator[set[str]]:
-    """Every metric name the members of a local cluster export while an exactly-once stream runs
-    and has committed a snapshot (the union over the members: Prometheus scrapes them all)."""
+def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveCluster]:
+    """A local cluster running an exactly-once stream that has committed a snapshot, the metric
+    names its members export (the union: Prometheus scrapes them all) and a Prometheus scraping them."""
     with jet.local_cluster(members=2, log_dir=tmp_path_factory.mktemp("logs")) as cluster:
-        job = cluster.new_job(snapshotting_stream(), {"name": "watched", "processing_guarantee": "exactly-once",
-                                                      "snapshot_interval_ms": 100})
+        job = cluster.new_job(watched_stream(), {"name": JOB_NAME, "processing_guarantee": "exactly-once",
+                                                 "snapshot_interval_ms": 200})
         wait_until(lambda: job.info()["snapshotCount"] >= 1, what="a committed snapshot")
-        wait_until(lambda: job.metrics().get("sink", {}).get("in", 0) > 0, what="items at the sink")
-        names = set().union(*(scrape(port) for port in cluster.http_ports))
-        job.cancel()
-        yield names
+        wait_until(lambda: all(figures.get("in", 0) > 0 for figures in job.metrics().values()
+                               if figures.get("out", 0) == 0), what="items at the sink")
+        exported = set().union(*(scrape(port) for port in cluster.http_ports))
+        prometheus = Prometheus(cluster.http_ports, tmp_path_factory.mktemp("prometheus"))
+        try:
+            yield LiveCluster(exported, prometheus)
+        finally:
+            prometheus.stop()
+            job.cancel()
 
 
-@pytest.mark.timeout(180)
-def test_every_name_a_panel_or_variable_queries_is_exported_by_a_live_member(exported: set[str]) -> None:
-    missing = {where: sorted(metric_names(promql) - exported)
-               for where, promql in queries(load_dashboard()).items() if metric_names(promql) - exported}
+@pytest.mark.timeout(240)
+def test_every_name_a_panel_or_variable_queries_is_exported_by_a_live_member(live: LiveCluster) -> None:
+    missing = {where: sorted(metric_names(promql) - live.exported)
+               for where, promql in queries(load_dashboard()).items() if metric_names(promql) - live.exported}
     assert missing == {}, f"not on any member's /metrics: {missing}"
+
+
+@pytest.mark.timeout(240)
+def test_every_query_answers_the_running_job_from_a_real_prometheus(live: LiveCluster) -> None:
+    """Each query parses in Prometheus and gives the watched job's series (once the series of the
+    names the members export have been scraped twice, which rate() needs)."""
+    promql = {where: as_promql(query) for where, query in queries(load_dashboard()).items()}
+    answerable = {where: query for where, query in promql.items() if metric_names(query) <= live.exported}
+    wait_until(lambda: all(live.prometheus.query(query) for query in answerable.values()), timeout_s=60,
+               what="the exported series in Prometheus", interval_s=0.5)
+    empty = [where for where, query in promql.items() if not live.prometheus.query(query)]
+    assert empty == [], f"no series for: {empty}"
+    job_names = {series["metric"].get("job_name") for where, query in promql.items() if where.startswith("panel")
+                 for series in live.prometheus.query(query)}
+    assert job_names == {JOB_NAME}
+    (namespaces,) = [live.prometheus.query(query) for where, query in promql.items() if where == "variable namespace"]
+    assert [series["metric"]["namespace"] for series in namespaces] == [NAMESPACE]
 
 
 def member_pod_template() -> dict[str, Any]:
