@@ -65,7 +65,7 @@ class OperatorConfig:
             template = getattr(self, name)
             try:
                 template.format(name="job", namespace="default")
-            except (KeyError, IndexError, ValueError) as error:
+            except (AttributeError, KeyError, IndexError, ValueError) as error:
                 raise ValueError(f"{ENV_PREFIX}{name.upper()}: {template!r} is not a template over "
                                  f"{{name}} and {{namespace}} ({error!r})") from None
         self.ingress_annotations()  # fails early on bad JSON

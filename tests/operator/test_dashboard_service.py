@@ -92,10 +92,13 @@ def test_false_spelled_false_is_off() -> None:
     assert build_dashboard_children(JobRef("wc", "jobs", "u"), config) == []
 
 
-def test_the_ingress_alone_brings_its_service() -> None:
+def test_the_ingress_alone_brings_its_service_and_both_are_valid_kubernetes() -> None:
     config = OperatorConfig(dashboard_ingress_enabled=True, dashboard_ingress_host="{name}.example.com")
-    kinds = [child["kind"] for child in build_dashboard_children(JobRef("wc", "jobs", "u"), config)]
-    assert kinds == ["Service", "Ingress"]
+    children = build_dashboard_children(JobRef("wc", "jobs", "u"), config)
+    assert [child["kind"] for child in children] == ["Service", "Ingress"]
+    for child in children:
+        kubernetes_validate.validate(child, KUBE_VERSION, strict=True)
+    assert "tls" not in children[1]["spec"] and "ingressClassName" not in children[1]["spec"]
 
 
 def selected_pods(k8s: Emulator, selector: dict[str, str]) -> set[str]:

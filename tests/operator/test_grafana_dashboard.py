@@ -91,6 +91,17 @@ def test_every_panel_queries_prometheus_filtered_per_jetjob() -> None:
             assert 'namespace=~"$namespace"' in target["expr"], (panel["title"], target["expr"])
 
 
+def test_panels_fit_the_24_column_grid_without_overlapping() -> None:
+    taken: dict[tuple[int, int], str] = {}
+    for panel in load_dashboard()["panels"]:
+        grid = panel["gridPos"]
+        assert 0 <= grid["x"] and grid["x"] + grid["w"] <= 24, panel["title"]
+        for x in range(grid["x"], grid["x"] + grid["w"]):
+            for y in range(grid["y"], grid["y"] + grid["h"]):
+                assert (x, y) not in taken, (panel["title"], taken.get((x, y)))
+                taken[x, y] = panel["title"]
+
+
 def test_backpressure_is_shown_as_ms_per_second_of_the_edges_blocked_time() -> None:
     (panel,) = [p for p in load_dashboard()["panels"] if p["title"] == "Backpressure per edge"]
     (target,) = panel["targets"]
