@@ -3,6 +3,8 @@ which makes a Service to member 0 (and an Ingress to it) per JetJob, owned by it
 
 from __future__ import annotations
 
+import urllib.request
+from pathlib import Path
 from typing import Any
 
 import helm_python as helm
@@ -15,9 +17,15 @@ from jet_operator.config import ENV_PREFIX, OperatorConfig
 from jet_operator.dashboard import build_dashboard_children
 from tests.operator.crdschema import CHART_DIR
 from tests.operator.emulator import Emulator
+from prometheus_client.parser import text_string_to_metric_families
+
 from tests.operator.fakes import PODS, eventually, get, names, run_statefulset
+from tests.operator.kubelet import Kubelet
 from tests.operator.test_chart import KUBE_VERSION, find, notes, operator_container, render
+from tests.operator.test_end_to_end import kubelet, start_operator_for  # noqa: F401 - a fixture
+from tests.operator.test_grafana_dashboard import MONITORING_ON, Prometheus, as_promql, load_dashboard, queries
 from tests.operator.test_operator import COLLECTION, delete_jetjob, jetjob, operator, wait_phase
+from tests.operator.test_stream_end_to_end import TICKING_DAG
 
 SERVICES = "v1/services"
 INGRESSES = "networking.k8s.io/v1/ingresses"
@@ -161,3 +169,66 @@ async def test_without_the_settings_no_dashboard_service_or_ingress(k8s: Emulato
         assert get(k8s, SERVICES, "wc-dashboard") is None
         assert names(k8s, INGRESSES) == set()
         await delete_jetjob(k8s, "wc")
+
+
+def matching_pods(k8s: Emulator, selector: dict[str, str]) -> list[dict[str, Any]]:
+    """The pods a Service or PodMonitor ``selector`` (matchLabels) picks, as the API server's
+    endpoints controller and Prometheus' pod discovery pick them."""
+    return [get(k8s, PODS, name) for name in sorted(selected_pods(k8s, selector))]
+
+
+def container_port(pod: dict[str, Any], port: int | str) -> int:
+    """A named port looked up in the pod's containers, as a Service's ``targetPort`` is."""
+    if isinstance(port, int):
+        return port
+    (number,) = [p["containerPort"] for c in pod["spec"]["containers"] for p in c.get("ports") or []
+                 if p.get("name") == port]
+    return number
+
+
+def job_families_of(url: str) -> set[str]:
+    """``job_name`` of every per-job figure (``jet_job_restarts_total``) at a /metrics URL."""
+    with urllib.request.urlopen(url, timeout=10) as response:  # noqa: S310
+        text = response.read().decode()
+    return {sample.labels["job_name"] for family in text_string_to_metric_families(text)
+            for sample in family.samples if sample.name == "jet_job_restarts_total"}
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(150)
+async def test_the_service_reaches_member_0_and_prometheus_lists_the_jetjob_in_the_dashboard(
+        k8s: Emulator, kubelet: Kubelet, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Real members (the kubelet stand-in): the dashboard Service picks the coordinator, and a real
+    Prometheus scraping what the chart's PodMonitor selects shows the JetJob under its name in the
+    dashboard's JetJob variable and panels."""
+    monkeypatch.setenv(f"{ENV_PREFIX}DASHBOARD_SERVICE_ENABLED", "true")
+    document = jetjob("ticks", pipeline={"code": TICKING_DAG, "entrypoint": "dag"})
+    with start_operator_for(kubelet, monkeypatch, "ticks"):
+        response = await k8s.post(COLLECTION, json=document)
+        assert response.status in (200, 201), await response.text()
+        await wait_phase(k8s, "Running", "ticks", timeout=45)
+        service = get(k8s, SERVICES, "ticks-dashboard")
+        (pod,) = matching_pods(k8s, service["spec"]["selector"])
+        (port,) = service["spec"]["ports"]
+        url = f"http://{pod['status']['podIP']}:{container_port(pod, port['targetPort'])}/metrics"
+        # Only the coordinator (member 0) exports the job's own figures.
+        await eventually(lambda: job_families_of(url) == {"ticks"}, 30, what="member 0's job figures")
+
+        (monitor,) = find(render(MONITORING_ON), "PodMonitor")
+        (endpoint,) = monitor["spec"]["podMetricsEndpoints"]
+        members = matching_pods(k8s, monitor["spec"]["selector"]["matchLabels"])
+        assert len(members) == 2
+        prometheus = Prometheus([f"{member['status']['podIP']}:{container_port(member, endpoint['port'])}"
+                                 for member in members], "default", tmp_path)
+        try:
+            await eventually(prometheus.ready, 30, what="Prometheus ready")
+            promql = {where: as_promql(query, "default", "ticks") for where, query in queries(load_dashboard()).items()}
+            jetjobs = promql["variable job_name"]
+            await eventually(lambda: prometheus.query(jetjobs), 30, what="the JetJob variable's values")
+            assert [series["metric"]["job_name"] for series in prometheus.query(jetjobs)] == ["ticks"]
+            throughput = promql["panel 'Throughput per vertex' A"]
+            await eventually(lambda: len(prometheus.query(throughput)) == 2, 30, what="a rate for both vertices")
+            assert {series["metric"]["vertex"] for series in prometheus.query(throughput)} == {"ticks", "sink"}
+        finally:
+            prometheus.stop()
+        await delete_jetjob(k8s, "ticks")

@@ -136,24 +136,23 @@ def free_port() -> int:
 
 
 class Prometheus:
-    """A real Prometheus server scraping the members every second, as the chart's PodMonitor
-    makes it (``honor_labels``, a ``namespace`` target label)."""
+    """A real Prometheus server scraping ``targets`` (``host:port``) every second, as the chart's
+    PodMonitor makes it (``honor_labels``, the pods' ``namespace`` as a target label). Wait for
+    :meth:`ready` before querying."""
 
-    def __init__(self, member_http_ports: list[int], workdir: Path) -> None:
+    def __init__(self, targets: list[str], namespace: str, workdir: Path) -> None:
         self.url = f"http://127.0.0.1:{free_port()}"
         config = {"global": {"scrape_interval": "1s", "evaluation_interval": "1s"},
                   "scrape_configs": [{"job_name": "jet-members", "honor_labels": True, "static_configs": [
-                      {"targets": [f"127.0.0.1:{port}" for port in member_http_ports],
-                       "labels": {"namespace": NAMESPACE}}]}]}
+                      {"targets": targets, "labels": {"namespace": namespace}}]}]}
         (workdir / "prometheus.yml").write_text(json.dumps(config))
         self._log = (workdir / "prometheus.log").open("w")
         self._process = subprocess.Popen(
             [PROMETHEUS, f"--config.file={workdir / 'prometheus.yml'}", f"--storage.tsdb.path={workdir / 'data'}",
              f"--web.listen-address={self.url.removeprefix('http://')}"],
             stdout=self._log, stderr=subprocess.STDOUT)
-        wait_until(self._ready, what="Prometheus ready", interval_s=0.2)
 
-    def _ready(self) -> bool:
+    def ready(self) -> bool:
         try:
             with urllib.request.urlopen(f"{self.url}/-/ready", timeout=2):  # noqa: S310
                 return True
@@ -176,10 +175,10 @@ class Prometheus:
         self._log.close()
 
 
-def as_promql(query: str) -> str:
-    """A dashboard query with the variables set to the watched job, ``label_values(expr, label)``
+def as_promql(query: str, namespace: str = NAMESPACE, job_name: str = JOB_NAME) -> str:
+    """A dashboard query with the variables set to one JetJob, ``label_values(expr, label)``
     (a Grafana variable's query) as the PromQL that lists the same values."""
-    query = (query.replace("$namespace", NAMESPACE).replace("$job_name", JOB_NAME)
+    query = (query.replace("$namespace", namespace).replace("$job_name", job_name)
              .replace("$vertex", ".*"))
     label_values = re.fullmatch(r"label_values\((.*),\s*(\w+)\)", query)
     return f"count by ({label_values[2]}) ({label_values[1]})" if label_values else query
@@ -202,8 +201,10 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveCluster]:
         wait_until(lambda: all(figures.get("in", 0) > 0 for figures in job.metrics().values()
                                if figures.get("out", 0) == 0), what="items at the sink")
         exported = set().union(*(scrape(port) for port in cluster.http_ports))
-        prometheus = Prometheus(cluster.http_ports, tmp_path_factory.mktemp("prometheus"))
+        prometheus = Prometheus([f"127.0.0.1:{port}" for port in cluster.http_ports], NAMESPACE,
+                                tmp_path_factory.mktemp("prometheus"))
         try:
+            wait_until(prometheus.ready, what="Prometheus ready", interval_s=0.2)
             yield LiveCluster(exported, prometheus)
         finally:
             prometheus.stop()
