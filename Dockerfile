@@ -14,11 +14,13 @@ ARG BASE=python:3.11-slim-bookworm
 FROM ${BASE} AS build
 WORKDIR /src
 COPY pyproject.toml README.md ./
+COPY docker/constraints.txt ./constraints.txt
 COPY member ./member
 COPY operator ./operator
+# The constraints pin what pip would pick, so it does not search releases (minutes) to get there.
 RUN python -m venv /opt/jet \
  && /opt/jet/bin/pip install --no-cache-dir --upgrade pip \
- && /opt/jet/bin/pip install --no-cache-dir ".[spark,operator]"
+ && /opt/jet/bin/pip install --no-cache-dir -c constraints.txt ".[spark,operator]"
 
 # ---- runtime: Python, a headless JRE for PySpark, the virtualenv, a non-root user ------------
 FROM ${BASE} AS runtime

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from jet.cluster import forked_members
 from jet.core import DAG
 from jet.execution import JobTimeoutError
 from jet.execution.runner import start
@@ -39,7 +40,10 @@ class ClusterBoot:
     (PR_SET_PDEATHSIG follows the parent thread), so it must not end while they are used."""
 
     def __init__(self, members: int, threads: int, keep_snapshot_store: bool = False) -> None:
+        forked_members.prestart()
         self._keep_snapshot_store = keep_snapshot_store
+        # The members log at the level `jet run --log-level` set for this process.
+        self._log_level = logging.getLevelName(logging.getLogger().getEffectiveLevel())
         self._cluster: Any = None
         self._error: BaseException | None = None
         self._up = threading.Event()
@@ -51,7 +55,7 @@ class ClusterBoot:
     def _run(self, members: int, threads: int) -> None:
         from jet.local import local_cluster
         try:
-            self._cluster = local_cluster(members=members, threads=threads,
+            self._cluster = local_cluster(members=members, threads=threads, log_level=self._log_level,
                                           keep_snapshot_store=self._keep_snapshot_store)
         except BaseException as error:  # noqa: BLE001 - re-raised by get()
             self._error = error

@@ -64,3 +64,17 @@ def test_manifest_prints_a_jetjob_with_the_file_inlined():
     assert document["kind"] == "JetJob" and document["metadata"]["name"] == "wc"
     assert document["spec"]["members"]["replicas"] == 3
     assert "def dag(" in document["spec"]["pipeline"]["code"]
+
+
+def test_the_members_log_at_the_level_jet_run_was_given():
+    """`jet --log-level WARNING run` keeps the members' INFO lines (joins, the job's start) off
+    the terminal too; at the default level they are there."""
+    from tests.cli.support import jet
+
+    quiet = jet("--log-level", "WARNING", "run", "--members", "2", EXAMPLE, TEXT)
+    assert quiet.returncode == 0, quiet.stderr
+    assert "job completed" in quiet.stderr  # what `jet run` prints is not a log line
+    assert " INFO " not in quiet.stderr
+    chatty = jet("run", "--members", "2", EXAMPLE, TEXT)
+    assert chatty.returncode == 0, chatty.stderr
+    assert "jet.cluster.member: member 0 of 2 serving" in chatty.stderr

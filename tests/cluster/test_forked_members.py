@@ -64,3 +64,26 @@ def test_a_member_with_its_own_hash_seed_is_not_forked(monkeypatch):
     monkeypatch.setenv("PYTHONHASHSEED", "1")
     assert forked_members.available({"PYTHONHASHSEED": "1"})
     assert not forked_members.available({"PYTHONHASHSEED": "2"})
+
+
+def test_a_member_imports_from_its_own_pythonpath(tmp_path):
+    """The server's import path is fixed when it starts; a member forked later with a PYTHONPATH
+    that has more on it (the job's library here) still imports from there."""
+    forked_members.prestart()  # started (if not yet) without the library on its path
+    library, jobs = tmp_path / "library", tmp_path / "jobs"
+    library.mkdir()
+    jobs.mkdir()
+    (library / "probe_library.py").write_text("ANSWER = 'forty-two'\n")
+    (jobs / "job.py").write_text(
+        "import probe_library\n"
+        "from jet import Pipeline, Sinks, Sources\n\n"
+        "def pipeline():\n"
+        "    p = Pipeline.create()\n"
+        "    p.read_from(Sources.items([probe_library.ANSWER])).write_to(Sinks.list())\n"
+        "    return p\n")
+    log = tmp_path / "run.log"
+    member_env = {**env(), "PYTHONPATH": os.pathsep.join([str(library), _python_path()])}
+    member = forked_members.ForkedMember(jet_command("run", "--members", "1", str(jobs / "job.py")),
+                                         member_env, str(log))
+    assert member.wait(60) == 0, log.read_text()
+    assert "forty-two" in log.read_text()

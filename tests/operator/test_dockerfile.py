@@ -34,7 +34,7 @@ def test_base_image_can_be_swapped_and_defaults_to_python_3_11() -> None:
 def test_multi_stage_build_leaves_compilers_behind() -> None:
     (build_from, build), (final_from, final) = stages()
     assert build_from.endswith("AS build") and final_from.endswith("AS runtime")
-    assert any('pip install --no-cache-dir ".[spark,operator]"' in step for step in build)
+    assert any('pip install --no-cache-dir -c constraints.txt ".[spark,operator]"' in step for step in build)
     final_text = "\n".join(final)
     for tool in ("gcc", "g++", "build-essential"):
         assert tool not in final_text
@@ -75,3 +75,29 @@ def test_examples_with_their_data_are_in_the_working_directory() -> None:
     assert "COPY examples /home/jet/examples" in final
     ignored = (ROOT / ".dockerignore").read_text().split()
     assert not any(pattern.strip("/*") in ("examples", "examples/data") for pattern in ignored)
+
+
+def test_the_image_constraints_pin_every_dependency_within_pyproject() -> None:
+    """docker/constraints.txt pins each requirement of the image's install (the project's own,
+    its spark and operator extras) to a version pyproject.toml allows; the image installs
+    with it."""
+    import tomllib
+
+    from packaging.requirements import Requirement
+    from packaging.utils import canonicalize_name
+
+    pins = {}
+    for line in (ROOT / "docker" / "constraints.txt").read_text().splitlines():
+        if line.strip() and not line.startswith("#"):
+            name, _, version = line.partition("==")
+            pins[canonicalize_name(name)] = version.strip()
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    extras = project["optional-dependencies"]
+    for text in project["dependencies"] + extras["spark"] + extras["operator"]:
+        requirement = Requirement(text)
+        name = canonicalize_name(requirement.name)
+        assert name in pins, f"docker/constraints.txt does not pin {requirement.name}"
+        assert requirement.specifier.contains(pins[name], prereleases=True), \
+            f"docker/constraints.txt pins {name}=={pins[name]}, outside pyproject.toml's {requirement}"
+    copies = [step for _, steps in stages() for step in steps if "constraints.txt" in step]
+    assert any(step.startswith("COPY docker/constraints.txt") for step in copies)

@@ -60,3 +60,30 @@ def test_the_example_on_a_local_cluster(spark, tmp_path):
         cluster.new_job(pipeline).join(timeout=300)
     got = sorted(tuple(row) for row in spark.read.parquet(str(out)).collect())
     assert got == _spark_window_counts(spark, directory)
+
+
+def _key_and_doubled_value(batch):
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    return pa.RecordBatch.from_arrays([batch.column(0), pc.multiply(batch.column(2), 2)], names=["key", "doubled"])
+
+
+def test_map_batches_into_a_spark_stream_sink_writes_every_row(spark, tmp_path):
+    """Record batches reach the Spark stream sink as their rows (positions count rows, not batches)."""
+    directory, out = tmp_path / "in", tmp_path / "out.parquet"
+    directory.mkdir()
+    for index in range(3):
+        write_csv_file(directory, f"part-{index:03d}.csv", file_rows(index, 300))
+    p = Pipeline.create()
+    (p.read_from(Sources.spark_stream("csv", str(directory), schema=CSV_SCHEMA, maxFilesPerTrigger=1,
+                                      available_now=True))
+     .without_timestamps()
+     .map_batches(_key_and_doubled_value)
+     .write_to(Sinks.spark_stream("parquet", str(out), str(tmp_path / "checkpoint"),
+                                  schema="key string, doubled long")))
+    with jet.local_cluster(members=2) as cluster:
+        cluster.new_job(p).join(timeout=300)
+    got = sorted(tuple(row) for row in spark.read.parquet(str(out)).collect())
+    oracle = spark.read.schema(CSV_SCHEMA).csv(str(directory)).selectExpr("key", "value * 2 AS doubled")
+    assert got == sorted(tuple(row) for row in oracle.collect())

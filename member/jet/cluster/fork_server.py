@@ -60,6 +60,10 @@ def _run_child(request: dict[str, Any], stdin_read: int, others: list[int]) -> N
             os.dup2(2, 1)
         os.environ.clear()
         os.environ.update(request["env"])
+        # The server's import path is the first member's; this member's own PYTHONPATH (its
+        # client's path now, say with the job file's directory) comes first, as in a new process.
+        own_path = [p for p in request["env"].get("PYTHONPATH", "").split(os.pathsep) if p]
+        sys.path[:0] = [p for p in own_path if p not in sys.path]
         sys.stdin = open(0, closefd=False)
         sys.stdout = open(1, "w", buffering=1, closefd=False)
         sys.stderr = open(2, "w", buffering=1, closefd=False)

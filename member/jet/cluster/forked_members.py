@@ -91,6 +91,13 @@ class ForkServer:
             done.set()  # the server is gone: nobody waits forever
 
 
+def prestart() -> None:
+    """Start the fork server now, if members can be forked here, so that its imports overlap
+    with the caller's own work (``jet run`` loads the job file meanwhile)."""
+    if available():
+        _fork_server({"PYTHONPATH": os.pathsep.join(p for p in sys.path if p)})
+
+
 def _fork_server(member_env: dict[str, str]) -> ForkServer:
     """The running fork server, started first with this process's environment and the
     members' ``PYTHONPATH`` (each member gets its own environment when forked)."""
