@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 from dataclasses import dataclass
 from typing import Mapping
@@ -45,6 +46,42 @@ class OperatorConfig:
     posting_level: str = "INFO"
     # Port of the Prometheus /metrics endpoint; 0 serves none.
     metrics_port: int = 0
+    # Per JetJob, a ClusterIP Service <name>-dashboard to member 0's HTTP port (its dashboard),
+    # and an Ingress to it (the Ingress implies the Service); see jet_operator.dashboard.
+    dashboard_service_enabled: bool = False
+    dashboard_ingress_enabled: bool = False
+    # The Ingress's host and TLS Secret; fields: name (the JetJob's), namespace.
+    dashboard_ingress_host: str = ""
+    dashboard_ingress_tls_secret: str = ""
+    dashboard_ingress_class_name: str = ""
+    # A JSON object of strings: the Ingress's annotations.
+    dashboard_ingress_annotations: str = "{}"
+
+    def __post_init__(self) -> None:
+        if self.dashboard_ingress_enabled and not self.dashboard_ingress_host:
+            raise ValueError(f"{ENV_PREFIX}DASHBOARD_INGRESS_HOST: empty, but the dashboard Ingress is "
+                             "enabled; expected a host such as '{name}.{namespace}.jet.example.com'")
+        for name in ("dashboard_ingress_host", "dashboard_ingress_tls_secret"):
+            template = getattr(self, name)
+            try:
+                template.format(name="job", namespace="default")
+            except (AttributeError, KeyError, IndexError, ValueError) as error:
+                raise ValueError(f"{ENV_PREFIX}{name.upper()}: {template!r} is not a template over "
+                                 f"{{name}} and {{namespace}} ({error!r})") from None
+        self.ingress_annotations()  # fails early on bad JSON
+
+    def ingress_annotations(self) -> dict[str, str]:
+        """The dashboard Ingress's annotations (``dashboard_ingress_annotations`` parsed)."""
+        variable = f"{ENV_PREFIX}DASHBOARD_INGRESS_ANNOTATIONS"
+        try:
+            annotations = json.loads(self.dashboard_ingress_annotations or "{}")
+        except json.JSONDecodeError as error:
+            raise ValueError(f"{variable}: not JSON ({error}): {self.dashboard_ingress_annotations!r}") from None
+        if not isinstance(annotations, dict) or not all(
+                isinstance(key, str) and isinstance(value, str) for key, value in annotations.items()):
+            raise ValueError(f"{variable}: expected a JSON object of strings, got "
+                             f"{self.dashboard_ingress_annotations!r}")
+        return annotations
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> "OperatorConfig":
@@ -55,9 +92,16 @@ class OperatorConfig:
             raw = environ.get(ENV_PREFIX + config_field.name.upper())
             if raw is None or raw == "":
                 continue
-            kind = type(config_field.default)
-            values[config_field.name] = kind(raw)
+            values[config_field.name] = _parse(config_field.name, type(config_field.default), raw)
         return cls(**values)
+
+    def dashboard_host(self, job: str, namespace: str) -> str:
+        """The host the dashboard Ingress of ``job`` answers on."""
+        return self.dashboard_ingress_host.format(name=job, namespace=namespace)
+
+    def dashboard_tls_secret(self, job: str, namespace: str) -> str:
+        """The TLS Secret of the dashboard Ingress of ``job`` ("": no TLS)."""
+        return self.dashboard_ingress_tls_secret.format(name=job, namespace=namespace)
 
     def job_url(self, job: str, namespace: str) -> str:
         """The URL of ``job``'s coordinator (member 0) job-status endpoint."""
@@ -78,3 +122,21 @@ class OperatorConfig:
             service=naming.service_name(job),
             port=constants.MEMBER_PORT,
         )
+
+
+_TRUE = ("true", "1", "yes", "on")
+_FALSE = ("false", "0", "no", "off", "")
+
+
+def _parse(name: str, kind: type, raw: str) -> object:
+    """``raw`` as the field's type; a bool is spelled true/false (``bool("false")`` is True)."""
+    variable = ENV_PREFIX + name.upper()
+    if kind is bool:
+        lowered = raw.strip().lower()
+        if lowered in _TRUE or lowered in _FALSE:
+            return lowered in _TRUE
+        raise ValueError(f"{variable}: expected true or false, got {raw!r}")
+    try:
+        return kind(raw)
+    except ValueError:
+        raise ValueError(f"{variable}: expected {kind.__name__}, got {raw!r}") from None

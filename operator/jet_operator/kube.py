@@ -30,6 +30,7 @@ _RESOURCES: dict[str, tuple[str, str]] = {
     "StatefulSet": ("/apis/apps/v1", "statefulsets"),
     "Role": ("/apis/rbac.authorization.k8s.io/v1", "roles"),
     "RoleBinding": ("/apis/rbac.authorization.k8s.io/v1", "rolebindings"),
+    "Ingress": ("/apis/networking.k8s.io/v1", "ingresses"),
     constants.KIND: (f"/apis/{constants.API_GROUP}/{constants.API_VERSION}", constants.PLURAL),
 }
 

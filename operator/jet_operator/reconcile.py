@@ -16,6 +16,7 @@ from jet_operator.builders import JobRef
 from jet_operator.children import build_children, spark_service_account
 from jet_operator.config import OperatorConfig
 from jet_operator.credential_sync import ensure_credentials
+from jet_operator.dashboard import build_dashboard_children, dashboard_cleanup_targets
 from jet_operator.generations import cluster_token, find_coordinator, prepare_generation
 from jet_operator.jobclient import fetch_job_report
 from jet_operator.jobcontrol import JobControlError
@@ -158,7 +159,7 @@ def start_generation(
         attempt=0,
         default_account=config.job_service_account,
         initial_snapshot=start.initial_snapshot,
-    ):
+    ) + build_dashboard_children(job, config):
         api.apply(child)
     delete_stale_pods(api, job, attempt=0)
     common = dict(restartCount=0, retriesUsed=0, restartAt=None, jobId=None, completionTime=None,
@@ -223,9 +224,10 @@ def restart(api: KubeApi, config: OperatorConfig, job: JobRef, spec: JetJobSpec,
     """Start the job again on the same spec: a new attempt, every pod replaced."""
     attempt = int(status.get("restartCount") or 0) + 1
     ensure_credentials(api, job, spec)  # e.g. a job started by an operator that made fewer Secrets
-    for child in build_children(job, spec, member_replicas=spec.replicas, attempt=attempt,
-                                default_account=config.job_service_account,
-                                initial_snapshot=status.get("startSnapshot")):
+    children = build_children(job, spec, member_replicas=spec.replicas, attempt=attempt,
+                              default_account=config.job_service_account,
+                              initial_snapshot=status.get("startSnapshot"))
+    for child in children + build_dashboard_children(job, config):
         api.apply(child)
     delete_stale_pods(api, job, attempt)
     return phase_update(
@@ -350,6 +352,7 @@ def cleanup(api: KubeApi, config: OperatorConfig, job: JobRef) -> list[str]:
     children = [
         ("Pod", naming.spark_driver_name(job.name, constants.COMPONENT_SPARK_SOURCE)),
         ("Pod", naming.spark_driver_name(job.name, constants.COMPONENT_SPARK_SINK)),
+        *dashboard_cleanup_targets(job.name, config),
         ("StatefulSet", naming.statefulset_name(job.name)),
         ("Service", naming.service_name(job.name)),
         ("ConfigMap", naming.pipeline_config_map_name(job.name)),

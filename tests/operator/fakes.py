@@ -112,6 +112,9 @@ def run_statefulset(k8s: Emulator, name: str, namespace: str = "default") -> lis
                 "apiVersion": "v1", "kind": "Pod",
                 "metadata": {
                     **template["metadata"], "name": pod_name, "namespace": namespace,
+                    # As the real controller does: the pod's own name as a label (Services select by it).
+                    "labels": {**template["metadata"].get("labels", {}),
+                               "statefulset.kubernetes.io/pod-name": pod_name},
                     "uid": str(uuid.uuid4()),
                     "creationTimestamp": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
                     "ownerReferences": [{"apiVersion": "apps/v1", "kind": "StatefulSet", "name": name,

@@ -309,7 +309,9 @@ class Kubelet:
             self.k8s.objects[PODS, namespace, pod_name] = {
                 "apiVersion": "v1", "kind": "Pod",
                 "metadata": {
-                    "labels": dict(template["metadata"].get("labels") or {}),
+                    # As the real controller does: the pod's own name as a label (Services select by it).
+                    "labels": {**(template["metadata"].get("labels") or {}),
+                               "statefulset.kubernetes.io/pod-name": pod_name},
                     "annotations": dict(template["metadata"].get("annotations") or {}),
                     "name": pod_name, "namespace": namespace,
                     "uid": str(uuid.uuid4()), "creationTimestamp": _now(),

@@ -95,6 +95,11 @@ app.kubernetes.io/component: operator
 - apiGroups: [rbac.authorization.k8s.io]
   resources: [roles, rolebindings]
   verbs: [get, create, patch, delete]
+{{- if .Values.dashboard.ingress.enabled }}
+- apiGroups: [networking.k8s.io]
+  resources: [ingresses]
+  verbs: [get, create, patch, delete]
+{{- end }}
 {{- end }}
 
 {{/* What Spark drivers need in their namespace. */}}
