@@ -2,6 +2,7 @@
 rates, suspend, resume and export a snapshot with the buttons, a failed job's error;
 screenshots for the docs."""
 
+import os
 from pathlib import Path
 
 import pytest
@@ -14,8 +15,19 @@ from tests.dashboard.support import USER_ERROR, failing_pipeline
 
 pytestmark = pytest.mark.skipif(missing() is not None, reason=missing() or "")
 
-IMAGES = Path(__file__).resolve().parents[2] / "docs" / "images"
+DOCS_IMAGES = Path(__file__).resolve().parents[2] / "docs" / "images"
+DOCS_SCREENSHOTS_ENV = "JET_DOCS_SCREENSHOTS"
+"""Set to 1 to save the screenshots into docs/images (otherwise they go to the test's tmp dir)."""
 WAIT_S = 30
+
+
+def save_screenshot(driver, name: str, tmp_path: Path) -> None:
+    """A PNG of the page, in docs/images when ``$JET_DOCS_SCREENSHOTS`` is 1."""
+    directory = DOCS_IMAGES if os.environ.get(DOCS_SCREENSHOTS_ENV) == "1" else tmp_path
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / name
+    driver.save_screenshot(str(path))
+    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", f"{path} is not a PNG"
 
 
 @pytest.fixture(scope="module")
@@ -45,18 +57,18 @@ def status_shown(driver):
     return found[0].text if found else ""
 
 
-def test_the_cluster_page_lists_the_members_and_the_running_job(cluster, stream_job, browser):
+def test_the_cluster_page_lists_the_members_and_the_running_job(cluster, stream_job, browser, tmp_path):
     job = stream_job[0]
     browser.get(f"http://127.0.0.1:{cluster.http_ports[0]}/#/")
     rows = wait(browser, lambda d: len(css(d, '[data-testid="member-row"]')) == 2 and css(d, f'[data-job="{job.id}"]')
                 and css(d, '[data-testid="member-row"]'), "both members and the job")
     assert [row.get_attribute("data-member") for row in rows] == ["0", "1"]
     wait(browser, lambda d: "%" in css(d, '[data-testid="member-row"]')[1].text, "a CPU share from two looks")
-    IMAGES.mkdir(parents=True, exist_ok=True)
-    browser.save_screenshot(str(IMAGES / "dashboard-cluster.png"))
+    save_screenshot(browser, "dashboard-cluster.png", tmp_path)
 
 
-def test_the_job_page_shows_every_vertex_with_live_rates_and_its_buttons_steer_the_job(cluster, stream_job, browser):
+def test_the_job_page_shows_every_vertex_with_live_rates_and_its_buttons_steer_the_job(cluster, stream_job, browser,
+                                                                                     tmp_path):
     job, dag = stream_job
     css(browser, f'[data-job="{job.id}"] a')[0].click()
     drawn = wait(browser, lambda d: len(css(d, "#dag [data-vertex]")) == len(dag.vertices)
@@ -68,7 +80,7 @@ def test_the_job_page_shows_every_vertex_with_live_rates_and_its_buttons_steer_t
     wait(browser, lambda d: vertex_figure(d, source, "data-rate") > 0, "the source's rate above 0")
     wait(browser, lambda d: css(d, '[data-testid="snapshot-count"]')
          and css(d, '[data-testid="snapshot-count"]')[0].text not in ("", "0"), "a snapshot shown")
-    browser.save_screenshot(str(IMAGES / "dashboard-job.png"))
+    save_screenshot(browser, "dashboard-job.png", tmp_path)
 
     css(browser, '[data-testid="action-suspend"]')[0].click()
     wait(browser, lambda d: status_shown(d) == "SUSPENDED", "SUSPENDED on the page")
