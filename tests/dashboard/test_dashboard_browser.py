@@ -108,3 +108,21 @@ def test_a_failed_jobs_page_shows_the_users_exception(cluster, browser):
     shown = wait(browser, lambda d: css(d, '[data-testid="job-error"]'), "the job's error")[0].text
     assert USER_ERROR in shown and "refuse_seven" in shown
     assert status_shown(browser) == "FAILED"
+
+
+def test_backpressure_colours_the_vertex_a_slow_sink_holds_back(cluster, browser):
+    """numbers -> relay -> a sink sleeping per chunk (and numbers -> a free sink): the relay is
+    shown held back most of the time, while the slow sink itself, where the job is bound, is not
+    held back; their colours differ."""
+    from tests.metrics.jobs import back_pressure_dag
+
+    job = cluster.new_job(back_pressure_dag(5_000_000), {"name": "dashboard-backpressure"})
+    try:
+        browser.get(f"http://127.0.0.1:{cluster.http_ports[0]}/#/jobs/{job.id}")
+        wait(browser, lambda d: vertex_figure(d, "relay", "data-backpressure") > 0.5, "the relay held back")
+        assert vertex_figure(browser, "slow_sink", "data-backpressure") == 0.0
+        relay, bound = (css(browser, f'#dag [data-vertex="{name}"] rect')[0].get_attribute("fill")
+                        for name in ("relay", "slow_sink"))
+        assert relay != bound
+    finally:
+        job.cancel()
