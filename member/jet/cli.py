@@ -5,8 +5,11 @@ from __future__ import annotations
 import dataclasses
 import logging
 import os
+import signal
 import sys
-from typing import TYPE_CHECKING, Any
+import threading
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any, Iterator
 
 import click
 
@@ -35,6 +38,7 @@ EXIT_JOB_FAILED = 1
 EXIT_REJECTED = 2  # a usage error, or a job file that does not load (click's usage errors exit 2)
 EXIT_TIMED_OUT = 3
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report a command ended by Ctrl-C
+EXIT_TERMINATED = 143  # 128 + SIGTERM (kill, timeout(1), a container stopping)
 
 RUN_EPILOG = f"""\b
 Exit codes:
@@ -45,6 +49,7 @@ Exit codes:
        raises, defines no job, a missing input or a bad stage); nothing ran
   {EXIT_TIMED_OUT}    the job ran longer than --timeout and was cancelled (a batch job)
   {EXIT_INTERRUPTED}  interrupted (Ctrl-C); the job was cancelled
+  {EXIT_TERMINATED}  terminated (SIGTERM); the job was cancelled, as on Ctrl-C
 
 \b
 With --ui, the Ctrl-C that closes the dashboard after the job ended exits with the
@@ -182,15 +187,37 @@ def run(file: str, args: tuple[str, ...], members: int | None, threads: int | No
         check_job_file(file)
     except JobFileError as error:
         _exit(*_exit_for(error))
-    with brief_member_logs():  # this command prints the job's error, once
+    with brief_member_logs(), sigterm_as_interrupt():  # this command prints the job's error, once
         ended, outcome, dashboard = _load_and_run(file, args, entrypoint, members, threads, timeout, dot,
                                                   config, ui)
-    code = _report(ended, outcome, output, timeout)
-    if dashboard is not None:
-        from jet.local_run import hold_dashboard
-        hold_dashboard(dashboard)  # until Ctrl-C; the exit code stays the job's
+        code = _report(ended, outcome, output, timeout)
+        if dashboard is not None:
+            from jet.local_run import hold_dashboard
+            hold_dashboard(dashboard)  # until Ctrl-C; the exit code stays the job's
     if code != EXIT_COMPLETED:
         sys.exit(code)
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM reached ``jet run``: it ends the run as Ctrl-C does (the job cancelled, the members
+    stopped in order), with its own exit code."""
+
+
+@contextmanager
+def sigterm_as_interrupt() -> Iterator[None]:
+    """Within: SIGTERM raises :class:`Terminated` in the main thread (only there can it be set)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def terminate(signum: int, frame: Any) -> None:
+        raise Terminated()
+
+    previous = signal.signal(signal.SIGTERM, terminate)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def _report(ended: BaseException | None, outcome: RunOutcome | None, output: str | None,
@@ -257,6 +284,8 @@ def _exit_for(error: BaseException) -> tuple[int, str]:
         return EXIT_TIMED_OUT, f"job timed out and was cancelled: {error}"
     if isinstance(error, MembersDidNotStart):
         return EXIT_JOB_FAILED, f"jet run: {error}"
+    if isinstance(error, Terminated):
+        return EXIT_TERMINATED, "jet run: terminated (SIGTERM); the job was cancelled"
     return EXIT_INTERRUPTED, "jet run: interrupted; the job was cancelled"
 
 

@@ -39,9 +39,10 @@ def write_job(directory: Path, name: str, code: str) -> Path:
     return path
 
 
-def interrupt_when_started(job, marker, members) -> tuple[int, str]:
+def interrupt_when_started(job, marker, members, sig: int = signal.SIGINT) -> tuple[int, str]:
     """Run ``jet run --members N job marker`` in a process group of its own, send the whole group
-    SIGINT (what Ctrl-C in a terminal does) once the job wrote ``marker``; (exit code, stderr)."""
+    SIGINT (what Ctrl-C in a terminal does; or ``sig``) once the job wrote ``marker``; (exit code,
+    stderr)."""
     process = subprocess.Popen(jet_command("run", "--members", members, job, marker), env=jet_env(),
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
     try:
@@ -53,7 +54,10 @@ def interrupt_when_started(job, marker, members) -> tuple[int, str]:
             except subprocess.TimeoutExpired:
                 pass
         assert marker.exists(), "the job started"
-        os.killpg(process.pid, signal.SIGINT)
+        if sig == signal.SIGINT:
+            os.killpg(process.pid, sig)
+        else:
+            process.send_signal(sig)  # as kill or timeout(1) send it: to `jet run` alone
         _, err = process.communicate(timeout=60)
     finally:
         if process.poll() is None:

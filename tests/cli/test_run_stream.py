@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import signal
 
 import click
 import pytest
@@ -75,6 +76,18 @@ def test_ctrl_c_cancels_a_stream_with_exit_130_and_no_traceback(tmp_path, member
     assert returncode == 130, err
     assert "interrupted; the job was cancelled" in err
     assert "Traceback" not in err and " ERROR " not in err, err
+
+
+@pytest.mark.parametrize("members", [1, 2])
+def test_sigterm_cancels_a_stream_with_exit_143_and_stops_the_members_in_order(tmp_path, members):
+    """SIGTERM to `jet run` alone (kill, timeout(1)) ends the run as Ctrl-C does: the job is
+    cancelled and the members are stopped, not left to notice their parent is gone."""
+    job, marker = write_job(tmp_path, "ticks.py", TICKS), tmp_path / "running"
+    returncode, err = interrupt_when_started(job, marker, members, signal.SIGTERM)
+    assert returncode == 143, err
+    assert "terminated (SIGTERM); the job was cancelled" in err
+    assert "Traceback" not in err and " ERROR " not in err, err
+    assert "closed our stdin" not in err, err
 
 
 def test_a_batch_job_over_its_timeout_still_exits_3(tmp_path):
