@@ -1,6 +1,7 @@
 """The dashboard's API and pages over real HTTP on a local cluster: who may see them, what a
 job's page is made of, and which actions are refused."""
 
+from jet.cluster.client import as_dag
 from jet.cluster.job_state import JobStatus
 from jet.execution import JobFailedError
 
@@ -105,6 +106,8 @@ def test_a_failed_jobs_page_has_the_users_error_with_their_frames_first(cluster)
     assert USER_ERROR in error and "in refuse_seven" in error
     assert error.index("refuse_seven") < error.index(USER_ERROR)
     assert "Called by the Jet engine" not in error  # as `jet run` prints it
+    # The job has ended: its page still draws the DAG it ran
+    assert {v["name"] for v in shown["dag"]["vertices"]} == {v.name for v in as_dag(failing_pipeline()).vertices}
 
 
 def test_the_cluster_shows_every_member_and_only_member_0_has_the_jobs(cluster, stream_job):

@@ -187,6 +187,10 @@ class JobCoordinator(JobControl, ExecutionDriver, JobScaling):
             self._changed.wait_for(lambda: record.status.is_terminal, timeout_s)
         return record
 
+    def dag(self, job_id: str) -> DAG:
+        """The job's DAG while the coordinator keeps the job (``UnknownJobError`` after)."""
+        return self._run_of(job_id).dag
+
     def _run_of(self, job_id: str) -> JobRun:
         with self._changed:
             self._forget(self._finished.expired())
@@ -424,7 +428,7 @@ class JobCoordinator(JobControl, ExecutionDriver, JobScaling):
         with self._changed:
             record.status = JobStatus.FAILED if record.failure is not None else JobStatus.COMPLETED
             record.completion_time = self._clock()
-            run.dag = run.dag_bytes = None
+            run.dag_bytes = None  # the DAG stays while the job is kept: its dashboard page draws it
             self.job_store.update(record)  # gone from the store before anyone sees the job ended
             self._forget(self._finished.add(record.job_id, record.completion_time))
             self._changed.notify_all()

@@ -616,7 +616,6 @@ class Member:
             self.metrics.jobs_completed.inc()
         elif record.status is JobStatus.FAILED:
             self.metrics.jobs_failed.inc()
-        self.dashboard.job_changed(record)
 
     _HANDLERS: dict[str, tuple[Callable[["Member", int, dict, bytes], dict | tuple[dict, bytes] | None],
                                frozenset[Role]]] = {

@@ -22,7 +22,7 @@ from typing import Any, Callable
 from jet.cluster import messages
 from jet.cluster.job_history import UnknownJobError
 from jet.cluster.job_state import JobStateError
-from jet.dashboard.job_view import DagShapes, job_detail
+from jet.dashboard.job_view import job_detail
 from jet.dashboard.load import process_load
 from jet.snapshot.errors import SnapshotError
 
@@ -48,13 +48,6 @@ class DashboardApi:
 
     def __init__(self, member: Any) -> None:
         self._member = member
-        self._shapes = DagShapes(member.threads)
-
-    def job_changed(self, record: Any) -> None:
-        """A job's status changed (the coordinator's ``on_status``): keep its DAG's shape while
-        the coordinator still holds the DAG."""
-        if self._member.coordinator is not None:
-            self._shapes.remember(self._member.coordinator, record.job_id)
 
     def load(self) -> dict[str, Any]:
         """This member's load."""
@@ -106,7 +99,7 @@ class DashboardApi:
         """One job: its record, error, snapshots, DAG and figures."""
         coordinator = self._coordinator()
         try:
-            return job_detail(coordinator, job_id, self._shapes)
+            return job_detail(coordinator, job_id, self._member.threads)
         except UnknownJobError as e:
             raise ApiError(404, str(e)) from None
 
