@@ -87,7 +87,7 @@ class DashboardRoutes:
         if access == "session":
             refused = same_origin_post(headers, headers.get("Host"))
             if refused:
-                log.warning("dashboard: refused a POST to %s: %s", path, refused)
+                log.warning("refused a POST to %s: %s", path, refused)
                 return json_reply(403, {"error": refused})
         parts = path.strip("/").split("/")
         if len(parts) != 4 or parts[:2] != ["api", "jobs"]:
@@ -112,7 +112,7 @@ class DashboardRoutes:
         if token and self._bearer("Bearer " + token) == FULL:
             return Reply(303, b"", "text/plain", {"Location": "/", "Set-Cookie": session_cookie_header(self._token)})
         if token:
-            log.warning("dashboard: a sign-in with a wrong token was refused")
+            log.warning("a sign-in with a wrong token was refused")
         return Reply(401, login_page("That is not this cluster's token." if token else ""),
                      "text/html; charset=utf-8")
 
