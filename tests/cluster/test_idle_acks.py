@@ -1,11 +1,22 @@
-"""Flow-control acks: an unchanged limit is not sent again, so an idle job's streams stay quiet."""
+"""Flow-control acks go only where a sender can use them: an unchanged limit is not sent again,
+a sender not heard from yet or already DONE gets none, so idle and short jobs' streams stay quiet."""
 
+from jet.cluster.chunk_packets import encode_chunk
 from jet.cluster.flow_control import ReceiveWindow
 from jet.cluster.network import ACK_REFRESH_ROUNDS, ACK_ROUNDS_ALWAYS, MemberNetwork
 from jet.cluster.packets import decode_ack_packet
+from jet.cluster.receiver import ReceiverTasklet
+from jet.execution.outbound import SingleTargetCollector
+from jet.execution.queues import DONE_ITEM, SpscQueue
+from jet.execution.tasklet import DONE
 
 
 class FakeReceiver:
+    """A receiver whose sender has sent something and is not done."""
+
+    bytes_received = 100
+    sender_done = False
+
     def __init__(self) -> None:
         self.window = ReceiveWindow()
 
@@ -58,3 +69,22 @@ def test_a_new_execution_is_acked_in_its_first_rounds():
     network.register(8, {(8, 1, 0, 2): FakeReceiver()}, {}, {2}, lambda peer, error: None)
     network.send_acks()
     assert [(peer, list(acks)) for peer, acks in sent] == [(2, [8])]
+
+
+def test_a_sender_is_acked_from_its_first_frame_until_its_done():
+    queue = SpscQueue(1024, "to-sink")
+    receiver = ReceiverTasklet("receiver", SingleTargetCollector([queue], 0), ReceiveWindow())
+    network, sent = network_with({(7, 3, 0, 1): receiver})
+    for _ in range(3):
+        network.send_acks()
+    assert sent == []  # nothing from the sender yet: it may send 64 KiB unacked
+    receiver.enqueue(encode_chunk(7, 3, 0, ["a", "b"]))
+    network.send_acks()
+    assert [(peer, [(e.dest_vertex_id, e.dest_ordinal) for e in acks[7]]) for peer, acks in sent] == [(1, [(3, 0)])]
+    assert receiver.call() != DONE and queue.poll() == ["a", "b"]
+    receiver.enqueue(encode_chunk(7, 3, 0, [], done=True))
+    assert receiver.call() == DONE and queue.poll() is DONE_ITEM
+    sent.clear()
+    for _ in range(2 * ACK_REFRESH_ROUNDS):
+        network.send_acks()
+    assert sent == []  # DONE arrived: the sender sends nothing more, refreshes included

@@ -24,6 +24,7 @@ from jet.cluster.observables import READ_WAIT_S, ObservableIterator, UnknownObse
 from jet.cluster.transport import ControlCallError, PeerConnection
 from jet.core.dag import DAG, DagValidationError
 from jet.execution.errors import JobCancelledError, JobFailedError, JobTimeoutError
+from jet.execution.measurements import unpack_measurements
 from jet.job_config import JobConfig
 from jet.snapshot import SnapshotError
 
@@ -87,7 +88,8 @@ class Job:
     def measurements(self) -> list[dict]:
         """Every member's measurements of the job (Jet's ``JobMetrics``): each
         ``{"metric": name, "value": int, "tags": {...}}`` as :mod:`jet.execution.measurements` says."""
-        return self._client._call(messages.JOB_METRICS, {"job_id": self.id, "measurements": True})["measurements"]
+        return unpack_measurements(
+            self._client._call(messages.JOB_METRICS, {"job_id": self.id, "measurements": True})["measurements"])
 
     def results(self) -> dict[str, list]:
         """The named results of the job's ``Sinks.list`` sinks, every member's, in member order.

@@ -42,6 +42,7 @@ from jet.cluster.observables import ObservableStore, UnknownObservableError
 from jet.cluster.scale_up import JobScaling, ScaleUpTimer
 from jet.cluster.settings import ControlSettings
 from jet.core.dag import DAG, DagValidationError
+from jet.execution.measurements import PackedMeasurements, unpack_measurements
 from jet.execution.vertex_metrics import merge_vertex_metrics
 from jet.job_config import JobConfig
 
@@ -253,7 +254,7 @@ class JobCoordinator(JobControl, ExecutionDriver, JobScaling):
         """Every member's tagged measurements of the job's last execution (Jet's ``JobMetrics``,
         see :mod:`jet.execution.measurements`), in member order; kept like :meth:`metrics`."""
         per_member = self._per_member(job_id, "measurements")
-        return [item for member in sorted(per_member) for item in per_member[member]]
+        return [item for member in sorted(per_member) for item in unpack_measurements(per_member[member])]
 
     def _per_member(self, job_id: str, kind: str) -> dict[int, Any]:
         """``kind`` ("metrics" or "measurements") of the job's last execution per member: the
@@ -278,7 +279,7 @@ class JobCoordinator(JobControl, ExecutionDriver, JobScaling):
 
     def on_execution_done(self, outcome: ExecutionOutcome, results: dict[str, list] | None = None,
                           metrics: dict[str, dict[str, int]] | None = None,
-                          measurements: list[dict] | None = None) -> None:
+                          measurements: PackedMeasurements | None = None) -> None:
         """A member's execution ended (reported by the member, with its results and metrics)."""
         with self._changed:
             run = self._jobs.get(outcome.job_id)
@@ -290,7 +291,7 @@ class JobCoordinator(JobControl, ExecutionDriver, JobScaling):
             execution.awaiting.discard(outcome.member)
             execution.results[outcome.member] = results or {}
             execution.final_metrics[outcome.member] = metrics or {}
-            execution.final_measurements[outcome.member] = measurements or []
+            execution.final_measurements[outcome.member] = measurements or {}
             self._changed.notify_all()
         if not outcome.ok:
             self._fail_execution(run, execution, outcome)

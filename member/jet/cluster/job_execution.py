@@ -33,6 +33,7 @@ from jet.core.edge import EdgeConfig
 from jet.core.partitioner import PARTITION_COUNT
 from jet.execution.errors import JobCancelledError, JobFailedError, MemberLostError
 from jet.execution.job_future import ExecutionFuture
+from jet.execution.measurements import PackedMeasurements, pack_measurements
 from jet.execution.plan import MemberTopology
 from jet.execution.progress_log import ProgressLog, is_streaming
 from jet.execution.service import TaskletExecutionService
@@ -83,22 +84,24 @@ class ExecutionOutcome:
 
 def encode_report(outcome: ExecutionOutcome, results: dict[str, list], metrics: dict[str, dict[str, int]],
                   measurements: list[dict] | None = None) -> tuple[dict[str, Any], bytes]:
-    """The header and blob of an execution's end report (``execution_done``); results that
-    cannot be pickled are left out with an error in the log (the job itself succeeded)."""
+    """The header and blob of an execution's end report (``execution_done``), the measurements
+    packed (:func:`~jet.execution.measurements.pack_measurements`); results that cannot be pickled
+    are left out with an error in the log (the job itself succeeded)."""
     blob = b""
     if (outcome.ok or outcome.cancelled) and results:
         try:
             blob = cloudpickle.dumps(results)
         except Exception as e:  # noqa: BLE001 - say why the results cannot travel
             log.error("job %s: the results on member %d cannot be pickled: %s", outcome.job_id, outcome.member, e)
-    return {**outcome.to_header(), "metrics": metrics, "measurements": measurements or []}, blob
+    return {**outcome.to_header(), "metrics": metrics, "measurements": pack_measurements(measurements or [])}, blob
 
 
 def decode_report(header: dict[str, Any], blob: bytes
-                  ) -> tuple[ExecutionOutcome, dict[str, list], dict[str, dict[str, int]], list[dict]]:
-    """Inverse of :func:`encode_report` (the blob comes from an authenticated member)."""
+                  ) -> tuple[ExecutionOutcome, dict[str, list], dict[str, dict[str, int]], PackedMeasurements]:
+    """Inverse of :func:`encode_report` (the blob comes from an authenticated member); the
+    measurements stay packed (the coordinator unpacks them only when asked)."""
     return (ExecutionOutcome.from_header(header), cloudpickle.loads(blob) if blob else {},
-            header.get("metrics") or {}, header.get("measurements") or [])
+            header.get("metrics") or {}, header.get("measurements") or {})
 
 
 @dataclass(frozen=True)

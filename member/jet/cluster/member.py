@@ -44,6 +44,7 @@ from jet.core.dag import DAG, DagValidationError
 from jet.core.edge import EdgeConfig
 from jet.dashboard.api import DashboardApi
 from jet.dashboard.load import process_load
+from jet.execution.measurements import pack_measurements
 from jet.execution.runner import default_cooperative_threads
 from jet.execution.service import TaskletExecutionService
 from jet.snapshot import SnapshotError, SnapshotStore
@@ -426,7 +427,7 @@ class Member:
     def _execution_metrics(self, peer: int, header: dict, blob: bytes) -> dict:
         execution = self._execution(header)
         if header.get("measurements"):
-            return {"measurements": execution.measurements()}
+            return {"measurements": pack_measurements(execution.measurements())}
         return {"metrics": execution.figures()}
 
     def _execution_state(self, peer: int, header: dict, blob: bytes) -> dict | tuple[dict, bytes]:
@@ -568,7 +569,7 @@ class Member:
     def _job_metrics(self, peer: int, header: dict, blob: bytes) -> dict:
         job_id = messages.require(header, "job_id", str)
         if header.get("measurements"):
-            return {"measurements": self._require_coordinator().measurements(job_id)}
+            return {"measurements": pack_measurements(self._require_coordinator().measurements(job_id))}
         return {"metrics": self._require_coordinator().metrics(job_id)}
 
     def _job_results(self, peer: int, header: dict, blob: bytes) -> tuple[dict, bytes]:

@@ -4,7 +4,7 @@ Data frames are routed by (execution id, destination vertex id, ordinal, sending
 ReceiverTasklet; ack frames update the SendLimit of the matching SenderTasklets. A timer
 thread, separate from the tasklet threads, sends every ``flow_control_period_ms`` one ack frame
 to each member that sends to us, with an absolute limit per receiver (Jet's protocol) whose
-limit changed (see :meth:`MemberNetwork.send_acks`).
+sender can use it (see :meth:`MemberNetwork.send_acks`).
 """
 
 from __future__ import annotations
@@ -147,20 +147,28 @@ class MemberNetwork:
         """One ack frame per sending member with the current limit of each of its receivers whose
         limit changed since its last ack.
 
-        Every receiver's window is updated each round, but an unchanged limit is not sent again
-        (the stream is ordered and reliable, and a limit is absolute): an idle job sends no acks, so
-        its k - 1 streams per member stay quiet. A receiver's limit is still sent in its first
-        :data:`ACK_ROUNDS_ALWAYS` rounds (a sender registered after the first ack gets one) and
-        every :data:`ACK_REFRESH_ROUNDS`-th round."""
+        Every receiver's window is updated each round, but an ack is sent only where a sender
+        can use it (the stream is ordered and reliable, and a limit is absolute):
+
+        - not before the sender's first frame arrived: until then it has sent less than the
+          64 KiB it may send unacked, or its frames are on their way and the next round acks them;
+        - not after its DONE arrived: it sends nothing more;
+        - in between, when the limit changed, in the first :data:`ACK_ROUNDS_ALWAYS` rounds and
+          every :data:`ACK_REFRESH_ROUNDS`-th round.
+
+        So an idle job sends no acks, and a short job's k(k - 1) streams carry its data and DONE
+        and no ack at all."""
         now = self._clock_ns()
         self._ack_round += 1
         refresh = self._ack_round % ACK_REFRESH_ROUNDS == 0
         sent_before, sent_now = self._acked, {}
         per_member: dict[int, dict[int, list[AckEntry]]] = {}
         for key, receiver in list(self._receivers.items()):
-            execution_id, vertex_id, ordinal, peer = key
             limit = receiver.window.update_and_get_send_seq_limit_compressed(
                 now, receiver.is_buffer_empty())
+            if getattr(receiver, "sender_done", False) or not getattr(receiver, "bytes_received", 1):
+                continue
+            execution_id, vertex_id, ordinal, peer = key
             last_limit, rounds = sent_before.get(key, (None, 0))
             sent_now[key] = (limit, rounds + 1)
             if limit == last_limit and rounds >= ACK_ROUNDS_ALWAYS and not refresh:

@@ -57,6 +57,11 @@ class ReceiverTasklet:
         return not self.is_buffer_empty() or self._collector.has_pending or self._done_received
 
     @property
+    def sender_done(self) -> bool:
+        """Whether the sender's DONE has arrived: it sends nothing more, so it needs no more acks."""
+        return self._done_received
+
+    @property
     def bytes_received(self) -> int:
         """Bytes of the frames that arrived (distributedBytesIn)."""
         return self._received_bytes

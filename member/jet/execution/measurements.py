@@ -55,3 +55,33 @@ def processor_measurements(tasklets: Iterable[Any], base_tags: Mapping[str, str]
             edge_tags = {**tags, "ordinal": str(ordinal), "to_vertex": to_vertex}
             yield measurement(EMITTED_COUNT, tasklet.emitted_per_ordinal[ordinal], edge_tags)
             yield measurement(BACK_PRESSURED_TIME_MS, back_pressured_ms(tasklet, ordinal), edge_tags)
+
+
+PackedMeasurements = dict[str, list]
+"""``{"tags": [tag set, ...], "rows": [[metric, value, index of its tag set], ...]}``."""
+
+
+def pack_measurements(measurements: Iterable[Measurement]) -> PackedMeasurements:
+    """The wire form of one member's measurements: each distinct tag set once, each measurement a
+    short row. A member's k - 1 remote edges give many measurements sharing few tag sets, and the
+    coordinator decodes every member's at each job's end: this keeps that a few KB, not tens."""
+    tag_sets: list[dict[str, str]] = []
+    index_of: dict[tuple, int] = {}
+    rows = []
+    for item in measurements:
+        tags = item["tags"]
+        key = tuple(tags.items())
+        index = index_of.get(key)
+        if index is None:
+            index = index_of[key] = len(tag_sets)
+            tag_sets.append(tags)
+        rows.append([item["metric"], item["value"], index])
+    return {"tags": tag_sets, "rows": rows}
+
+
+def unpack_measurements(packed: PackedMeasurements | None) -> list[Measurement]:
+    """Inverse of :func:`pack_measurements` (each measurement gets a tag dict of its own)."""
+    if not packed:
+        return []
+    tag_sets = packed["tags"]
+    return [measurement(metric, value, tag_sets[index]) for metric, value, index in packed["rows"]]
