@@ -15,7 +15,7 @@ def _write(tmp_path, text):
 def test_defaults():
     settings = MemberSettings.load(environ={})
     assert settings.cooperative_threads is None and settings.flow_control_period_ms == 100
-    assert settings.edge_defaults == EdgeDefaults(1024, 2048, 16384, 3)
+    assert settings.edge_defaults == EdgeDefaults(4096, 2048, 16384, 3)
     assert (settings.port, settings.http_port, settings.member_index, settings.peers) == (5701, 8080, None, None)
     assert settings.tls_config() is None
 
