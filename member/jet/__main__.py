@@ -1,0 +1,5 @@
+"""``python -m jet``: the ``jet`` command."""
+
+from jet.launcher import main
+
+main()

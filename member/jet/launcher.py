@@ -1,0 +1,50 @@
+"""The ``jet`` command's entry point: a ``jet run`` that will boot local members starts their
+fork server before anything else is imported.
+
+The fork server imports the member's code (about 0.25 s); started here, that overlaps with the
+command's own imports and the job file's loading instead of following them, which takes about
+0.1 s off every ``jet run`` with members. The command line is only glanced at; :mod:`jet.cli`
+parses it. A fork server started for a command that then runs no members ends with this
+process.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+
+def main() -> None:
+    """``jet``: prestart the members' fork server when the command is a ``jet run`` with members,
+    then run :func:`jet.cli.main`."""
+    if boots_members(sys.argv[1:], os.cpu_count() or 1):
+        from jet.cluster import forked_members
+
+        forked_members.prestart()
+    from jet.cli import main as cli_main
+
+    cli_main()
+
+
+def boots_members(args: list[str], default_members: int) -> bool:
+    """Whether ``jet <args>`` looks like a ``jet run`` on member processes: the command (after the
+    group's only option, ``--log-level``) is ``run``, and neither ``--members 1`` nor ``--dot``
+    nor ``--help`` is given."""
+    command = args[2:3] if args[:1] == ["--log-level"] else args[1:2] if args[:1] and \
+        args[0].startswith("--log-level=") else args[:1]
+    if command != ["run"] or any(arg in ("--dot", "--help") for arg in args):
+        return False
+    members = default_members
+    for index, arg in enumerate(args):
+        if arg == "--members" and index + 1 < len(args):
+            members = _int_or(args[index + 1], members)
+        elif arg.startswith("--members="):
+            members = _int_or(arg.split("=", 1)[1], members)
+    return members > 1
+
+
+def _int_or(text: str, default: int) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        return default
