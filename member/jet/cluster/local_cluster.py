@@ -37,6 +37,7 @@ from jet.cluster import forked_members
 from jet.cluster.auth import MEMBER_KEY_ENV, TOKEN_ENV
 from jet.cluster.client import JetClient, Job
 from jet.cluster.member_supervisor import MemberSupervisor
+from jet.cluster.peers import PeerAddress, tcp_probe
 from jet.cluster.settings import MemberSettings
 from jet.core.dag import DAG
 
@@ -147,7 +148,10 @@ class LocalCluster:
                 if process.poll() is not None:
                     raise RuntimeError(f"member {index} exited with code {process.returncode} while starting"
                                        f"{self._log_tail(index)}")
-            if self.cluster_ready():
+            # The client's channel dials member 0 only once its port takes connections: a dial
+            # refused earlier holds the channel in gRPC's reconnect backoff (100 ms) past the
+            # moment the cluster is up.
+            if tcp_probe(PeerAddress(self.host, self.ports[0]), timeout_s=0.5) and self.cluster_ready():
                 return
             if time.monotonic() > deadline:
                 raise TimeoutError(f"the local cluster of {len(self.members)} members was not ready within "

@@ -153,8 +153,24 @@ class MemberHttpServer:
         return self
 
     def stop(self) -> None:
-        self._server.shutdown()
+        """Stop serving, at once: a connection of our own wakes the serving loop, which would
+        otherwise see the shutdown only at its next poll (most of a member's stop)."""
+        if self._thread.is_alive():
+            stopping = threading.Thread(target=self._server.shutdown, name="jet-http-stop", daemon=True)
+            stopping.start()
+            while stopping.is_alive():
+                self._wake_serving_loop()
+                stopping.join(0.005)
         self._server.server_close()
+
+    def _wake_serving_loop(self) -> None:
+        host = self._server.server_address[0]
+        if host in ("0.0.0.0", "::", ""):  # bound to every address: the loopback one of its family
+            host = "::1" if host == "::" else "127.0.0.1"
+        try:
+            socket.create_connection((host, self.port), timeout=0.1).close()
+        except OSError:
+            pass  # the loop still sees the shutdown at its next poll
 
     def authorized(self, authorization: str | None) -> bool:
         """Whether an ``Authorization`` header value carries the cluster token or its job-status
