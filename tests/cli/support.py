@@ -22,7 +22,7 @@ def jet_env(**extra: str) -> dict[str, str]:
 
 
 def jet_command(*args: object) -> list[str]:
-    return [sys.executable, "-m", "jet.cli", *map(str, args)]
+    return [sys.executable, "-m", "jet", *map(str, args)]  # what the `jet` command runs (jet.launcher)
 
 
 def jet(*args: object, cwd: Path = REPO_ROOT, timeout: float = 180,

@@ -18,7 +18,7 @@ DATA = REPO_ROOT / "examples" / "data"
 
 def jet_run(*args, members=1):
     result = subprocess.run(
-        [sys.executable, "-m", "jet.cli", "run", "--members", str(members), *map(str, args)],
+        [sys.executable, "-m", "jet", "run", "--members", str(members), *map(str, args)],
         capture_output=True, text=True, timeout=120, cwd=REPO_ROOT,
         env={"PYTHONPATH": f"{REPO_ROOT / 'member'}:{REPO_ROOT / 'operator'}", "PATH": ""})
     assert result.returncode == 0, result.stderr[-3000:]

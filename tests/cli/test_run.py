@@ -13,7 +13,7 @@ TEXT = str(REPO_ROOT / "examples" / "data" / "two-cities.txt")
 
 def test_run_wordcount_example_logs_the_top_words():
     result = subprocess.run(
-        [sys.executable, "-m", "jet.cli", "run", EXAMPLE, TEXT], capture_output=True, text=True,
+        [sys.executable, "-m", "jet", "run", EXAMPLE, TEXT], capture_output=True, text=True,
         timeout=60, env={"PYTHONPATH": str(REPO_ROOT / "member"), "PATH": ""})
     assert result.returncode == 0, result.stderr
     assert "the 29" in result.stderr and "of 25" in result.stderr

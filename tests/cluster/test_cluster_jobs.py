@@ -188,7 +188,7 @@ def test_jet_run_members_3_prints_the_plain_python_answer():
 
     def run(members):
         result = subprocess.run(
-            [sys.executable, "-m", "jet.cli", "run", "--members", str(members),
+            [sys.executable, "-m", "jet", "run", "--members", str(members),
              "examples/wordcount.py", "examples/data/two-cities.txt"], capture_output=True, text=True,
             timeout=120, cwd=REPO_ROOT, env={"PYTHONPATH": f"{REPO_ROOT / 'member'}", "PATH": ""})
         assert result.returncode == 0, result.stderr[-3000:]
