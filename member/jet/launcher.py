@@ -59,9 +59,12 @@ def boots_members(args: list[str], default_members: int) -> bool:
     """Whether ``jet <args>`` looks like a ``jet run`` on member processes: the command (after the
     group's only option, ``--log-level``) is ``run``, and neither ``--members 1`` nor ``--dot``
     nor ``--help`` is given."""
-    command = args[2:3] if args[:1] == ["--log-level"] else args[1:2] if args[:1] and \
-        args[0].startswith("--log-level=") else args[:1]
-    if command != ["run"] or any(arg in ("--dot", "--help") for arg in args):
+    rest = args
+    if rest[:1] == ["--log-level"]:
+        rest = rest[2:]
+    elif rest[:1] and rest[0].startswith("--log-level="):
+        rest = rest[1:]
+    if rest[:1] != ["run"] or any(arg in ("--dot", "--help") for arg in args):
         return False
     members = default_members
     for index, arg in enumerate(args):

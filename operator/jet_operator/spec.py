@@ -49,7 +49,7 @@ class EdgeDefaults:
     """The engine's EdgeConfig defaults for every edge of the job (Jet's, but the queue size:
     the engine's queues hold whole chunks, see ``jet.core.edge.DEFAULT_QUEUE_SIZE``)."""
 
-    queue_size: int = 4096
+    queue_size: int = 16384
     packet_size_limit: int = 16384
     receive_window_multiplier: int = 3
 

@@ -15,7 +15,7 @@ def _write(tmp_path, text):
 def test_defaults():
     settings = MemberSettings.load(environ={})
     assert settings.cooperative_threads is None and settings.flow_control_period_ms == 100
-    assert settings.edge_defaults == EdgeDefaults(4096, 2048, 16384, 3)
+    assert settings.edge_defaults == EdgeDefaults(16384, 8192, 16384, 3)
     assert (settings.port, settings.http_port, settings.member_index, settings.peers) == (5701, 8080, None, None)
     assert settings.tls_config() is None
 
@@ -35,7 +35,7 @@ edge_defaults:
     settings = MemberSettings.load(flags, env, path)
     assert settings.cooperative_threads == 2          # file
     assert settings.flow_control_period_ms == 70      # env over file
-    assert settings.edge_defaults == EdgeDefaults(queue_size=30, outbox_capacity=2048, packet_size_limit=200,
+    assert settings.edge_defaults == EdgeDefaults(queue_size=30, outbox_capacity=8192, packet_size_limit=200,
                                                   receive_window_multiplier=5)
     assert settings.port == 6000                      # a flag of None is not given
     assert settings.peers == "a:1,b:2"

@@ -96,7 +96,7 @@ def test_iteration_is_topological_and_stable():
 def test_edge_config_rejects_nonpositive_values():
     with pytest.raises(ValueError, match="EdgeConfig.queue_size must be a positive integer"):
         EdgeConfig(queue_size=0)
-    assert EdgeConfig() == EdgeConfig(4096, 2048, 16384, 3)
+    assert EdgeConfig() == EdgeConfig(16384, 8192, 16384, 3)
 
 
 def test_dot_of_a_two_stage_aggregation_equals_jets_format():
@@ -120,13 +120,13 @@ def test_dot_of_a_two_stage_aggregation_equals_jets_format():
         '\t"group-and-aggregate" [localParallelism=default];\n'
         '\t"loggerSink" [localParallelism=1];\n'
         '\t"side" [localParallelism=1];\n'
-        '\t"files \\"source\\"" -> "fused(flat-map, filter)" [queueSize=4096];\n'
-        '\t"fused(flat-map, filter)" -> "group-and-aggregate-prepare" [label="partitioned", queueSize=4096];\n'
+        '\t"files \\"source\\"" -> "fused(flat-map, filter)" [queueSize=16384];\n'
+        '\t"fused(flat-map, filter)" -> "group-and-aggregate-prepare" [label="partitioned", queueSize=16384];\n'
         '\tsubgraph cluster_0 {\n'
-        '\t\t"group-and-aggregate-prepare" -> "group-and-aggregate" [label="distributed-partitioned", queueSize=4096];\n'
+        '\t\t"group-and-aggregate-prepare" -> "group-and-aggregate" [label="distributed-partitioned", queueSize=16384];\n'
         '\t}\n'
         '\t"group-and-aggregate" -> "loggerSink" [taillabel=0, queueSize=64];\n'
-        '\t"group-and-aggregate" -> "side" [label="broadcast", taillabel=1, queueSize=4096];\n'
+        '\t"group-and-aggregate" -> "side" [label="broadcast", taillabel=1, queueSize=16384];\n'
         '}')
     assert '"group-and-aggregate" [localParallelism=4]' in dag.to_dot(default_local_parallelism=4)
 

@@ -1,6 +1,7 @@
 import pytest
 
 from jet.core import DAG, Edge
+from jet.core.edge import DEFAULT_OUTBOX_CAPACITY, DEFAULT_QUEUE_SIZE
 from jet.core.processors import items_source_p, map_p
 from jet.execution import JobTimeoutError, execute
 
@@ -21,10 +22,14 @@ def test_higher_priority_edge_is_consumed_fully_before_the_other_is_read():
     assert ordinals == [0] * 3000 + [1] * 5000
 
 
+#: Items enough to fill the direct edge's queue and bucket several times over.
+FORK_ITEMS = 4 * (DEFAULT_QUEUE_SIZE + DEFAULT_OUTBOX_CAPACITY)
+
+
 def _fork_rejoin(buffered: bool):
     record, sink = recording_sink()
     dag = DAG()
-    source = dag.new_vertex("source", items_source_p(range(20_000)), 1)
+    source = dag.new_vertex("source", items_source_p(range(FORK_ITEMS)), 1)
     branch = dag.new_vertex("branch", map_p(lambda x: -x), 1)
     join = dag.new_vertex("join", sink, 1)
     dag.edge(Edge.from_(source, 0).to(branch))
@@ -46,5 +51,5 @@ def test_buffered_edge_resolves_the_fork_rejoin_deadlock():
     dag, record = _fork_rejoin(buffered=True)
     execute(dag, cooperative_threads=1, timeout=30)
     ordinals = [ordinal for ordinal, _ in record[0]]
-    assert ordinals == [0] * 20_000 + [1] * 20_000
-    assert sorted(x for o, x in record[0] if o == 1) == list(range(20_000))
+    assert ordinals == [0] * FORK_ITEMS + [1] * FORK_ITEMS
+    assert sorted(x for o, x in record[0] if o == 1) == list(range(FORK_ITEMS))

@@ -3,6 +3,7 @@ import threading
 import pytest
 
 from jet.core import DAG, Edge, Processor
+from jet.core.edge import EdgeConfig
 from jet.core.processors import items_source_p, map_p
 from jet.execution import JobCancelledError, JobFailedError, execute
 from jet.execution.backoff import BackoffIdleStrategy
@@ -95,7 +96,10 @@ def test_results_stay_exact_while_work_is_stolen():
     source = dag.new_vertex("mixed", MixedSource, 6)
     double = dag.new_vertex("double", map_p(lambda x: 2 * x), 2)
     sink = dag.new_vertex("sum", lambda: Summer(totals), 1)
-    dag.edge(Edge.between(source, double)).edge(Edge.between(double, sink))
+    # Jet's small queues: the sources are held back by their consumers, so the odd ones' early
+    # end leaves one thread with too little to do while the other still has long runs to emit
+    small = EdgeConfig(queue_size=1024, outbox_capacity=2048)
+    dag.edge(Edge.between(source, double).set_config(small)).edge(Edge.between(double, sink).set_config(small))
     with TaskletExecutionService(2) as service:
         execute(dag, timeout=60, service=service)
         stolen = sum(w.stolen_count for w in service.workers)

@@ -6,6 +6,7 @@ import time
 
 from jet.connectors.sinks import ListResultSinkP
 from jet.core import DAG, Edge, Processor
+from jet.core.edge import EdgeConfig
 from jet.core.functions import whole_item
 from jet.core.processors import aggregate_by_key_p, flat_map_p, map_p, noop_p
 from jet.core.processors.sources import items_source_p
@@ -53,7 +54,8 @@ def back_pressure_dag(count: int = 40_000) -> DAG:
     fast = dag.new_vertex("fast_sink", noop_p(), 1)
     dag.edge(Edge.from_(numbers, 0).to(relay))
     dag.edge(Edge.from_(numbers, 1).to(fast))
-    dag.edge(Edge.between(relay, slow))
+    # Jet's small queue and bucket: the relay fills them long before its items run out
+    dag.edge(Edge.between(relay, slow).set_config(EdgeConfig(queue_size=1024, outbox_capacity=2048)))
     return dag
 
 

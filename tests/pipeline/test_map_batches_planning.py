@@ -39,10 +39,10 @@ def test_map_batches_fuses_with_the_row_stages_before_and_after_it():
     (p.read_from(Sources.items([1])).map(lambda x: (x,)).map_batches(identity).filter(bool)
      .grouping_key(lambda row: row[0]).aggregate(A.counting()).write_to(Sinks.list()))
     assert _edges(p.to_dag(2)) == [
-        '"items" -> "fused(map, map-batches, filter)" [queueSize=4096];',
-        '"fused(map, map-batches, filter)" -> "group-and-aggregate-prepare" [label="partitioned", queueSize=4096];',
-        '"group-and-aggregate-prepare" -> "group-and-aggregate" [label="distributed-partitioned", queueSize=4096];',
-        '"group-and-aggregate" -> "list(default)" [queueSize=4096];',
+        '"items" -> "fused(map, map-batches, filter)" [queueSize=16384];',
+        '"fused(map, map-batches, filter)" -> "group-and-aggregate-prepare" [label="partitioned", queueSize=16384];',
+        '"group-and-aggregate-prepare" -> "group-and-aggregate" [label="distributed-partitioned", queueSize=16384];',
+        '"group-and-aggregate" -> "list(default)" [queueSize=16384];',
     ]
 
 

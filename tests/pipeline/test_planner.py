@@ -17,10 +17,10 @@ def test_consecutive_stateless_stages_fuse_and_group_by_is_two_stage():
     (p.read_from(Sources.items(["a b"])).flat_map(str.split).filter(bool).map(str.upper)
      .grouping_key(lambda w: w).aggregate(A.counting()).write_to(Sinks.logger()))
     assert _edges(p.to_dag(2).to_dot(2)) == [
-        '"items" -> "fused(flat-map, filter, map)" [queueSize=4096];',
-        '"fused(flat-map, filter, map)" -> "group-and-aggregate-prepare" [label="partitioned", queueSize=4096];',
-        '"group-and-aggregate-prepare" -> "group-and-aggregate" [label="distributed-partitioned", queueSize=4096];',
-        '"group-and-aggregate" -> "logger" [queueSize=4096];',
+        '"items" -> "fused(flat-map, filter, map)" [queueSize=16384];',
+        '"fused(flat-map, filter, map)" -> "group-and-aggregate-prepare" [label="partitioned", queueSize=16384];',
+        '"group-and-aggregate-prepare" -> "group-and-aggregate" [label="distributed-partitioned", queueSize=16384];',
+        '"group-and-aggregate" -> "logger" [queueSize=16384];',
     ]
     assert "subgraph cluster_0 {" in p.to_dag(2).to_dot(2)
 
@@ -32,15 +32,15 @@ def test_fusion_stops_at_a_fork_a_rebalance_and_a_parallelism_change():
     mapped.filter(bool).rebalance().map(int).write_to(Sinks.logger())
     mapped.peek().map(float).set_local_parallelism(3).write_to(Sinks.list())
     assert _edges(p.to_dag(2).to_dot(2)) == [
-        '"items" -> "map" [queueSize=4096];',
-        '"map" -> "map-2" [taillabel=0, queueSize=4096];',
-        '"map" -> "filter" [taillabel=1, queueSize=4096];',
-        '"map" -> "peek" [taillabel=2, queueSize=4096];',
-        '"map-2" -> "noop" [queueSize=4096];',
-        '"filter" -> "map-3" [label="distributed", queueSize=4096];',
-        '"peek" -> "map-4" [queueSize=4096];',
-        '"map-3" -> "logger" [queueSize=4096];',
-        '"map-4" -> "list(default)" [queueSize=4096];',
+        '"items" -> "map" [queueSize=16384];',
+        '"map" -> "map-2" [taillabel=0, queueSize=16384];',
+        '"map" -> "filter" [taillabel=1, queueSize=16384];',
+        '"map" -> "peek" [taillabel=2, queueSize=16384];',
+        '"map-2" -> "noop" [queueSize=16384];',
+        '"filter" -> "map-3" [label="distributed", queueSize=16384];',
+        '"peek" -> "map-4" [queueSize=16384];',
+        '"map-3" -> "logger" [queueSize=16384];',
+        '"map-4" -> "list(default)" [queueSize=16384];',
     ]
 
 
@@ -49,7 +49,7 @@ def test_global_aggregate_is_prepare_then_one_combiner_over_all_to_one():
     p.read_from(Sources.items([1, 2])).aggregate(A.summing()).write_to(Sinks.list())
     dag = p.to_dag(2)
     assert dag.get_vertex("aggregate").local_parallelism == 1
-    assert '"aggregate-prepare" -> "aggregate" [label="distributed-partitioned", queueSize=4096];' in _edges(dag.to_dot(2))
+    assert '"aggregate-prepare" -> "aggregate" [label="distributed-partitioned", queueSize=16384];' in _edges(dag.to_dot(2))
     (edge,) = [e for e in dag.edges if e.dest_name == "aggregate"]
     assert edge.all_to_one_key == "aggregate"
 
@@ -61,8 +61,8 @@ def test_hash_join_broadcasts_the_lookup_side_over_a_higher_priority_edge():
         .write_to(Sinks.list())
     dag = p.to_dag(2)
     edges = _edges(dag.to_dot(2))
-    assert '"lookup" -> "hash-join-collector" [label="distributed-broadcast", queueSize=4096];' in edges
-    assert '"hash-join-collector" -> "hash-join-joiner" [label="broadcast", headlabel=1, queueSize=4096];' in edges
+    assert '"lookup" -> "hash-join-collector" [label="distributed-broadcast", queueSize=16384];' in edges
+    assert '"hash-join-collector" -> "hash-join-joiner" [label="broadcast", headlabel=1, queueSize=16384];' in edges
     (into_joiner,) = [e for e in dag.edges if e.source_name == "hash-join-collector"]
     assert into_joiner.get_priority() == -1
     assert dag.get_vertex("hash-join-collector").local_parallelism == 1
@@ -73,7 +73,7 @@ def test_preserve_order_isolates_unkeyed_edges_and_caps_parallelism():
     p.read_from(Sources.items(range(10))).map(abs).set_local_parallelism(4).write_to(Sinks.list())
     dag = p.to_dag(4)
     assert dag.get_vertex("map").local_parallelism == 1
-    assert '"items" -> "map" [label="isolated", queueSize=4096];' in _edges(dag.to_dot(4))
+    assert '"items" -> "map" [label="isolated", queueSize=16384];' in _edges(dag.to_dot(4))
     assert p.to_dot() == 'digraph Pipeline {\n\t"items" -> "map";\n\t"map" -> "list(default)";\n}'
 
 

@@ -145,7 +145,7 @@ class MemberNetwork:
     # -- flow control -----------------------------------------------------------------------
     def send_acks(self) -> None:
         """One ack frame per sending member with the current limit of each of its receivers whose
-        limit changed since its last ack.
+        sender can use it.
 
         Every receiver's window is updated each round, but an ack is sent only where a sender
         can use it (the stream is ordered and reliable, and a limit is absolute):

@@ -6,8 +6,8 @@ like::
     cooperative_threads: 4
     flow_control_period_ms: 100
     edge_defaults:
-      queue_size: 4096
-      outbox_capacity: 2048
+      queue_size: 16384
+      outbox_capacity: 8192
       packet_size_limit: 16384
       receive_window_multiplier: 3
 
@@ -45,8 +45,8 @@ class SettingsError(ValueError):
 class EdgeDefaults:
     """Defaults of every edge that does not set its own ``EdgeConfig``."""
 
-    queue_size: int = 4096
-    outbox_capacity: int = 2048
+    queue_size: int = 16384
+    outbox_capacity: int = 8192
     packet_size_limit: int = 16384
     receive_window_multiplier: int = 3
 

@@ -26,7 +26,7 @@ class SpscQueue:
 
     __slots__ = ("capacity", "_entries", "_produced", "_consumed", "name")
 
-    def __init__(self, capacity: int = 4096, name: str = "") -> None:
+    def __init__(self, capacity: int = 16384, name: str = "") -> None:
         if capacity < 1:
             raise ValueError(f"queue capacity must be >= 1, got {capacity}")
         self.capacity = capacity
