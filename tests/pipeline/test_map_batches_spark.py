@@ -59,3 +59,24 @@ def test_partial_group_by_in_map_batches_then_grouping_matches_spark(spark, tmp_
     run_with_spark(spark, pipeline, members=2)
     expected = spark.sql(f"SELECT key, sum(value) AS total, count(*) AS rows FROM parquet.`{source}` GROUP BY key")
     assert _rows(spark.read.parquet(out)) == _rows(expected)
+
+
+def test_map_batches_takes_spark_batches_joined_into_frames_of_up_to_65536_rows(spark, tmp_path):
+    source = str(tmp_path / "in.parquet")
+    spark.range(0, 50_000, numPartitions=1).selectExpr("id").write.parquet(source)
+
+    def sizes(batch: pa.RecordBatch) -> pa.RecordBatch:
+        return pa.RecordBatch.from_arrays([pa.array([batch.num_rows]), pa.array([pc.sum(batch.column(0)).as_py()])],
+                                          names=["rows", "total"])
+
+    pipeline = Pipeline.create()
+    pipeline.read_from(Sources.spark("parquet", source)).map_batches(sizes).write_to(Sinks.list("sizes"))
+    spark.conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", "1000")  # Spark sends 1,000-row batches
+    try:
+        results = run_with_spark(spark, pipeline, members=2)
+    finally:
+        spark.conf.unset("spark.sql.execution.arrow.maxRecordsPerBatch")
+    calls = results["sizes"]
+    assert sum(rows for rows, _ in calls) == 50_000 and sum(total for _, total in calls) == sum(range(50_000))
+    assert max(rows for rows, _ in calls) > 1000  # Spark's batches arrived joined, not one call each
+    assert len(calls) < 50

@@ -138,29 +138,49 @@ class JetWriter(DataSourceArrowWriter):
 def send_partition(options: JetOptions, addresses: list[str], members: list[int],
                    batches: Iterator[Any], partition: int, attempt: int, routing: dict | None = None) -> int:
     """Stream one Spark partition (Arrow batches) to its source processor ``partition % N``
-    as Arrow IPC frames of at most ``chunk_rows`` rows (no Python object per row), under the
-    member's flow control, then wait until every row is queued there; returns the row count.
+    as Arrow IPC frames of at most ``chunk_rows`` rows (:func:`frame_batches`; no Python object
+    per row), under the member's flow control, then wait until every row is queued there;
+    returns the row count.
     ``routing`` adds header fields (a stream's query and micro-batch ids)."""
     processor = partition % len(addresses)
     what = f"Spark partition {partition} (attempt {attempt}) -> {options.vertex!r}#{processor}"
     link = MemberLink(addresses[processor], members[processor], options.token, options.tls())
     base = {"op": p.ROWS, "job": options.job, "vertex": options.vertex, "proc": processor,
             "part": partition, "fmt": p.ARROW, "row_type": options.row_type, **(routing or {})}
-    position, sent_seq, step = 0, 0, options.chunk_rows
+    position, sent_seq = 0, 0
     try:
-        for batch in batches:
-            for start in range(0, batch.num_rows, step):
-                chunk = batch.slice(start, step)
-                link.wait_to_send(sent_seq, options.send_timeout_s, what)
-                payload_bytes = link.send({**base, "start": position, "n": chunk.num_rows},
-                                          p.to_ipc(chunk.schema, (chunk,)))
-                sent_seq += chunk_footprint(payload_bytes, chunk.num_rows)
-                position += chunk.num_rows
+        for frame in frame_batches(batches, options.chunk_rows):
+            rows = sum(batch.num_rows for batch in frame)
+            link.wait_to_send(sent_seq, options.send_timeout_s, what)
+            payload_bytes = link.send({**base, "start": position, "n": rows}, p.to_ipc(frame[0].schema, frame))
+            sent_seq += chunk_footprint(payload_bytes, rows)
+            position += rows
         link.request({"op": p.FLUSH, "job": options.job, "vertex": options.vertex, "proc": processor},
                      timeout_s=options.send_timeout_s)
     finally:
         link.close()
     return position
+
+
+def frame_batches(batches: Iterator[Any], max_rows: int) -> Iterator[list]:
+    """Spark's Arrow batches as the batches of each frame, each frame ``max_rows`` rows at most:
+    a larger batch is sliced (zero-copy), smaller ones travel together in one frame (Spark's
+    batches have 10,000 rows by default: a frame per batch would make a columnar stage take
+    them one by one however large ``chunk_rows`` is)."""
+    frame: list = []
+    rows = 0
+    for batch in batches:
+        start = 0
+        while start < batch.num_rows:
+            piece = batch.slice(start, max_rows - rows)
+            frame.append(piece)
+            rows += piece.num_rows
+            start += piece.num_rows
+            if rows == max_rows:
+                yield frame
+                frame, rows = [], 0
+    if frame:
+        yield frame
 
 
 @dataclass

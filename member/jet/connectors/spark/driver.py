@@ -22,7 +22,8 @@ import jet
 from jet.connectors.spark import protocol as p
 from jet.connectors.spark.arrow_transfer import read_frame, sink_schema, write_frame
 from jet.connectors.spark.client import tell_members, wait_for_vertex
-from jet.connectors.spark.options import DEFAULT_READY_TIMEOUT_S, JetOptions, default_tls_ca_file
+from jet.connectors.spark.options import (COLUMNAR_CHUNK_ROWS, DEFAULT_CHUNK_ROWS, DEFAULT_READY_TIMEOUT_S, JetOptions,
+                                         default_tls_ca_file)
 from jet.connectors.spark.spark_home import bytecode_spark_home
 from jet.connectors.spark.stages import (SparkReadSpec, SparkSink, SparkSinkSupplier, SparkSource,
                                         SparkSourceSupplier, SparkWriteSpec)
@@ -70,6 +71,20 @@ def spark_stages(job: Any) -> tuple[list[tuple[str, ReadSpec]], list[tuple[str, 
                if isinstance(s, (SparkSourceSupplier, SparkStreamSourceSupplier))]
     sinks = [(name, s.spec) for name, s in suppliers if isinstance(s, (SparkSinkSupplier, SparkStreamSinkSupplier))]
     return sources, sinks
+
+
+def columnar_sources(job: Any) -> set[str]:
+    """The Spark source vertices of a Pipeline or a DAG whose processors emit whole batches (a
+    ``map_batches`` stage takes them): their writers send larger frames."""
+    from jet.core.dag import DAG
+
+    if isinstance(job, DAG):
+        return {vertex.name for vertex in job.vertices
+                if isinstance(vertex.processor_supplier, SparkSourceSupplier) and vertex.processor_supplier.columnar}
+    from jet.pipeline.columnar_planning import takes_columnar_input
+    from jet.pipeline.planner import unique_names
+    return {name for transform, name in unique_names(job.transforms).items()
+            if isinstance(transform.connector, SparkSource) and takes_columnar_input(transform)}
 
 
 def sink_task_count(job: Any, sink_vertices: Sequence[str], member_count: int) -> int:
@@ -234,8 +249,11 @@ def run_spark_side(spark: Any, pipeline: Any, members: Sequence[str], token: str
              for vertex, spec in sink_specs]
     errors: list[BaseException] = []
 
+    columnar = columnar_sources(pipeline)
+
     def run(action, vertex, spec, row_type) -> None:
         options = JetOptions(job_id, vertex, tuple(members), token, ready_timeout_s=ready_timeout_s,
+                             chunk_rows=COLUMNAR_CHUNK_ROWS if vertex in columnar else DEFAULT_CHUNK_ROWS,
                              row_type=row_type, driver_reports_failure=True, tls_ca_file=tls_ca_file)
         try:
             if action in (write_source, run_stream_source):

@@ -14,7 +14,7 @@ from typing import Any
 from jet.connectors.spark import hub as spark_hub
 from jet.connectors.spark import protocol as p
 from jet.connectors.spark.arrow_items import describe_arrow_schema
-from jet.core.columnar import batch_to_rows
+from jet.core.columnar import batch_to_rows, combined_batches
 from jet.core.inbox import Inbox
 from jet.core.outbox import Outbox
 from jet.core.processor import Context
@@ -113,6 +113,8 @@ class SparkSourceP(ChunkEmittingProcessor):
                 items.append(batch)
             else:
                 items.extend(batch_to_rows(batch, str(header.get("row_type", "tuple"))))
+        if self.columnar and len(items) > 1:  # a frame's batches as one: a columnar stage's call each
+            items = combined_batches(items)
         return items
 
     def _check_schema(self, schema: Any, header: dict) -> None:
