@@ -18,6 +18,7 @@ from jet.core.dag import DagValidationError
 from jet.execution import JobFailedError, JobTimeoutError, default_cooperative_threads
 from jet.job_config import JobConfig, ProcessingGuarantee
 from jet.job_file import JobFileError, check_job_file, load_job, load_job_dag, to_dag
+from jet.launcher import DEFAULT_LOCAL_MEMBERS
 from jet.job_command import job as job_command
 from jet.run_logging import brief_member_logs, configure_logging
 from jet.run_output import SHOWN_ITEMS, failure_report, print_results, write_json_lines
@@ -27,10 +28,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("jet.cli")
 
-#: Members `jet run` starts by default: one per core, each with one cooperative thread. On the
-#: 2-core benchmark machine 2 members ran word count over 100 MB in 6.7 s against 8.8 s for one
-#: member in this process (bench/README.md); a member process costs about 0.7 s to start.
-DEFAULT_LOCAL_MEMBERS = os.cpu_count() or 1
 
 #: The exit codes of `jet run`.
 EXIT_COMPLETED = 0

@@ -7,7 +7,6 @@ import pytest
 from jet import Pipeline, Sinks, Sources
 from jet.connectors.spark.datasource import frame_batches
 from jet.connectors.spark.driver import columnar_sources
-from jet.core.columnar import combined_batches
 
 
 def batches_of(*sizes: int, start: int = 0) -> list[pa.RecordBatch]:
@@ -30,13 +29,6 @@ def test_frames_hold_at_most_max_rows_and_every_row_once_in_order(sizes, max_row
     assert [[batch.num_rows for batch in frame] for frame in frames] == expected
     ids = [value for frame in frames for batch in frame for value in batch.column(0).to_pylist()]
     assert ids == list(range(sum(sizes)))
-
-
-def test_a_frames_batches_combine_into_one_batch_of_the_same_rows():
-    batches = batches_of(3, 4, 5)
-    combined = combined_batches(batches)
-    assert len(combined) == 1 and combined[0].column(0).to_pylist() == list(range(12))
-    assert combined[0].schema == batches[0].schema
 
 
 def test_only_a_spark_source_feeding_map_batches_gets_columnar_frames():

@@ -166,7 +166,7 @@ class MemberNetwork:
         for key, receiver in list(self._receivers.items()):
             limit = receiver.window.update_and_get_send_seq_limit_compressed(
                 now, receiver.is_buffer_empty())
-            if getattr(receiver, "sender_done", False) or not getattr(receiver, "bytes_received", 1):
+            if receiver.sender_done or not receiver.bytes_received:
                 continue
             execution_id, vertex_id, ordinal, peer = key
             last_limit, rounds = sent_before.get(key, (None, 0))

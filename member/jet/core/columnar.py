@@ -78,10 +78,3 @@ def rows_to_batch(rows: Sequence[Any], schema: "pyarrow.Schema | None" = None) -
         return pa.RecordBatch.from_arrays(arrays, schema=schema)
     return pa.RecordBatch.from_arrays([pa.array(column) for column in columns],
                                       names=tuple_column_names(width))
-
-
-def combined_batches(batches: Sequence["pyarrow.RecordBatch"]) -> list:
-    """Batches of one schema as a single batch (a list of one): their columns concatenated in C."""
-    import pyarrow as pa
-
-    return pa.Table.from_batches(batches).combine_chunks().to_batches() or list(batches[:1])

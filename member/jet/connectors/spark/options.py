@@ -18,8 +18,9 @@ DEFAULT_SEND_TIMEOUT_S = 300.0
 DEFAULT_CHUNK_ROWS = 4096
 COLUMNAR_CHUNK_ROWS = 65536
 """Rows per frame for a source whose batches a ``map_batches`` stage takes whole: each frame
-becomes one batch, and one call of the stage's function (a vectorised group-by costs about the
-same per call at 4,096 rows as at 65,536)."""
+becomes one batch (``jet.core.processors.batches.COALESCE_ROWS``, the most that stage joins),
+and one call of the stage's function (a vectorised group-by costs about the same per call at
+4,096 rows as at 65,536)."""
 TLS_CA_FILE_ENV = "JET_TLS_CA_FILE"
 
 

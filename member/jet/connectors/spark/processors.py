@@ -14,11 +14,12 @@ from typing import Any
 from jet.connectors.spark import hub as spark_hub
 from jet.connectors.spark import protocol as p
 from jet.connectors.spark.arrow_items import describe_arrow_schema
-from jet.core.columnar import batch_to_rows, combined_batches
+from jet.core.columnar import batch_to_rows
 from jet.core.inbox import Inbox
 from jet.core.outbox import Outbox
 from jet.core.processor import Context
 from jet.core.processors import ChunkEmittingProcessor
+from jet.core.processors.batches import coalesce
 
 DEFAULT_SINK_BUFFER_ITEMS = 64 * 1024
 FRAMES_PER_CALL = 8
@@ -113,9 +114,8 @@ class SparkSourceP(ChunkEmittingProcessor):
                 items.append(batch)
             else:
                 items.extend(batch_to_rows(batch, str(header.get("row_type", "tuple"))))
-        if self.columnar and len(items) > 1:  # a frame's batches as one: a columnar stage's call each
-            items = combined_batches(items)
-        return items
+        # A frame's batches as one item: the stage's chain sizes its calls in items, not rows
+        return coalesce(items) if self.columnar else items
 
     def _check_schema(self, schema: Any, header: dict) -> None:
         vertex = self._endpoint.vertex
