@@ -204,14 +204,16 @@ def test_which_processors_are_polled():
     assert waiting.wants_polling()  # work in hand is never parked on
 
 
-def test_the_park_needs_the_backoff_at_its_cap_first():
+def test_a_thread_whose_tasklets_need_no_polling_parks_at_its_first_idle_pass():
     with TaskletExecutionService(1, idle_strategy=BackoffIdleStrategy(1_000, 64_000),
                                  long_park_s=HOUR) as service:
         worker = service.workers[0]
-        service.submit([InboxTasklet("consumer")], "cap")
+        service.submit([InboxTasklet("consumer")], "no backoff")
         wait_until(_parked(worker))
-        # 1 us doubling reaches 64 us at the 6th idle pass; one more pass after announcing the park.
-        assert worker.idle_passes == 7
+        # No backoff first (it would only poll tasklets whose work wakes the thread anyway): the
+        # first idle pass announces the park, one more pass catches work handed over meanwhile.
+        assert worker.idle_passes == 2
+        assert worker.last_park_ns == 0
 
 
 class QuietCountingSource(QuietSource):

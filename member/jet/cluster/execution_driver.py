@@ -2,7 +2,8 @@
 :class:`~jet.cluster.coordinator.JobCoordinator`).
 
 ``init`` to every member (the plan message with the guarantee, the snapshot to restore and the
-first snapshot id), ``start`` once all initialised, the snapshots on schedule
+first snapshot id; within that call a member first waits for its streams to the execution's
+other members, which may be rejoining), ``start`` once all initialised, the snapshots on schedule
 (:class:`SnapshotCoordinator`) while it runs, then every member's outcome: a member silent for
 ``report_wait_ms`` is asked for its execution's state. The first failure is recorded once
 (:meth:`_fail_execution`); the execution is then cancelled on every member, which get
@@ -15,7 +16,6 @@ from __future__ import annotations
 
 import logging
 import secrets
-import time
 from concurrent.futures import Future
 
 from jet.cluster import messages
@@ -29,8 +29,6 @@ log = logging.getLogger("jet.cluster.coordinator")
 CALL_SLACK_S = 2.0
 """Beyond a call's own deadline, how long the coordinator waits for the thread making it (a call
 to member 0 itself runs in place, with no transport deadline)."""
-PING_TIMEOUT_S = 2.0
-"""How long the mesh check waits for one member's answer before asking again."""
 EXECUTION_DONE_STATE = "done"
 EXECUTION_RUNNING_STATE = "running"
 CLIENT_TASKLET = "client"
@@ -77,27 +75,8 @@ class ExecutionDriver:
             return [m for m in range(self.member_count) if m not in self._lost]
         return list(range(self.member_count))
 
-    def _await_mesh(self, members: list[int]) -> bool:
-        """Wait (bounded by ``member_rejoin_timeout_ms``) until each of ``members`` has a link to
-        each other one: a member that rejoined the coordinator may not have rejoined the others
-        yet, and an execution started meanwhile would fail at init. The members are asked at
-        once (one round trip, not one per member); True when the mesh is complete."""
-        deadline = time.monotonic() + self.control.member_rejoin_timeout_ms / 1000
-        payload = messages.encode_message({})
-        while time.monotonic() < deadline and not self._shut_down:
-            pings = {m: self._pool.submit(self._call, m, messages.PING, payload, PING_TIMEOUT_S) for m in members}
-            try:
-                if all(set(messages.decode_message(ping.result(PING_TIMEOUT_S + CALL_SLACK_S))[0].get(
-                        "joined", members)) >= set(members) - {m} for m, ping in pings.items()):
-                    return True
-            except Exception:  # noqa: BLE001 - a member not answering yet: ask again
-                pass
-            time.sleep(0.05)
-        return False
-
     def _init_and_start(self, run: JobRun, execution: Execution) -> None:
         record = run.record
-        self._await_mesh(list(execution.members))
         try:
             restore = self.job_store.restore_point(record)
         except Exception as e:  # noqa: BLE001 - a damaged record or store: the job cannot go on

@@ -343,6 +343,15 @@ class Member:
         if message.member_index != self.index or message.member_count != self.member_count:
             raise ValueError(f"init for member {message.member_index} of {message.member_count} reached "
                              f"member {self.index} of {self.member_count}")
+        # A member that rejoined the coordinator may not have rejoined this one yet, and senders to
+        # it would fail at once: wait for it, within half of the coordinator's deadline for init.
+        control = self.settings.control
+        wait_s = min(control.member_rejoin_timeout_ms, control.init_timeout_ms / 2) / 1000
+        members = range(self.member_count) if message.members is None else message.members
+        missing = self.membership.wait_joined(members, wait_s)
+        if missing:
+            raise ConnectionError(f"member {self.index} has no stream to members {missing} of execution "
+                                  f"{message.execution_id} after waiting {wait_s:g} s for them to rejoin")
         try:
             execution = JobExecution(message, blob, network=self.network, service=self.service,
                                      on_done=self._report, edge_defaults=self.edge_defaults,

@@ -52,6 +52,7 @@ class Membership:
         self._on_joined = on_joined
         self._on_lost = on_lost
         self._lock = threading.RLock()
+        self._joins_changed = threading.Condition(self._lock)
         self._links: dict[int, FrameLink] = {}
         self.connections: dict[int, PeerConnection] = {}
         self.all_joined = threading.Event()
@@ -76,6 +77,7 @@ class Membership:
             if replaced is not None and replaced is not control:
                 replaced.close()
             self._on_joined(peer)
+            self._joins_changed.notify_all()
             return True
 
     def lost(self, peer: int, link: FrameLink | None, error: BaseException) -> bool:
@@ -102,6 +104,14 @@ class Membership:
     def joined_peers(self) -> list[int]:
         with self._lock:
             return sorted(self._links)
+
+    def wait_joined(self, peers, timeout_s: float) -> list[int]:
+        """Wait up to ``timeout_s`` until each of ``peers`` (this member itself aside) is joined;
+        the ones still missing then (empty when all joined)."""
+        wanted = [p for p in peers if p != self.index]
+        with self._lock:
+            self._joins_changed.wait_for(lambda: all(p in self._links for p in wanted), timeout_s)
+            return [p for p in wanted if p not in self._links]
 
     def missing_peers(self) -> list[int]:
         with self._lock:

@@ -72,14 +72,6 @@ def _abandon(tracker: TaskletTracker) -> None:
     _drop(tracker)
 
 
-def _passes_to_cap(idle: BackoffIdleStrategy) -> int:
-    """Idle passes until the backoff parks its longest: only then may a worker park on its signal."""
-    passes = 1
-    while idle.park_ns(passes) < idle.max_park_ns:
-        passes += 1
-    return passes
-
-
 class CooperativeWorker:
     """One cooperative thread and the tasklets it owns (only this thread changes the list)."""
 
@@ -97,7 +89,6 @@ class CooperativeWorker:
         self.long_parks = 0
         """Parks on the wake-up signal (no tasklet here needed polling)."""
         self.is_parking = False
-        self._long_park_after = _passes_to_cap(idle_strategy)
         self._long_park_s = long_park_s
         self._service = service
         self._idle = idle_strategy
@@ -162,7 +153,7 @@ class CooperativeWorker:
                 waker.on_idle()
                 idle_count += 1
                 self.idle_passes += 1
-                if idle_count < self._long_park_after or self._needs_polling(trackers):
+                if self._needs_polling(trackers):
                     self.last_park_ns = self._idle.idle(idle_count)
                 elif not self.is_parking:
                     # Announce the park first, then make one more pass: work handed over from
@@ -174,7 +165,6 @@ class CooperativeWorker:
                     self.long_parks += 1
                     self._wakeup.wait(self._long_park_s)
                     self._end_park()
-                    idle_count = self._long_park_after - 1  # a wake-up that brought nothing parks again at once
         self._end_park()
         self._abandon_all()
 
