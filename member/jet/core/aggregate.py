@@ -6,7 +6,7 @@ from collections import _count_elements  # type: ignore[attr-defined]
 from dataclasses import dataclass, replace
 from typing import Any, Callable, Iterable
 
-from jet.core.functions import whole_item
+from jet.core.functions import map_each, whole_item
 
 _MISSING = object()
 
@@ -74,7 +74,7 @@ class AggregateOperation:
                          items: list) -> None:
         """Fold each item into ``accumulators[key_fn(item)]``, creating accumulators as needed."""
         if self.accumulate_keyed_chunk is not None:
-            keys = items if key_fn is whole_item else map(key_fn, items)
+            keys = items if key_fn is whole_item else map_each(key_fn, items)
             self.accumulate_keyed_chunk(accumulators, keys, items)
             return
         get, create, accumulate = accumulators.get, self.create, self.accumulate
@@ -131,10 +131,10 @@ def summing(value_fn: Callable[[Any], Any] = _identity) -> AggregateOperation:
     """Sums ``value_fn(item)``."""
     def accumulate_keyed(accumulators: dict, keys: Iterable[Any], items: list) -> None:
         get = accumulators.get
-        for key, value in zip(keys, map(value_fn, items)):
+        for key, value in zip(keys, map_each(value_fn, items)):
             accumulators[key] = get(key, 0) + value
 
     return AggregateOperation(
         create=int, accumulate=lambda acc, item: acc + value_fn(item), combine=_add,
-        accumulate_chunk=lambda acc, items: acc + sum(map(value_fn, items)),
+        accumulate_chunk=lambda acc, items: acc + sum(map_each(value_fn, items)),
         accumulate_keyed_chunk=accumulate_keyed, name="summing", deduct=_subtract)

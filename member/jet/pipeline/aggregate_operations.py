@@ -6,7 +6,7 @@ import heapq
 from typing import Any, Callable, Iterable
 
 from jet.core.aggregate import AggregateOperation, counting, summing
-from jet.core.functions import whole_item
+from jet.core.functions import map_each, whole_item
 
 class _Nothing:
     """No value yet. Pickles by reference, so it is still the same object on another member."""
@@ -29,12 +29,12 @@ def _check_callable(fn: Any, what: str) -> None:
 def _averaging(value_fn: Callable[[Any], Any]) -> AggregateOperation:
     def accumulate_keyed(accs: dict, keys: Iterable[Any], items: list) -> None:
         get = accs.get
-        for key, value in zip(keys, map(value_fn, items)):
+        for key, value in zip(keys, map_each(value_fn, items)):
             total, count = get(key, (0, 0))
             accs[key] = (total + value, count + 1)
 
     def accumulate_chunk(acc: tuple, items: list) -> tuple:
-        values = list(map(value_fn, items))
+        values = list(map_each(value_fn, items))
         return acc[0] + sum(values), acc[1] + len(values)
 
     return AggregateOperation(
