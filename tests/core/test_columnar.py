@@ -72,3 +72,26 @@ def test_schema_of_another_width_is_rejected():
 def test_unknown_row_type_is_rejected():
     with pytest.raises(ValueError, match="row_type"):
         batch_to_rows(rows_to_batch(ROWS), "list")
+
+
+PREFETCH_PROBE = """
+import sys, threading, time
+from jet.core.columnar import prefetch_arrow
+assert "pandas" not in sys.modules and "pyarrow" not in sys.modules
+prefetch_arrow()
+prefetch_arrow()  # once per process
+deadline = time.monotonic() + 60
+while "pandas" not in sys.modules and time.monotonic() < deadline:
+    time.sleep(0.01)
+names = [t.name for t in threading.enumerate()]
+print("pandas" in sys.modules, "pyarrow" in sys.modules, names.count("jet-arrow-prefetch") <= 1)
+"""
+
+
+def test_prefetch_loads_pyarrow_and_the_pandas_its_first_array_imports_in_the_background():
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", PREFETCH_PROBE], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["True", "True", "True"]

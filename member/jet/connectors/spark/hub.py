@@ -22,7 +22,7 @@ from jet.cluster.network import MemberNetwork, register_default_frame_handler
 from jet.cluster.packets import FrameType
 from jet.connectors.spark import protocol as p
 from jet.connectors.spark.arrow_items import ItemSchemaError, count_rows, items_to_batches
-from jet.core.columnar import batch_to_rows, is_batch
+from jet.core.columnar import batch_to_rows, is_batch, prefetch_arrow
 from jet.connectors.spark.stream_endpoints import MicroBatchCommits, StreamSinkEndpoint
 from jet.execution.backoff import wake_parked_workers
 
@@ -219,6 +219,7 @@ class VertexEndpoints:
 def register_endpoint(member: int, job: str, vertex: str, kind: str, index: int, total: int,
                       **kwargs: Any) -> Any:
     """Called by a Spark processor's init: its endpoint, registered until :func:`unregister_endpoint`."""
+    prefetch_arrow()
     key = (member, job, vertex)
     with _REGISTRY_LOCK:
         entry = _REGISTRY.get(key)
