@@ -21,7 +21,7 @@ from pyspark.sql.types import StructType
 from jet.cluster.chunk_packets import chunk_footprint
 from jet.connectors.spark import protocol as p
 from jet.connectors.spark.client import JetSparkError, MemberLink, tell_members, wait_for_vertex
-from jet.connectors.spark.options import JetOptions
+from jet.connectors.spark.options import MAX_FRAME_BYTES, JetOptions
 from jet.connectors.spark.schema import SchemaInferenceError, infer_schema
 
 FORMAT_NAME = "jet"
@@ -162,23 +162,29 @@ def send_partition(options: JetOptions, addresses: list[str], members: list[int]
     return position
 
 
-def frame_batches(batches: Iterator[Any], max_rows: int) -> Iterator[list]:
-    """Spark's Arrow batches as the batches of each frame, each frame ``max_rows`` rows at most:
-    a larger batch is sliced (zero-copy), smaller ones travel together in one frame (Spark's
-    batches have 10,000 rows by default: a frame per batch would make a columnar stage take
-    them one by one however large ``chunk_rows`` is)."""
+def frame_batches(batches: Iterator[Any], max_rows: int,
+                  max_bytes: int = MAX_FRAME_BYTES) -> Iterator[list]:
+    """Spark's Arrow batches as the batches of each frame, each frame ``max_rows`` rows and about
+    ``max_bytes`` at most (at least one row): a larger batch is sliced (zero-copy), smaller ones
+    travel together in one frame (Spark's batches have 10,000 rows by default: a frame per batch
+    would make a columnar stage take them one by one however large ``chunk_rows`` is)."""
     frame: list = []
-    rows = 0
+    rows = size = 0
     for batch in batches:
+        row_bytes = batch.nbytes / batch.num_rows if batch.num_rows else 0
         start = 0
         while start < batch.num_rows:
-            piece = batch.slice(start, max_rows - rows)
+            fit = max_rows - rows
+            if row_bytes:
+                fit = max(1, min(fit, int((max_bytes - size) / row_bytes)))
+            piece = batch.slice(start, fit)
             frame.append(piece)
             rows += piece.num_rows
+            size += piece.num_rows * row_bytes
             start += piece.num_rows
-            if rows == max_rows:
+            if rows == max_rows or size > max_bytes - row_bytes:
                 yield frame
-                frame, rows = [], 0
+                frame, rows, size = [], 0, 0
     if frame:
         yield frame
 

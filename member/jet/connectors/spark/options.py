@@ -17,9 +17,11 @@ DEFAULT_READY_TIMEOUT_S = 120.0
 DEFAULT_SEND_TIMEOUT_S = 300.0
 DEFAULT_CHUNK_ROWS = 16384
 """Rows per frame of a row source: fewer, larger frames cost the writer tasks and the members
-less per row (the row benchmark's first run 5.6-5.8 s against 5.9-6.4 s at 4,096). A writer
-sends a frame whole once flow control lets it send, so a member may hold its receive window
-plus one frame per writer: rows of 1 KB make frames of 16 MB."""
+less per row (the row benchmark's first run 5.6-5.8 s against 5.9-6.4 s at 4,096)."""
+MAX_FRAME_BYTES = 4 * 1024 * 1024
+"""Bytes per frame, about, whatever its row count: a writer sends a frame whole once flow control
+lets it send, so a member may hold its receive window plus one frame per writer (rows of 1 KB
+get frames of 4,096 rows)."""
 COLUMNAR_CHUNK_ROWS = 65536
 """Rows per frame for a source whose batches a ``map_batches`` stage takes whole: each frame
 becomes one batch (``jet.core.processors.batches.COALESCE_ROWS``, the most that stage joins),
