@@ -139,8 +139,8 @@ def send_partition(options: JetOptions, addresses: list[str], members: list[int]
                    batches: Iterator[Any], partition: int, attempt: int, routing: dict | None = None) -> int:
     """Stream one Spark partition (Arrow batches) to its source processor ``partition % N``
     as Arrow IPC frames of at most ``chunk_rows`` rows and about :data:`MAX_FRAME_BYTES`
-    (:func:`frame_batches`; no Python object per row), under the member's flow control, then wait until every row is queued there;
-    returns the row count.
+    (:func:`frame_batches`; no Python object per row), under the member's flow control, then
+    wait until every row is queued there; returns the row count.
     ``routing`` adds header fields (a stream's query and micro-batch ids)."""
     processor = partition % len(addresses)
     what = f"Spark partition {partition} (attempt {attempt}) -> {options.vertex!r}#{processor}"
