@@ -27,6 +27,8 @@ import yaml
 from jet.cluster.auth import MEMBER_KEY_ENV, MEMBER_KEY_FILE_ENV, TlsConfig, load_cluster_token, load_member_key
 from jet.cluster.heartbeat import DEFAULT_HEARTBEAT_INTERVAL_MS, DEFAULT_HEARTBEAT_TIMEOUT_MS
 from jet.cluster.server_limits import DEFAULT_CLIENT_CALLS, DEFAULT_CLIENT_STREAMS
+from jet.core.edge import (DEFAULT_OUTBOX_CAPACITY, DEFAULT_PACKET_SIZE_LIMIT_BYTES, DEFAULT_QUEUE_SIZE,
+                           DEFAULT_RECEIVE_WINDOW_MULTIPLIER)
 from jet.execution.progress_log import DEFAULT_PROGRESS_LOG_INTERVAL_MS
 
 EDGE_DEFAULTS_KEY = "edge_defaults"
@@ -45,10 +47,10 @@ class SettingsError(ValueError):
 class EdgeDefaults:
     """Defaults of every edge that does not set its own ``EdgeConfig``."""
 
-    queue_size: int = 16384
-    outbox_capacity: int = 8192
-    packet_size_limit: int = 16384
-    receive_window_multiplier: int = 3
+    queue_size: int = DEFAULT_QUEUE_SIZE
+    outbox_capacity: int = DEFAULT_OUTBOX_CAPACITY
+    packet_size_limit: int = DEFAULT_PACKET_SIZE_LIMIT_BYTES
+    receive_window_multiplier: int = DEFAULT_RECEIVE_WINDOW_MULTIPLIER
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,7 @@ import sys
 from collections import deque
 from typing import Any
 
+from jet.core.edge import DEFAULT_QUEUE_SIZE
 from jet.core.special_items import DONE_ITEM, SpecialItem
 
 UNBOUNDED = sys.maxsize
@@ -26,7 +27,7 @@ class SpscQueue:
 
     __slots__ = ("capacity", "_entries", "_produced", "_consumed", "name")
 
-    def __init__(self, capacity: int = 16384, name: str = "") -> None:
+    def __init__(self, capacity: int = DEFAULT_QUEUE_SIZE, name: str = "") -> None:
         if capacity < 1:
             raise ValueError(f"queue capacity must be >= 1, got {capacity}")
         self.capacity = capacity
