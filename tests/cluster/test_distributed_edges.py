@@ -123,3 +123,49 @@ def test_packets_hold_at_most_the_size_limit_unless_one_item_is_larger():
         entries = decode_chunk(frame)[1]
         assert payload_bytes(frame) <= 1024 or len(entries) == 1, (payload_bytes(frame), len(entries))
     assert len(frames) > 10
+
+
+def _drain_sender(queue_items: list, special) -> list:
+    """Frames a sender sends for ``queue_items`` followed by ``special`` items (DONE last)."""
+    from jet.cluster.sender import SenderTasklet
+    from jet.execution.inbound import InboundEdgeStream
+    from jet.execution.queues import SpscQueue
+
+    queue = SpscQueue(1024)
+    queue.offer_chunk(queue_items)
+    for item in special:
+        queue.offer_special(item)
+    frames = []
+    sender = SenderTasklet("sender", InboundEdgeStream(0, 0, [queue]), frames.append, 1, 2, 0,
+                           packet_size_limit=1 << 20, pairs=False)
+    sender.send_limit.on_ack(1 << 20)
+    for _ in range(100):
+        if sender.call() & 2:
+            break
+    else:
+        raise AssertionError("the sender never finished")
+    return frames
+
+
+def test_the_last_items_carry_done_in_their_frame():
+    from jet.cluster.chunk_packets import FLAG_DONE, decode_chunk
+    from jet.execution.queues import DONE_ITEM
+
+    frames = _drain_sender(list(range(10)), [DONE_ITEM])
+    assert len(frames) == 1, "ten items and DONE: one frame"
+    header, entries = decode_chunk(frames[0])
+    assert entries == list(range(10)) and header.flags & FLAG_DONE
+
+
+def test_done_travels_alone_after_a_watermark_and_when_no_items_are_left():
+    from jet.cluster.chunk_packets import FLAG_DONE, FLAG_WATERMARK, decode_chunk
+    from jet.core.special_items import Watermark
+    from jet.execution.queues import DONE_ITEM
+
+    frames = _drain_sender([1, 2, 3], [Watermark(7), DONE_ITEM])
+    headers = [decode_chunk(frame)[0] for frame in frames]
+    assert [bool(h.flags & FLAG_DONE) for h in headers] == [False, False, True]
+    assert headers[1].flags & FLAG_WATERMARK, "the watermark goes after the items and before DONE"
+    assert decode_chunk(frames[0])[1] == [1, 2, 3] and headers[2].count == 0
+    empty = _drain_sender([], [DONE_ITEM])
+    assert len(empty) == 1 and decode_chunk(empty[0])[0].flags & FLAG_DONE

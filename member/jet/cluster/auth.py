@@ -187,6 +187,9 @@ class ClusterAuthInterceptor(grpc.ServerInterceptor):
         self._is_streaming = is_streaming
         self._member_key = member_key
         self._member_count = member_count
+        self._proofs: dict[int, bytes] = {}
+        """Member index -> its expected proof: an HMAC per call was a tenth of a member's
+        control-call handling."""
 
     def intercept_service(self, continuation, handler_call_details):
         metadata = handler_call_details.invocation_metadata
@@ -212,10 +215,18 @@ class ClusterAuthInterceptor(grpc.ServerInterceptor):
             return f"claims member {index}, but the cluster has members 0..{self._member_count - 1}"
         proof = _metadata_value(metadata, MEMBER_PROOF_METADATA_KEY)
         if proof is None or self._member_key is None or not hmac.compare_digest(
-                proof.encode("utf-8"), member_proof(self._member_key, index).encode("utf-8")):
+                proof.encode("utf-8"), self._expected_proof(index)):
             return (f"claims member {index} with {'no' if proof is None else 'a wrong'} member proof "
                     f"(metadata {MEMBER_PROOF_METADATA_KEY})")
         return None
+
+    def _expected_proof(self, index: int) -> bytes:
+        expected = self._proofs.get(index)
+        if expected is None:
+            expected = member_proof(self._member_key, index).encode("utf-8")
+            if self._member_count is not None:  # indexes are bounded: one entry per member at most
+                self._proofs[index] = expected
+        return expected
 
 
 @dataclass(frozen=True)

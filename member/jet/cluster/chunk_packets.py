@@ -37,6 +37,7 @@ _ALL_FLAGS = FLAG_DONE | FLAG_PAIRS | FLAG_WATERMARK | FLAG_BARRIER | FLAG_TERMI
 _SPECIAL = FLAG_WATERMARK | FLAG_BARRIER
 _HEADER = struct.Struct(">BqiiBi")  # type, executionId, destVertexId, destOrdinal, flags, count
 HEADER_BYTES = _HEADER.size
+_FLAGS_OFFSET = struct.calcsize(">Bqii")
 _TIMESTAMP = struct.Struct(">q")
 
 
@@ -66,6 +67,11 @@ def encode_chunk(execution_id: int, dest_vertex_id: int, dest_ordinal: int, entr
     if not entries:
         return header
     return header + pickle.dumps(entries, PICKLE_PROTOCOL)
+
+
+def mark_done(frame: bytes) -> bytes:
+    """The same CHUNK frame of items with its DONE flag set (it is its sender's last)."""
+    return frame[:_FLAGS_OFFSET] + bytes((frame[_FLAGS_OFFSET] | FLAG_DONE,)) + frame[_FLAGS_OFFSET + 1:]
 
 
 def encode_watermark(execution_id: int, dest_vertex_id: int, dest_ordinal: int,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Callable
 
 from jet.cluster.chunk_packets import (WATERMARK_FOOTPRINT, chunk_footprint, encode_barrier, encode_chunk,
-                                       encode_watermark, payload_bytes)
+                                       encode_watermark, mark_done, payload_bytes)
 from jet.cluster.flow_control import SendLimit
 from jet.core.inbox import Inbox
 from jet.core.special_items import SnapshotBarrier, Watermark
@@ -83,6 +83,8 @@ class SenderTasklet:
             self._send_packet(buffer)
             packets += 1
             progress = True
+        if self._done_sent:  # the last packet carried DONE
+            return DONE
         if self._watermark is not None and not buffer and self.send_limit.may_send(self.sent_seq_bytes):
             self._send_counted(encode_watermark(*self._route, self._watermark.timestamp))
             self.sent_seq_bytes += WATERMARK_FOOTPRINT
@@ -101,7 +103,8 @@ class SenderTasklet:
         return MADE_PROGRESS if progress else NO_PROGRESS
 
     def _send_packet(self, buffer: Inbox) -> None:
-        """One packet of at most ``packet_size_limit`` bytes of items (a single item may be larger).
+        """One packet of at most ``packet_size_limit`` bytes of items (a single item may be larger),
+        marked DONE when it holds the last items of a finished input.
 
         The item count aims at 90 % of the limit by the running average item size; a packet that
         still comes out too large is cut by its measured size and encoded again.
@@ -113,6 +116,12 @@ class SenderTasklet:
             keep = min(len(entries) - 1, max(1, len(entries) * limit // payload_bytes(frame)))
             entries = entries[:keep]
             frame = encode_chunk(*self._route, entries, pairs=self._pairs)
+        if (len(entries) == len(buffer) and self._input_done and self._watermark is None
+                and self._barrier is None):
+            # The last items: DONE travels with them (a short job's k - 1 streams then carry
+            # one frame each, not two).
+            frame = mark_done(frame)
+            self._done_sent = True
         buffer.take_chunk(len(entries))
         size = payload_bytes(frame)
         self._average_item_bytes = 0.7 * self._average_item_bytes + 0.3 * (size / len(entries))
