@@ -87,3 +87,26 @@ def test_a_member_imports_from_its_own_pythonpath(tmp_path):
                                          member_env, str(log))
     assert member.wait(60) == 0, log.read_text()
     assert "forty-two" in log.read_text()
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_a_member_holds_no_descriptor_of_its_siblings_exits(tmp_path):
+    """The server watches each member's exit through a pidfd; a member forked after another
+    must not inherit the first one's."""
+    def member_args() -> list[str]:
+        port, http_port = free_ports(2, "127.0.0.1")
+        return ["member", "--host", "127.0.0.1", "--port", str(port), "--http-port", str(http_port),
+                "--peers", f"127.0.0.1:{port}", "--index", "0", "--exit-with-parent"]
+
+    first = forked_members.ForkedMember(jet_command(*member_args()), env(), str(tmp_path / "a.log"))
+    second = forked_members.ForkedMember(jet_command(*member_args()), env(), str(tmp_path / "b.log"))
+    try:
+        log = tmp_path / "b.log"
+        wait_until(lambda: log.exists() and "serving gRPC" in log.read_text(), 30, "the second member to serve")
+        fds = os.listdir(f"/proc/{second.pid}/fd")
+        links = [os.readlink(f"/proc/{second.pid}/fd/{fd}") for fd in fds if os.path.exists(f"/proc/{second.pid}/fd/{fd}")]
+        assert not [link for link in links if "pidfd" in link], links
+    finally:
+        for member in (first, second):
+            member.kill()
+            assert member.wait(30) == -signal.SIGKILL

@@ -70,3 +70,53 @@ def test_a_member_keeps_trying_a_peer_that_is_down_logging_it_once_and_takes_it_
     finally:
         member1.stop()
         member0.stop()
+
+
+def test_a_ping_that_waits_for_the_cluster_answers_once_the_late_member_is_up():
+    """``cluster_ready(wait_s)`` (and a client's ping with ``ready_wait_s``) answers when the last
+    member connects, not at the end of its wait and not false at once."""
+    from jet.cluster.client import JetClient
+
+    ports = free_ports(2)
+    member0, member1 = Member(member_settings(0, ports)), Member(member_settings(1, ports))
+    start_members(member0, member1)
+    member1.stop()
+    wait_until(lambda: not member0.connected.is_set(), what="member 0 noticing member 1 left")
+    client = JetClient([f"127.0.0.1:{ports[0]}"], "rejoin-token")
+    try:
+        assert client.ping(cluster=True)["cluster_ready"] is False
+        with ThreadPoolExecutor(2) as pool:
+            by_member0 = pool.submit(member0.cluster_ready, 60.0)
+            by_client = pool.submit(client.ping, cluster=True, ready_wait_s=25.0)
+            time.sleep(0.5)
+            assert not by_member0.done() and not by_client.done(), "they wait for member 1"
+            started = time.monotonic()
+            member1 = Member(member_settings(1, ports)).start()
+            assert by_member0.result(timeout=20) is True
+            assert by_client.result(timeout=20)["cluster_ready"] is True
+            assert time.monotonic() - started < 20, "answered at member 1's join, not at the end of the wait"
+    finally:
+        client.close()
+        member1.stop()
+        member0.stop()
+
+
+def test_a_ping_with_a_wait_that_is_not_a_number_of_seconds_is_refused_naming_it():
+    import pytest
+
+    from jet.cluster import messages
+    from jet.cluster.client import JetClient
+    from jet.cluster.transport import ControlCallError
+
+    ports = free_ports(1)
+    member = Member(MemberSettings(port=ports[0], http_port=0, host="127.0.0.1", token="t", cooperative_threads=1))
+    member.start()
+    client = JetClient([f"127.0.0.1:{ports[0]}"], "t")
+    try:
+        for bad in ("soon", -1, None):
+            with pytest.raises(ControlCallError, match=r"ping's wait_s must be a number of seconds >= 0, got"):
+                client._call(messages.PING, {"wait_s": bad}, timeout_s=5)
+        assert client.ping(ready_wait_s=0.5)["connected"] is True
+    finally:
+        client.close()
+        member.stop()

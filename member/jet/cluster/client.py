@@ -241,10 +241,14 @@ class JetClient:
         ``snapshotId``, ``bytes``, ``keys``, ``chunks``, ``created`` (epoch seconds)."""
         return self._call(messages.LIST_SNAPSHOTS, {})["snapshots"]
 
-    def ping(self, cluster: bool = False, timeout_s: float = 5.0, wait_for_ready: bool = False) -> dict[str, Any]:
+    def ping(self, cluster: bool = False, timeout_s: float = 5.0, wait_for_ready: bool = False,
+             ready_wait_s: float = 0.0) -> dict[str, Any]:
         """Member 0's ping reply; with ``cluster=True`` it says whether every member is connected.
-        ``wait_for_ready``: wait up to ``timeout_s`` for member 0 to be reachable (else fail at once)."""
-        return self._call(messages.PING, {"cluster": cluster}, timeout_s=timeout_s, wait_for_ready=wait_for_ready)
+        ``wait_for_ready``: wait up to ``timeout_s`` for member 0 to be reachable (else fail at once).
+        ``ready_wait_s``: member 0 answers once connected (with ``cluster=True``: once every member
+        is), or after this long."""
+        header = {"cluster": cluster, **({"wait_s": ready_wait_s} if ready_wait_s else {})}
+        return self._call(messages.PING, header, timeout_s=timeout_s + ready_wait_s, wait_for_ready=wait_for_ready)
 
     def _call(self, msg_type: str, header: dict[str, Any], blob: bytes = b"", *,
               timeout_s: float = CALL_TIMEOUT_S, wait_for_ready: bool = True) -> dict[str, Any]:

@@ -42,6 +42,8 @@ from jet.cluster.settings import MemberSettings
 from jet.core.dag import DAG
 
 READY_TIMEOUT_S = 60.0
+READY_WAIT_SLICE_S = 1.0
+"""How long member 0 may hold one readiness ping before the member processes are checked again."""
 STOP_GRACE_S = 5.0
 _SOURCE_ROOT = str(Path(jet.__file__).resolve().parents[1])
 
@@ -151,7 +153,8 @@ class LocalCluster:
             # The client's channel dials member 0 only once its port takes connections: a dial
             # refused earlier holds the channel in gRPC's reconnect backoff (100 ms) past the
             # moment the cluster is up.
-            if tcp_probe(PeerAddress(self.host, self.ports[0]), timeout_s=0.5) and self.cluster_ready():
+            if tcp_probe(PeerAddress(self.host, self.ports[0]), timeout_s=0.5) and self.cluster_ready(
+                    wait_s=min(READY_WAIT_SLICE_S, max(0.0, deadline - time.monotonic()))):
                 return
             if time.monotonic() > deadline:
                 raise TimeoutError(f"the local cluster of {len(self.members)} members was not ready within "
@@ -199,11 +202,11 @@ class LocalCluster:
             raise RuntimeError("restart_member needs a cluster that restarts its dead members")
         self._supervisor.release(index)
 
-    def cluster_ready(self, timeout_s: float = 5.0) -> bool:
-        """Whether every member is connected to every other now (member 0's view; False when
-        member 0 does not answer)."""
+    def cluster_ready(self, timeout_s: float = 5.0, wait_s: float = 0.0) -> bool:
+        """Whether every member is connected to every other (member 0's view; False when member 0
+        does not answer), now or, with ``wait_s``, as soon as they are within that time."""
         try:
-            return bool(self.client.ping(cluster=True, timeout_s=timeout_s).get("cluster_ready"))
+            return bool(self.client.ping(cluster=True, timeout_s=timeout_s, ready_wait_s=wait_s).get("cluster_ready"))
         except Exception:  # noqa: BLE001 - not up (yet)
             return False
 

@@ -56,6 +56,8 @@ MAX_WAIT_S = 30.0
 REPORT_FIRST_BACKOFF_S = 0.1
 REPORT_MAX_BACKOFF_S = 5.0
 START_POLL_S = 0.2
+READY_WAIT_SLICE_S = 1.0
+"""How long one wait of :meth:`Member.wait_until_cluster_ready` for the cluster lasts."""
 """How often a starting member looks whether it was stopped while it waits for its peers."""
 LEAVING_NOTICE_TIMEOUT_S = 1.0
 """How long a stopping member waits for each peer to take its notice that it is leaving."""
@@ -205,17 +207,21 @@ class Member:
         if on_member_joined is not None:
             on_member_joined(peer)
 
-    def cluster_ready(self) -> bool:
-        """Whether every member is connected to every other (asks them; member 0's view)."""
-        if not self.connected.is_set():
+    def cluster_ready(self, wait_s: float = 0.0) -> bool:
+        """Whether every member is connected to every other (asks them; member 0's view), waiting
+        up to ``wait_s`` for it: for this member's own connections, then for every other member's
+        at once, each answering as soon as it is connected (nobody polls)."""
+        deadline = time.monotonic() + wait_s
+        if not self.connected.wait(wait_s):
             return False
         connections = list(self.connections.values())
         if not connections:
             return True
-        payload = messages.encode_message({})
+        remaining = max(0.0, deadline - time.monotonic())
+        payload = messages.encode_message({"wait_s": remaining} if remaining else {})
         with ThreadPoolExecutor(max_workers=len(connections), thread_name_prefix="jet-ready") as pool:
             # All at once: k - 1 round trips one after another would make start-up grow with k.
-            pings = [pool.submit(connection.control, messages.PING, payload, 5.0, wait_for_ready=False)
+            pings = [pool.submit(connection.control, messages.PING, payload, 5.0 + remaining, wait_for_ready=False)
                      for connection in connections]
             try:
                 return all(messages.decode_message(ping.result())[0].get("connected") for ping in pings)
@@ -223,14 +229,12 @@ class Member:
                 return False
 
     def wait_until_cluster_ready(self, timeout_s: float) -> None:
-        """Poll :meth:`cluster_ready` until true; ``TimeoutError`` after ``timeout_s``."""
+        """Wait until :meth:`cluster_ready`; ``TimeoutError`` after ``timeout_s``."""
         deadline = time.monotonic() + timeout_s
-        delay = 0.05
-        while not self.cluster_ready():
+        while not self.cluster_ready(min(READY_WAIT_SLICE_S, max(0.0, deadline - time.monotonic()))):
             if time.monotonic() > deadline or self.stopped.is_set():
                 raise TimeoutError(f"the cluster of {self.member_count} members was not ready within {timeout_s} s")
-            time.sleep(delay)
-            delay = min(delay * 2, 0.2)
+            time.sleep(0.01)  # a peer that was not reachable: do not spin on its refusals
 
     def stop(self) -> None:
         """Cancel running executions, close the streams and servers, stop the worker threads."""
@@ -326,10 +330,17 @@ class Member:
 
     # -- handlers: every member ------------------------------------------------------------------
     def _ping(self, peer: int, header: dict, blob: bytes) -> dict:
+        wait_s = header.get("wait_s", 0.0)
+        if type(wait_s) not in (int, float) or wait_s < 0:
+            raise ValueError(f"ping's wait_s must be a number of seconds >= 0, got {wait_s!r}")
+        wait_s = min(float(wait_s), MAX_WAIT_S)
+        cluster_ready = self.cluster_ready(wait_s) if header.get("cluster") else None
+        if wait_s and cluster_ready is None:
+            self.connected.wait(wait_s)
         reply: dict[str, Any] = {"member": self.index, "members": self.member_count,
                                  "connected": self.connected.is_set(), "joined": self.membership.joined_peers()}
-        if header.get("cluster"):
-            reply["cluster_ready"] = self.cluster_ready()
+        if cluster_ready is not None:
+            reply["cluster_ready"] = cluster_ready
         if header.get("load"):
             reply["load"] = process_load(len(self.executions))  # the dashboard's cluster page
         return reply
