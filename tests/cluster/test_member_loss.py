@@ -74,6 +74,20 @@ def test_the_heartbeat_monitor_fails_only_the_links_silent_past_the_timeout():
     assert next(chatty._outgoing_messages()) == b"", "a heartbeat is an empty message"
 
 
+def test_a_link_that_sent_a_frame_within_the_interval_gets_no_heartbeat():
+    now = [100.0]
+    busy, idle, long_idle = (FrameLink(peer, None, None) for peer in (1, 2, 3))
+    for link in (busy, idle, long_idle):
+        link.last_message_at = 99.5
+    busy.last_frame_sent_at, idle.last_frame_sent_at = 99.2, 98.9  # long_idle: never sent a frame
+    monitor = HeartbeatMonitor(lambda: [busy, idle, long_idle], interval_ms=1000, timeout_ms=5000,
+                               clock=lambda: now[0])
+    assert monitor.beat() == []
+    assert [link.pending_frames() for link in (busy, idle, long_idle)] == [0, 1, 1]
+    busy.send(b"frame")
+    assert busy.last_frame_sent_at > 0 and busy.pending_frames() == 1
+
+
 def test_a_heartbeat_timeout_not_above_the_interval_is_refused_naming_both():
     settings = MemberSettings(port=0, http_port=0, host="127.0.0.1", token="t", heartbeat_interval_ms=2000,
                               heartbeat_timeout_ms=2000)

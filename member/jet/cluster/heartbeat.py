@@ -2,8 +2,9 @@
 
 A killed process is noticed at once (its kernel closes the TCP connection and the stream breaks);
 a process that is stopped (SIGSTOP), hung or cut off by the network leaves the connection open and
-silent. So every ``interval`` each live member link gets a heartbeat (an empty gRPC message, see
-:mod:`jet.cluster.transport`), and a link from which nothing arrived for ``timeout`` is failed with
+silent. So every ``interval`` each live member link that carried no frame since the last round
+gets a heartbeat (an empty gRPC message, see :mod:`jet.cluster.transport`; a frame is proof of
+life enough, and travels the same queue), and a link from which nothing arrived for ``timeout`` is failed with
 an error naming the silence, which takes the same path as a broken stream
 (``on_connection_lost``). gRPC's own keepalive pings (a few seconds) may notice first; either way
 the link is lost once.
@@ -57,7 +58,8 @@ class HeartbeatMonitor:
         self._stop.set()
 
     def beat(self) -> list[FrameLink]:
-        """One round: fail the silent links, send a heartbeat on the others; the links failed."""
+        """One round: fail the silent links, send a heartbeat on the others that sent no frame
+        within the interval; the links failed."""
         now = self._clock()
         failed = []
         for link in list(self._links()):
@@ -68,6 +70,8 @@ class HeartbeatMonitor:
                     f"nothing arrived from member {link.peer_index} for {silent_s:.1f} s "
                     f"(heartbeat timeout {self.timeout_s * 1000:.0f} ms): it is stopped, hung or cut off"))
                 continue
+            if now - link.last_frame_sent_at < self.interval_s:
+                continue  # a busy link: its frames tell the peer we are alive
             try:
                 link.send_heartbeat()
             except ConnectionError:

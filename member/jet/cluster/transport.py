@@ -169,6 +169,8 @@ class FrameLink:
         at once, so on the dialling side this means the peer accepted the stream)."""
         self.last_message_at = time.monotonic()
         """``time.monotonic()`` of the last message from the peer (or of the link's creation)."""
+        self.last_frame_sent_at = float("-inf")
+        """``time.monotonic()`` of the last frame queued for the peer (a heartbeat is not one)."""
 
     @property
     def closed(self) -> bool:
@@ -178,6 +180,7 @@ class FrameLink:
         """Queue one frame for the peer (never blocks); raises ``ConnectionError`` once closed."""
         if self._closed:
             raise ConnectionError(f"the stream to member {self.peer_index} is closed")
+        self.last_frame_sent_at = time.monotonic()
         self._outgoing.put(frame)
 
     def send_heartbeat(self) -> None:
