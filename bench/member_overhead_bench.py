@@ -22,8 +22,9 @@ For each k in ``--members`` it starts ``jet.local_cluster(k)`` and measures:
 
 CPU per member per second is a fraction of one core: 16 members at 0.1 each need 1.6 of the 2 cores.
 ``--threads``: for the last k, the idle job's CPU split by thread name (from
-``/proc/<pid>/task/<tid>/stat``; Python thread names from ``py-spy dump`` when ``pip install
-py-spy`` is there). ``--setting name=value`` passes a member setting to every member (say
+``/proc/<pid>/task/<tid>/schedstat``; Python thread names from ``py-spy dump`` when ``pip install
+py-spy`` is there); ``--tiny-threads N``: for the last k, N tiny jobs' CPU split so, per job.
+``--setting name=value`` passes a member setting to every member (say
 ``flow_control_period_ms=1000``), for experiments. ``--hold S`` keeps the last k's idle job running S
 seconds more and prints the member pids, to attach a profiler (``py-spy record --pid <pid>``).
 """
@@ -94,17 +95,20 @@ def cpu_seconds(pids: list[int]) -> list[float]:
 
 
 def thread_cpu(pids: list[int]) -> dict[tuple[int, int], tuple[str, float]]:
-    """(pid, tid) -> (thread name with digits as N, CPU seconds) of every thread of ``pids``."""
+    """(pid, tid) -> (thread name with digits as N, CPU seconds) of every thread of ``pids``:
+    from ``schedstat`` (nanoseconds; a short-lived burst shows) where the kernel has it, else from
+    ``stat`` (10 ms ticks)."""
     result = {}
     for pid in pids:
         for task in Path(f"/proc/{pid}/task").iterdir():
             try:
                 head, tail = (task / "stat").read_text().rsplit(")", 1)
+                schedstat = task / "schedstat"
+                cpu = (int(schedstat.read_text().split()[0]) / 1e9 if schedstat.exists()
+                       else (int(tail.split()[11]) + int(tail.split()[12])) / TICK)
             except OSError:
                 continue  # the thread ended
-            name = re.sub(r"[0-9]+", "N", head.split("(", 1)[1])
-            fields = tail.split()
-            result[(pid, int(task.name))] = (name, (int(fields[11]) + int(fields[12])) / TICK)
+            result[(pid, int(task.name))] = (re.sub(r"[0-9]+", "N", head.split("(", 1)[1]), cpu)
     return result
 
 
@@ -120,9 +124,16 @@ def python_thread_names(pid: int) -> dict[int, str]:
 
 def thread_breakdown(pids: list[int], seconds: float) -> list[tuple[str, float]]:
     """CPU seconds per member per wall second by thread name (threads that ran), over ``seconds``."""
-    before, started = thread_cpu(pids), time.perf_counter()
-    time.sleep(seconds)
-    after, wall = thread_cpu(pids), time.perf_counter() - started
+    started = time.perf_counter()
+    return cpu_by_thread(pids, lambda: time.sleep(seconds), lambda: time.perf_counter() - started)
+
+
+def cpu_by_thread(pids: list[int], work: Callable[[], None], per: Callable[[], float]) -> list[tuple[str, float]]:
+    """CPU seconds per member by thread name (threads that ran) while ``work()`` runs, divided by
+    ``per()`` (say the wall seconds, or the number of jobs run)."""
+    before = thread_cpu(pids)
+    work()
+    after, wall = thread_cpu(pids), per()
     names = {}
     for pid in pids:
         names.update({(pid, tid): name for tid, name in python_thread_names(pid).items()})
@@ -170,8 +181,12 @@ def main() -> None:
                         help="a member setting for every member (say flow_control_period_ms=1000)")
     parser.add_argument("--threads", action="store_true",
                         help="for the last k, also CPU per member per second by thread name during the idle job")
+    parser.add_argument("--tiny-threads", type=int, default=0, metavar="N",
+                        help="for the last k, also run N tiny jobs and print CPU ms per job by thread name, "
+                             "of each member but the coordinator (mean) and of the coordinator")
     args = parser.parse_args()
     breakdown: list[tuple[str, float]] = []
+    tiny_breakdowns: list[tuple[str, list[tuple[str, float]]]] = []
     settings = dict(item.split("=", 1) for item in args.setting)
     lines = [f"the quick brown fox {i % 1000} jumps over the lazy dog {i % 77}" for i in range(args.lines)]
     print(f"{'members':>7} {'start s':>8} {'tiny ms':>8} {'tiny cpu':>8} {'no job':>7} {'idle job':>9} {'polled src':>10} {'wc s':>6} "
@@ -204,6 +219,16 @@ def main() -> None:
                 return cpu
 
             idle = run_idle_job(cluster, IdleSourceP, measure)
+            if args.tiny_threads and last:
+                def tiny_jobs() -> None:
+                    for _ in range(args.tiny_threads):
+                        cluster.new_job(tiny()).join(60)
+
+                others = pids[1:] or pids
+                tiny_breakdowns = [
+                    (f"each member but the coordinator (mean of {len(others)})",
+                     cpu_by_thread(others, tiny_jobs, lambda: args.tiny_threads / 1000)),
+                    ("the coordinator (member 0)", cpu_by_thread(pids[:1], tiny_jobs, lambda: args.tiny_threads / 1000))]
             before, t0 = cpu_seconds(pids), time.perf_counter()
             cluster.new_job(word_count(lines)).join(600)
             wc = time.perf_counter() - t0
@@ -215,6 +240,11 @@ def main() -> None:
         for name, cpu in breakdown:
             if cpu > 0:
                 print(f"  {name:<16} {cpu:.4f}")
+    for whose, threads in tiny_breakdowns:
+        print(f"tiny job, CPU ms per job by thread, {whose}: {sum(cpu for _, cpu in threads):.2f}")
+        for name, cpu in threads:
+            if cpu >= 0.005:
+                print(f"  {name:<28} {cpu:6.2f}")
 
 
 if __name__ == "__main__":
