@@ -2,10 +2,10 @@
 
 A killed process is noticed at once (its kernel closes the TCP connection and the stream breaks);
 a process that is stopped (SIGSTOP), hung or cut off by the network leaves the connection open and
-silent. So every ``interval`` each live member link that carried no frame since the last round
+silent. So every ``interval`` each live member link that carried no frame within the interval
 gets a heartbeat (an empty gRPC message, see :mod:`jet.cluster.transport`; a frame is proof of
-life enough, and travels the same queue), and a link from which nothing arrived for ``timeout`` is failed with
-an error naming the silence, which takes the same path as a broken stream
+life enough, and travels the same queue), and a link from which nothing arrived for ``timeout``
+is failed with an error naming the silence, which takes the same path as a broken stream
 (``on_connection_lost``). gRPC's own keepalive pings (a few seconds) may notice first; either way
 the link is lost once.
 """

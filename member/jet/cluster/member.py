@@ -56,9 +56,9 @@ MAX_WAIT_S = 30.0
 REPORT_FIRST_BACKOFF_S = 0.1
 REPORT_MAX_BACKOFF_S = 5.0
 START_POLL_S = 0.2
+"""How often a starting member looks whether it was stopped while it waits for its peers."""
 READY_WAIT_SLICE_S = 1.0
 """How long one wait of :meth:`Member.wait_until_cluster_ready` for the cluster lasts."""
-"""How often a starting member looks whether it was stopped while it waits for its peers."""
 LEAVING_NOTICE_TIMEOUT_S = 1.0
 """How long a stopping member waits for each peer to take its notice that it is leaving."""
 
