@@ -50,6 +50,8 @@ class FakeMembers:
     terminal: set[int] = field(default_factory=set)
     reports: list[threading.Thread] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
+    start_gate: threading.Event | None = None
+    """When set, every ``start`` call waits for it (a start round in progress)."""
 
     def call(self, member: int, msg_type: str, payload: bytes, timeout_s: float) -> bytes:
         header, _ = messages.decode_message(payload)
@@ -59,6 +61,8 @@ class FakeMembers:
             with self.lock:
                 self.inits.append(header)
         elif msg_type == messages.START:
+            if self.start_gate is not None:
+                self.start_gate.wait(30)
             with self.lock:
                 self.running[(execution, member)] = header["job_id"]
         elif msg_type == messages.SNAPSHOT_PHASE1:

@@ -99,25 +99,30 @@ class ExecutionDriver:
         for member, future in inits.items():
             if self._call_ok(run, execution, member, messages.INIT, future, init_s):
                 execution.initialised.add(member)
-        with self._changed:
-            if execution.failure is not None:
-                return
-            record.status = JobStatus.RUNNING
-            execution.awaiting = {m for m in execution.members if m not in self._lost}
-        self._status_changed(record)
-        for member, future in self._call_all(run, execution, execution.members, messages.START).items():
-            self._call_ok(run, execution, member, messages.START, future, self._call_timeout_s)
+        snapshots = None
         if record.config.processing_guarantee.snapshots and self.job_store.keeps(record.job_id):
-            execution.snapshots = SnapshotCoordinator(
+            snapshots = SnapshotCoordinator(
                 record.job_id, execution.id, self.job_store,
                 lambda msg_type, extra, timeout_s: self._call_all(run, execution, execution.members, msg_type,
                                                                   extra, timeout_s),
                 interval_s=record.config.snapshot_interval_ms / 1000,
                 timeout_s=self.control.snapshot_timeout_ms / 1000,
-                on_result=lambda result: self._snapshot_taken(run, result)).start()
+                on_result=lambda result: self._snapshot_taken(run, result))
         with self._changed:
-            pending = run.requested
-        if pending is not None:  # asked for while the execution was starting
+            if execution.failure is not None:
+                return
+            record.status = JobStatus.RUNNING
+            execution.awaiting = {m for m in execution.members if m not in self._lost}
+            # In place as the job turns RUNNING: an export or a suspend asked for during the start
+            # round queues its snapshot here (it used to find none and failed the job).
+            execution.snapshots = snapshots
+            pending = run.requested  # asked for while STARTING: not acted on yet
+        self._status_changed(record)
+        for member, future in self._call_all(run, execution, execution.members, messages.START).items():
+            self._call_ok(run, execution, member, messages.START, future, self._call_timeout_s)
+        if snapshots is not None:
+            snapshots.start()  # taken once every member has started (a failed start has stopped it)
+        if pending is not None:
             self._terminate(run, execution, pending, run.export_name)
 
     def _call_all(self, run: JobRun, execution: Execution, members, msg_type: str, extra: dict | None = None,
