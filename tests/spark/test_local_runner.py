@@ -21,3 +21,24 @@ def test_a_local_cluster_starts_the_spark_side_of_a_job(spark, tmp_path):
         job.join(timeout=240)
     expected = {key: sum(v for v in range(3000) if v % 7 == key) for key in range(7)}
     assert {row[0]: row[1] for row in spark.read.parquet(out).collect()} == expected
+
+
+def test_a_spark_session_that_does_not_start_fails_the_job_instead_of_leaving_it_waiting(tmp_path, monkeypatch):
+    """No Spark session (no JVM, say): the job's Spark vertices are aborted with the reason."""
+    import pytest
+
+    from jet.connectors.spark import driver
+    from jet.execution.errors import JobFailedError
+
+    def no_session(*args, **kwargs):
+        raise RuntimeError("Java gateway process exited before sending its port number")
+
+    monkeypatch.setattr(driver, "spark_session", no_session)
+    (tmp_path / "in.parquet").mkdir()  # the submission checks that the input exists
+    pipeline = Pipeline.create()
+    (pipeline.read_from(Sources.spark("parquet", str(tmp_path / "in.parquet")))
+     .write_to(Sinks.spark("parquet", str(tmp_path / "out.parquet"))))
+    with jet.local_cluster(members=2) as cluster:
+        job = cluster.new_job(pipeline)
+        with pytest.raises(JobFailedError, match="the Spark side failed: .*Java gateway process exited"):
+            job.join(timeout=120)

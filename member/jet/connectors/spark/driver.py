@@ -115,11 +115,14 @@ def start_spark_side(job: Any, members: Sequence[str], token: str, job_id: str,
         master = f"local[{max(os.cpu_count() or 1, readers + 2)}]"
 
     def run() -> None:
-        spark = spark_session(master, app_name=f"jet-{job_id}")
         try:
-            run_spark_side(spark, job, members, token, job_id)
+            run_spark_side(spark_session(master, app_name=f"jet-{job_id}"), job, members, token, job_id)
         except Exception as error:  # noqa: BLE001 - the job fails with it; say it here too
-            log.error("the Spark side of job %s failed: %s", job_id, spark_failure_message(error))
+            reason = spark_failure_message(error)
+            log.error("the Spark side of job %s failed: %s", job_id, reason)
+            # A stage that failed has aborted its vertex already; one that never ran (the session
+            # did not start, say) has not, and its vertex would wait for Spark forever.
+            abort_spark_vertices(job, members, token, job_id, f"the Spark side failed: {reason}")
 
     thread = threading.Thread(target=run, name=f"jet-spark-{job_id}", daemon=True)
     thread.start()
@@ -153,6 +156,26 @@ def spark_session(master: str = "local[*]", conf: dict[str, str] | None = None, 
     spark = builder.getOrCreate()
     register(spark)
     return spark
+
+
+def abort_spark_vertices(job: Any, members: Sequence[str], token: str, job_id: str, reason: str) -> None:
+    """Fail ``job`` with ``reason`` through its Spark vertices: the first of them that takes an
+    abort on every member that runs it fails the whole job; when none does, that is logged."""
+    sources, sinks = spark_stages(job)
+    errors = []
+    for kind, stages in (("source", sources), ("sink", sinks)):
+        for vertex, _ in stages:
+            options = JetOptions(job_id, vertex, tuple(members), token, tls_ca_file=default_tls_ca_file())
+            try:  # the job may still be starting: its vertex must run to take the abort
+                owners = wait_for_vertex(options, kind)
+                refused = tell_members(options, {"op": p.ABORT, "reason": reason}, set(owners.values()))
+            except Exception as error:  # noqa: BLE001 - the next vertex may take it
+                refused = [f"{type(error).__name__}: {error}"]
+            if not refused:
+                return
+            errors += [f"{vertex!r}: {error}" for error in refused]
+    if errors:
+        log.warning("could not fail job %s through its Spark vertices: %s", job_id, "; ".join(errors))
 
 
 def spark_failure_message(error: BaseException) -> str:
