@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+
 import jet
 from jet.connectors import Sinks, Sources
 from jet.pipeline import Pipeline
@@ -23,7 +25,8 @@ def test_a_local_cluster_starts_the_spark_side_of_a_job(spark, tmp_path):
     assert {row[0]: row[1] for row in spark.read.parquet(out).collect()} == expected
 
 
-def test_a_spark_session_that_does_not_start_fails_the_job_instead_of_leaving_it_waiting(tmp_path, monkeypatch):
+def test_a_spark_session_that_does_not_start_fails_the_job_instead_of_leaving_it_waiting(tmp_path, monkeypatch,
+                                                                                        caplog):
     """No Spark session (no JVM, say): the job's Spark vertices are aborted with the reason."""
     import pytest
 
@@ -42,3 +45,6 @@ def test_a_spark_session_that_does_not_start_fails_the_job_instead_of_leaving_it
         job = cluster.new_job(pipeline)
         with pytest.raises(JobFailedError, match="the Spark side failed: .*Java gateway process exited"):
             job.join(timeout=120)
+        caplog.clear()  # a job already over (as after a stage's own abort) is left alone, quietly
+        driver.abort_spark_vertices(pipeline, cluster.addresses, cluster.token, job.id, "again")
+        assert not [r for r in caplog.records if r.levelno >= logging.WARNING], caplog.text

@@ -26,6 +26,10 @@ class JetSparkError(RuntimeError):
     """The job refused or failed a Spark request (the message says why), or a member is unreachable."""
 
 
+class VertexEndedError(JetSparkError):
+    """The job's Spark vertex has ended everywhere: the job failed, was cancelled or finished."""
+
+
 class MemberLink:
     """One Spark task's or driver's stream to one member."""
 
@@ -183,7 +187,7 @@ def wait_for_vertex(options: JetOptions, kind: str | tuple[str, ...]) -> dict[in
                     last, answered = str(error), False
                     continue
                 if reply.get("ended") and not reply.get("processors"):
-                    raise JetSparkError(reply["ended"])
+                    raise VertexEndedError(reply["ended"])
                 if reply.get("kind") not in (None, *kinds):
                     raise JetSparkError(f"vertex {options.vertex!r} of job {options.job!r} is a Spark "
                                         f"{reply['kind']}, not a Spark {kind}")

@@ -21,7 +21,7 @@ from typing import Any, Sequence
 import jet
 from jet.connectors.spark import protocol as p
 from jet.connectors.spark.arrow_transfer import read_frame, sink_schema, write_frame
-from jet.connectors.spark.client import tell_members, wait_for_vertex
+from jet.connectors.spark.client import VertexEndedError, tell_members, wait_for_vertex
 from jet.connectors.spark.options import (COLUMNAR_CHUNK_ROWS, DEFAULT_CHUNK_ROWS, DEFAULT_READY_TIMEOUT_S, JetOptions,
                                          default_tls_ca_file)
 from jet.connectors.spark.spark_home import bytecode_spark_home
@@ -160,7 +160,8 @@ def spark_session(master: str = "local[*]", conf: dict[str, str] | None = None, 
 
 def abort_spark_vertices(job: Any, members: Sequence[str], token: str, job_id: str, reason: str) -> None:
     """Fail ``job`` with ``reason`` through its Spark vertices: the first of them that takes an
-    abort on every member that runs it fails the whole job; when none does, that is logged."""
+    abort on every member that runs it fails the whole job; when none does, that is logged. A job
+    already over (a failed stage aborted it itself) is left as it is."""
     sources, sinks = spark_stages(job)
     errors = []
     for kind, stages in (("source", sources), ("sink", sinks)):
@@ -169,6 +170,8 @@ def abort_spark_vertices(job: Any, members: Sequence[str], token: str, job_id: s
             try:  # the job may still be starting: its vertex must run to take the abort
                 owners = wait_for_vertex(options, kind)
                 refused = tell_members(options, {"op": p.ABORT, "reason": reason}, set(owners.values()))
+            except VertexEndedError:
+                return
             except Exception as error:  # noqa: BLE001 - the next vertex may take it
                 refused = [f"{type(error).__name__}: {error}"]
             if not refused:
