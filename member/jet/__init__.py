@@ -1,7 +1,14 @@
 """Jet for Python: low-latency DAG processing, run on a laptop or on Kubernetes."""
 
+import os
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
+
+# gRPC's fork support (on by default in grpcio's build) runs handlers at every fork(); with a
+# thread inside a gRPC call they are skipped half-way and the child can abort before its exec:
+# PySpark's JVM launch (a fork with preexec_fn) failed so under `jet run`. Jet forks only to exec,
+# or before gRPC starts (the fork server), so it needs none of it. Read when gRPC starts.
+os.environ.setdefault("GRPC_ENABLE_FORK_SUPPORT", "false")
 
 if TYPE_CHECKING:
     from jet.connectors import SimpleEvent, SinkBuilder, Sinks, SourceBuilder, Sources
