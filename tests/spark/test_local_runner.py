@@ -48,3 +48,20 @@ def test_a_spark_session_that_does_not_start_fails_the_job_instead_of_leaving_it
         caplog.clear()  # a job already over (as after a stage's own abort) is left alone, quietly
         driver.abort_spark_vertices(pipeline, cluster.addresses, cluster.token, job.id, "again")
         assert not [r for r in caplog.records if r.levelno >= logging.WARNING], caplog.text
+
+
+def test_a_spark_failure_reads_as_sparks_own_message_and_cause(spark, tmp_path):
+    """A Py4J error (Parquet reading a CSV file) gives Spark's error and its cause, not Py4J's
+    "An error occurred while calling o38.load." nor the JVM stack."""
+    import pytest
+
+    from jet.connectors.spark.driver import spark_failure_message
+
+    (tmp_path / "lines.csv").write_text("line\nhello world\n")
+    with pytest.raises(Exception) as caught:
+        spark.read.format("parquet").load(str(tmp_path / "lines.csv")).collect()
+    message = spark_failure_message(caught.value)
+    assert message.startswith("org.apache.spark.SparkException: [FAILED_READ_FILE"), message
+    assert "lines.csv is not a Parquet file" in message, message
+    assert "An error occurred while calling" not in message and "\tat " not in message, message
+    assert "Suppressed:" not in message and " more" not in message.splitlines()[-1], message

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import runpy
 import sys
 import threading
@@ -181,11 +182,20 @@ def abort_spark_vertices(job: Any, members: Sequence[str], token: str, job_id: s
         log.warning("could not fail job %s through its Spark vertices: %s", job_id, "; ".join(errors))
 
 
+_PY4J_CALL = re.compile(r"An error occurred while calling [\w.]+\.$")
+_JVM_STACK_LINE = re.compile(r"\s*(at |\.\.\. \d+ more$|Suppressed: )")
+
+
 def spark_failure_message(error: BaseException) -> str:
-    """The useful line(s) of a PySpark/Py4J exception (Spark's own message, no JVM stack)."""
+    """The useful line(s) of a PySpark/Py4J exception: Spark's own message and the causes it
+    names, without the JVM stack, suppressed exceptions or Py4J's "error occurred while calling"."""
     text = getattr(error, "getMessage", None)
     message = text() if callable(text) else str(error)
-    lines = [line for line in str(message).splitlines() if line.strip() and not line.startswith("\tat ")]
+    lines = [line for line in str(message).splitlines() if line.strip() and not _JVM_STACK_LINE.match(line)]
+    if lines and _PY4J_CALL.fullmatch(lines[0].strip()):  # a Py4JJavaError: the Java exception follows
+        lines = lines[1:]
+        if lines:
+            lines[0] = lines[0].removeprefix(": ")
     return "\n".join(lines[:12]) or type(error).__name__
 
 
