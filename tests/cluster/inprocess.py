@@ -42,7 +42,8 @@ class InProcessCluster:
                 edge_defaults=edge_defaults, flow_control_period_ms=self.period_ms)
             tasklet_sets.append(plan.build())
             self.networks[m].register(execution_id, plan.receivers, plan.senders,
-                                      set(range(self.member_count)) - {m}, lambda peer, error: None)
+                                      set(range(self.member_count)) - {m}, lambda peer, error: None,
+                                      plan.done_relay)
             self.plans.append(plan)
         if on_built is not None:
             on_built(self.plans)

@@ -49,7 +49,7 @@ def test_an_execution_on_members_0_and_2_routes_by_positions_and_sends_by_member
                                             topology=message.topology(), members=message.execution_members)
             tasklets = plan.build()
             cluster.networks[member].register(7, plan.receivers, plan.senders, set(members) - {member},
-                                              lambda peer, error: None)
+                                              lambda peer, error: None, plan.done_relay)
             assert {key[3] for key in plan.senders} == set(members) - {member}  # physical indices
             plans.append((member, tasklets))
         futures = [cluster.services[m].submit(tasklets, f"member{m}") for m, tasklets in plans]

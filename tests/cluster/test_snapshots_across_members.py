@@ -44,7 +44,8 @@ class ClusterRun:
                 plan.restore_entries = route_restore_entries(restore, dag, plan.local_parallelism, topology)
             tasklet_sets.append(plan.build())
             cluster.networks[m].register(execution_id, plan.receivers, plan.senders,
-                                         set(range(members)) - {m}, lambda peer, error: None)
+                                         set(range(members)) - {m}, lambda peer, error: None,
+                                         plan.done_relay)
             self.contexts.append(context)
         self.futures = [cluster.services[m].submit(tasklet_sets[m], f"member{m}") for m in range(members)]
 

@@ -16,8 +16,10 @@ receivers and frames name the physical member indices, which ``members`` maps po
 
 from __future__ import annotations
 
+import functools
 from typing import Any, Sequence
 
+from jet.cluster.done_relay import DoneRelay, RelayCompletionTasklet
 from jet.cluster.flow_control import ReceiveWindow
 from jet.cluster.network import MemberNetwork
 from jet.cluster.receiver import ReceiverTasklet
@@ -131,11 +133,17 @@ class DistributedExecutionPlan(ExecutionPlan):
         """The physical indices of the other members of the execution, in position order."""
         self._remote_leaf = {position: self.remote_members.index(m) for position, m in enumerate(self.members)
                              if position != topology.member_index}
+        self._relay_receivers: dict[tuple[int, int, int], ReceiverTasklet] = {}
+        self._senders_per_edge: dict[tuple[int, int], int] = {}
+        self.done_relay = DoneRelay(execution_id, self.members[topology.member_index], self.members,
+                                    network.send_frame, self._relay_receivers, self._senders_per_edge)
+        """Carries the DONE of this member's senders that no frame can carry (see done_relay)."""
 
     def build(self) -> list:
         """Processor tasklets, then the receivers and senders of the distributed edges."""
         tasklets = super().build()
-        return tasklets + list(self.receivers.values()) + list(self.senders.values())
+        relay = [RelayCompletionTasklet(self.done_relay)] if self.senders and self.done_relay.is_relay_member else []
+        return tasklets + list(self.receivers.values()) + list(self.senders.values()) + relay
 
     def _wire_edge(self, edge: Edge, instreams: dict, collectors: dict) -> None:
         if not edge.is_distributed() or not self.remote_members:
@@ -161,6 +169,9 @@ class DistributedExecutionPlan(ExecutionPlan):
                 f"receiver({source}->{dest}, from member {m})",
                 self._receiver_collector(edge, receiver_queues[m], downstream),
                 ReceiveWindow(config.receive_window_multiplier, self.period_ns))
+            self._relay_receivers[(vertex_id, ordinal, m)] = self.receivers[key]
+        self._senders_per_edge[(vertex_id, ordinal)] = len(self.remote_members)
+        relay = self.done_relay
         sender_queues = {m: [SpscQueue(capacity, name=f"{source}#{i}->member{m}")
                              for i in range(upstream)] for m in self.remote_members}
         for m in self.remote_members:
@@ -170,7 +181,8 @@ class DistributedExecutionPlan(ExecutionPlan):
                                   wait_for_all_barriers=self.wait_for_all_barriers),
                 self._frame_sender(m), self.execution_id, vertex_id, ordinal,
                 config.packet_size_limit, pairs=edge.routing_policy is RoutingPolicy.PARTITIONED
-                and edge.all_to_one_key is None)
+                and edge.all_to_one_key is None,
+                on_finished=functools.partial(relay.sender_finished, (vertex_id, ordinal), m))
         for i in range(upstream):
             local_leaves = [local[(i, j)] for j in range(downstream)]
             remote_leaves = [sender_queues[m][i] for m in self.remote_members]

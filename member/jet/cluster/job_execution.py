@@ -214,7 +214,7 @@ class JobExecution:
                               if progress_log_interval_ms > 0 and is_streaming(dag) else None)
         peers = {m for m in members if m != self.member_index}
         network.register(self.execution_id, self.plan.receivers, self.plan.senders, peers,
-                         self._peer_lost)
+                         self._peer_lost, self.plan.done_relay)
         self._publisher = None if publish_observable is None else _job_publisher(publish_observable, self.job_id)
         # The job's observable sinks look their publisher up by Context.member_index: the position.
         self._position = topology.member_index

@@ -15,6 +15,7 @@ import time
 from typing import Callable
 
 from jet.cluster.chunk_packets import decode_chunk_header
+from jet.cluster.done_relay import DoneRelay, decode_relay_frame
 from jet.cluster.packets import AckEntry, FrameType, PacketFormatError, decode_ack_packet, encode_ack_packet, frame_type
 from jet.execution.backoff import wake_parked_workers
 
@@ -56,6 +57,7 @@ class MemberNetwork:
         self._senders: dict[SenderKey, object] = {}
         self._failure_handlers: dict[int, Callable[[int, BaseException], None]] = {}
         self._members_of: dict[int, set[int]] = {}
+        self._relays: dict[int, DoneRelay] = {}
         self._frame_handlers: dict[int, FrameHandler] = {}
         self._stop = threading.Event()
         self._timer = threading.Thread(target=self._ack_loop, name="jet.flow-control", daemon=True)
@@ -91,11 +93,14 @@ class MemberNetwork:
     # -- executions ---------------------------------------------------------------------------
     def register(self, execution_id: int, receivers: dict[ReceiverKey, object],
                  senders: dict[SenderKey, object], peers: set[int],
-                 on_failure: Callable[[int, BaseException], None]) -> None:
-        """Route frames of an execution; ``on_failure(peer, error)`` when a peer is lost."""
+                 on_failure: Callable[[int, BaseException], None], relay: DoneRelay | None = None) -> None:
+        """Route frames of an execution; ``on_failure(peer, error)`` when a peer is lost; its
+        DONE reports and notices to ``relay`` (the plan's ``done_relay``)."""
         with self._lock:
             self._receivers.update(receivers)
             self._senders.update(senders)
+            if relay is not None:
+                self._relays[execution_id] = relay
             self._failure_handlers[execution_id] = on_failure
             self._members_of[execution_id] = set(peers)
 
@@ -105,6 +110,7 @@ class MemberNetwork:
             self._senders = {k: v for k, v in self._senders.items() if k[0] != execution_id}
             self._failure_handlers.pop(execution_id, None)
             self._members_of.pop(execution_id, None)
+            self._relays.pop(execution_id, None)
 
     # -- incoming ---------------------------------------------------------------------------
     def on_frame(self, peer: int, frame: bytes) -> None:
@@ -127,6 +133,15 @@ class MemberNetwork:
                     if sender is not None:
                         sender.send_limit.on_ack(entry.send_seq_limit_compressed)
             wake_parked_workers()
+        elif kind is FrameType.DONE_REPORT or kind is FrameType.DONE_NOTICE:
+            kind, execution_id, edge, counts = decode_relay_frame(frame)
+            relay = self._relays.get(execution_id)
+            if relay is None:  # an execution that ended (cancelled by a member's loss, say)
+                self.dropped_frames += 1
+                log.debug("dropped a %s frame from member %d for an unknown execution %d", kind.name, peer,
+                          execution_id)
+                return
+            relay.on_frame(peer, kind, edge, counts)
         else:
             handler = self._frame_handlers.get(kind)
             if handler is None and kind in _DEFAULT_FRAME_HANDLERS:
@@ -186,5 +201,7 @@ class MemberNetwork:
         while not self._stop.wait(self._period_s):
             try:
                 self.send_acks()
+                for relay in list(self._relays.values()):
+                    relay.flush_pending()
             except Exception:  # noqa: BLE001 - the timer must survive one bad round
                 log.exception("sending flow-control acks failed")

@@ -27,6 +27,10 @@ class FrameType(enum.IntEnum):
     """Flow-control limits of every receiver of the sending member (receiver -> sender)."""
     CHUNK = 3
     """A data packet carrying one pickled chunk of items (see chunk_packets)."""
+    DONE_REPORT = 4
+    """A member's senders of one edge are done: frames sent to each member (see done_relay)."""
+    DONE_NOTICE = 5
+    """The relay member to a receiving member: frames each sender sent before it was done."""
     SPARK_REQUEST = 16
     """A Spark task or driver to a member: rows, commit, abort, pull (see jet.connectors.spark)."""
     SPARK_REPLY = 17

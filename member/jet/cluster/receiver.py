@@ -44,6 +44,8 @@ class ReceiverTasklet:
         self._pending_watermark: SpecialItem | None = None
         """A watermark or barrier to offer to every local queue, after the data before it."""
         self._done_received = False
+        self._expected_frames: int | None = None
+        """From a DONE notice (:mod:`jet.cluster.done_relay`): the sender is done after this many frames."""
         self._finished = False
 
     def enqueue(self, frame: bytes) -> None:
@@ -52,14 +54,20 @@ class ReceiverTasklet:
         self.frames.append(frame)
         wake_parked_workers()
 
+    def relay_done(self, frames: int) -> None:
+        """Transport thread: the sender is done once this receiver has taken ``frames`` frames."""
+        self._expected_frames = frames
+        wake_parked_workers()
+
     def wants_polling(self) -> bool:
         """Polled only while it holds frames or is blocked downstream; a new frame wakes its thread."""
-        return not self.is_buffer_empty() or self._collector.has_pending or self._done_received
+        return (not self.is_buffer_empty() or self._collector.has_pending or self._done_received
+                or self._expected_frames is not None)
 
     @property
     def sender_done(self) -> bool:
         """Whether the sender's DONE has arrived: it sends nothing more, so it needs no more acks."""
-        return self._done_received
+        return self._done_received or self._expected_frames is not None
 
     @property
     def bytes_received(self) -> int:
@@ -122,6 +130,9 @@ class ReceiverTasklet:
                 self._pending_footprint = chunk_footprint(payload_bytes(frame), len(entries))
             if header.flags & FLAG_DONE:
                 self._done_received = True
+        expected = self._expected_frames
+        if expected is not None and not self._done_received and self.packets_received >= expected:
+            self._done_received = True
         if self._done_received and self.is_buffer_empty():
             if collector.offer_special(DONE_ITEM):
                 self._finished = True

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Callable
 
+from jet.cluster.done_relay import IN_BAND
 from jet.cluster.chunk_packets import (WATERMARK_FOOTPRINT, chunk_footprint, encode_barrier, encode_chunk,
                                        encode_watermark, mark_done, payload_bytes)
 from jet.cluster.flow_control import SendLimit
@@ -34,7 +35,11 @@ class SenderTasklet:
 
     def __init__(self, name: str, stream: InboundEdgeStream, send_frame: Callable[[bytes], None],
                  execution_id: int, dest_vertex_id: int, dest_ordinal: int,
-                 packet_size_limit: int, pairs: bool) -> None:
+                 packet_size_limit: int, pairs: bool,
+                 on_finished: Callable[[int], None] | None = None) -> None:
+        """``on_finished(frames)``: when given, a DONE that no frame can carry is not sent but
+        handed to it with the frames sent (:mod:`jet.cluster.done_relay`), and a DONE that the
+        last frame carries is told to it as ``IN_BAND``."""
         self.name = name
         self.send_limit = SendLimit()
         self.sent_seq_bytes = 0
@@ -47,6 +52,7 @@ class SenderTasklet:
         self._route = (execution_id, dest_vertex_id, dest_ordinal)
         self._packet_size_limit = packet_size_limit
         self._pairs = pairs
+        self._on_finished = on_finished
         self._buffer = Inbox()
         self._average_item_bytes = 32.0
         self._input_done = False
@@ -84,6 +90,8 @@ class SenderTasklet:
             packets += 1
             progress = True
         if self._done_sent:  # the last packet carried DONE
+            if self._on_finished is not None:
+                self._on_finished(IN_BAND)
             return DONE
         if self._watermark is not None and not buffer and self.send_limit.may_send(self.sent_seq_bytes):
             self._send_counted(encode_watermark(*self._route, self._watermark.timestamp))
@@ -97,8 +105,11 @@ class SenderTasklet:
             self.sent_seq_bytes += WATERMARK_FOOTPRINT
             progress = True
         if self._input_done and not buffer and self._watermark is None and self._barrier is None:
-            self._send([], done=True)
             self._done_sent = True
+            if self._on_finished is not None:
+                self._on_finished(self.packets_sent)
+            else:
+                self._send([], done=True)
             return DONE
         return MADE_PROGRESS if progress else NO_PROGRESS
 
