@@ -4,7 +4,8 @@ Data frames are routed by (execution id, destination vertex id, ordinal, sending
 ReceiverTasklet; ack frames update the SendLimit of the matching SenderTasklets. A timer
 thread, separate from the tasklet threads, sends every ``flow_control_period_ms`` one ack frame
 to each member that sends to us, with an absolute limit per receiver (Jet's protocol) whose
-sender can use it (see :meth:`MemberNetwork.send_acks`).
+sender can use it (see :meth:`MemberNetwork.send_acks`); the same round forwards the DONE
+reports that wait on the relay member (:mod:`jet.cluster.done_relay`).
 """
 
 from __future__ import annotations
@@ -204,4 +205,4 @@ class MemberNetwork:
                 for relay in list(self._relays.values()):
                     relay.flush_pending()
             except Exception:  # noqa: BLE001 - the timer must survive one bad round
-                log.exception("sending flow-control acks failed")
+                log.exception("a flow-control round (acks, waiting DONE reports) failed")

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Callable
 
-from jet.cluster.done_relay import IN_BAND
 from jet.cluster.chunk_packets import (WATERMARK_FOOTPRINT, chunk_footprint, encode_barrier, encode_chunk,
                                        encode_watermark, mark_done, payload_bytes)
+from jet.cluster.done_relay import IN_BAND
 from jet.cluster.flow_control import SendLimit
 from jet.core.inbox import Inbox
 from jet.core.special_items import SnapshotBarrier, Watermark
