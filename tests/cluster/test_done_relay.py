@@ -134,14 +134,15 @@ def test_reports_that_wait_for_others_are_forwarded_at_the_next_flush():
 
     sent = []
     edge = (1, 0)
+    from_1, from_2 = NoticeTaker(), NoticeTaker()
     relay = DoneRelay(5, me=0, members=[0, 1, 2], send_frame=lambda peer, frame: sent.append((peer, frame)),
-                      receivers={(1, 0, 1): NoticeTaker(), (1, 0, 2): NoticeTaker()}, senders_per_edge={edge: 2})
+                      receivers={(1, 0, 1): from_1, (1, 0, 2): from_2}, senders_per_edge={edge: 2})
     completion = RelayCompletionTasklet(relay)
     relay.on_frame(1, FrameType.DONE_REPORT, edge, {0: 0, 2: 0})
     assert not sent
     relay.flush_pending()
     assert sorted((peer, decode_relay_frame(frame)[3]) for peer, frame in sent) == [(2, {1: 0})]
-    assert relay._receivers[(1, 0, 1)].frames == 0, "member 0's own receiver from member 1 is done"
+    assert from_1.frames == 0, "member 0's own receiver from member 1 is done"
     assert completion.call() != DONE, "members 0 and 2 have not reported"
     sent.clear()
     relay.flush_pending()
@@ -150,4 +151,4 @@ def test_reports_that_wait_for_others_are_forwarded_at_the_next_flush():
     relay.sender_finished(edge, 2, IN_BAND)
     relay.on_frame(2, FrameType.DONE_REPORT, edge, {0: 2, 1: 7})
     assert sorted((peer, decode_relay_frame(frame)[3]) for peer, frame in sent) == [(1, {0: 4, 2: 7})]
-    assert relay._receivers[(1, 0, 2)].frames == 2 and completion.call() == DONE
+    assert from_2.frames == 2 and completion.call() == DONE

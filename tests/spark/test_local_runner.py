@@ -65,3 +65,31 @@ def test_a_spark_failure_reads_as_sparks_own_message_and_cause(spark, tmp_path):
     assert "lines.csv is not a Parquet file" in message, message
     assert "An error occurred while calling" not in message and "\tat " not in message, message
     assert "Suppressed:" not in message and " more" not in message.splitlines()[-1], message
+
+
+def test_a_failing_spark_stage_is_logged_once_and_fails_the_job_with_sparks_message(spark, tmp_path, caplog):
+    import pytest
+
+    from jet.execution.errors import JobFailedError
+
+    (tmp_path / "lines.csv").write_text("line\nhello world\n")
+    pipeline = Pipeline.create()
+    (pipeline.read_from(Sources.spark("parquet", str(tmp_path / "lines.csv")))
+     .write_to(Sinks.spark("parquet", str(tmp_path / "out.parquet"))))
+    with jet.local_cluster(members=2) as cluster:
+        job = cluster.new_job(pipeline)
+        with pytest.raises(JobFailedError, match="lines.csv is not a Parquet file"):
+            job.join(timeout=120)
+        job._spark_side.join(60)
+    errors = [r.getMessage() for r in caplog.records
+              if r.name == "jet.connectors.spark.driver" and r.levelno >= logging.ERROR]
+    assert len(errors) == 1 and errors[0].startswith("Spark source"), errors
+
+
+def test_a_spark_message_keeps_its_own_lines_that_begin_with_at():
+    from jet.connectors.spark.driver import spark_failure_message
+
+    error = RuntimeError("An error occurred while calling o7.save.\n: java.lang.IllegalArgumentException: bad"
+                         " option\nat least one path is needed\n\tat org.apache.Foo.bar(Foo.java:1)\n\t... 3 more")
+    assert spark_failure_message(error) == ("java.lang.IllegalArgumentException: bad option\n"
+                                            "at least one path is needed")

@@ -37,13 +37,12 @@ from jet.cluster import forked_members
 from jet.cluster.auth import MEMBER_KEY_ENV, TOKEN_ENV
 from jet.cluster.client import JetClient, Job
 from jet.cluster.member_supervisor import MemberSupervisor
+from jet.cluster.messages import READY_WAIT_SLICE_S
 from jet.cluster.peers import PeerAddress, tcp_probe
 from jet.cluster.settings import MemberSettings
 from jet.core.dag import DAG
 
 READY_TIMEOUT_S = 60.0
-READY_WAIT_SLICE_S = 1.0
-"""How long member 0 may hold one readiness ping before the member processes are checked again."""
 STOP_GRACE_S = 5.0
 _SOURCE_ROOT = str(Path(jet.__file__).resolve().parents[1])
 

@@ -57,8 +57,6 @@ REPORT_FIRST_BACKOFF_S = 0.1
 REPORT_MAX_BACKOFF_S = 5.0
 START_POLL_S = 0.2
 """How often a starting member looks whether it was stopped while it waits for its peers."""
-READY_WAIT_SLICE_S = 1.0
-"""How long one wait of :meth:`Member.wait_until_cluster_ready` for the cluster lasts."""
 LEAVING_NOTICE_TIMEOUT_S = 1.0
 """How long a stopping member waits for each peer to take its notice that it is leaving."""
 
@@ -231,7 +229,7 @@ class Member:
     def wait_until_cluster_ready(self, timeout_s: float) -> None:
         """Wait until :meth:`cluster_ready`; ``TimeoutError`` after ``timeout_s``."""
         deadline = time.monotonic() + timeout_s
-        while not self.cluster_ready(min(READY_WAIT_SLICE_S, max(0.0, deadline - time.monotonic()))):
+        while not self.cluster_ready(min(messages.READY_WAIT_SLICE_S, max(0.0, deadline - time.monotonic()))):
             if time.monotonic() > deadline or self.stopped.is_set():
                 raise TimeoutError(f"the cluster of {self.member_count} members was not ready within {timeout_s} s")
             time.sleep(0.01)  # a peer that was not reachable: do not spin on its refusals

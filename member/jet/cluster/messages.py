@@ -29,6 +29,9 @@ JOB_CONTROL = "job_control"
 LIST_JOBS = "list_jobs"
 LIST_SNAPSHOTS = "list_snapshots"
 PING = "ping"
+READY_WAIT_SLICE_S = 1.0
+"""How long one readiness ping (``wait_s``) may be held before its caller looks again (at its
+deadline, its stop, the member processes)."""
 # Coordinator -> every member.
 INIT = "init"
 START = "start"

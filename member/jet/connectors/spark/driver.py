@@ -10,6 +10,7 @@ driver and the job agree without talking. A source whose DataFrame cannot be bui
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 import re
@@ -119,10 +120,12 @@ def start_spark_side(job: Any, members: Sequence[str], token: str, job_id: str,
         try:
             run_spark_side(spark_session(master, app_name=f"jet-{job_id}"), job, members, token, job_id)
         except Exception as error:  # noqa: BLE001 - the job fails with it; say it here too
+            if getattr(error, _REPORTED, False):
+                return  # its stage logged it and aborted the job
             reason = spark_failure_message(error)
             log.error("the Spark side of job %s failed: %s", job_id, reason)
-            # A stage that failed has aborted its vertex already; one that never ran (the session
-            # did not start, say) has not, and its vertex would wait for Spark forever.
+            # A stage that never ran (the session did not start, say) has not aborted its vertex,
+            # which would wait for Spark forever.
             abort_spark_vertices(job, members, token, job_id, f"the Spark side failed: {reason}")
 
     thread = threading.Thread(target=run, name=f"jet-spark-{job_id}", daemon=True)
@@ -183,7 +186,7 @@ def abort_spark_vertices(job: Any, members: Sequence[str], token: str, job_id: s
 
 
 _PY4J_CALL = re.compile(r"An error occurred while calling [\w.]+\.$")
-_JVM_STACK_LINE = re.compile(r"\s*(at |\.\.\. \d+ more$|Suppressed: )")
+_JVM_STACK_LINE = re.compile(r"\s+(at |\.\.\. \d+ more$|Suppressed: )")  # indented: not a message's "at least"
 
 
 def spark_failure_message(error: BaseException) -> str:
@@ -221,9 +224,7 @@ def write_source(spark: Any, spec: SparkReadSpec, options: JetOptions,
             frame = frame.coalesce(max_tasks)  # keeps each partition's row order: still exactly-once
         write_frame(frame, options, owners)
     except BaseException as error:
-        reason = spark_failure_message(error)
-        log.error("Spark source %r failed: %s", options.vertex, reason)
-        tell_members(options, {"op": p.ABORT, "reason": reason}, set(owners.values()))
+        _report_stage_failure(error, "source", options, owners)
         raise
 
 
@@ -235,10 +236,39 @@ def read_sink(spark: Any, spec: SparkWriteSpec, options: JetOptions) -> None:
     try:
         spec.write(read_frame(spark, options, owners, sink_schema(spark, spec.schema, options)))
     except BaseException as error:  # fail the job rather than leave its sink waiting for a reader
-        reason = spark_failure_message(error)
-        log.error("Spark sink %r failed: %s", options.vertex, reason)
-        tell_members(options, {"op": p.ABORT, "reason": reason}, set(owners.values()))
+        _report_stage_failure(error, "sink", options, owners)
         raise
+
+
+_REPORTED = "_jet_spark_stage_reported"
+"""Set on an error a stage has logged and aborted its job with, so it is not said twice."""
+
+
+def _report_stage_failure(error: BaseException, kind: str, options: JetOptions, owners: dict[int, int]) -> None:
+    """Log a Spark stage's failure once and fail the job's vertex with Spark's message; a stage
+    that failed because its job had already ended (another stage failed, the job was cancelled)
+    says so at INFO: the job's own failure is the error."""
+    reason = spark_failure_message(error)
+    if _vertex_ended(options, kind):
+        log.info("Spark %s %r stopped: its job ended first (%s)", kind, options.vertex, reason.splitlines()[0])
+    else:
+        log.error("Spark %s %r failed: %s", kind, options.vertex, reason)
+        tell_members(options, {"op": p.ABORT, "reason": reason}, set(owners.values()))
+    try:
+        setattr(error, _REPORTED, True)
+    except AttributeError:  # an exception type without a __dict__: said twice, no harm
+        pass
+
+
+def _vertex_ended(options: JetOptions, kind: str) -> bool:
+    """Whether the job's Spark vertex has ended on the members (asked briefly: a failure path)."""
+    try:
+        wait_for_vertex(dataclasses.replace(options, ready_timeout_s=1.0), kind)
+    except VertexEndedError:
+        return True
+    except Exception:  # noqa: BLE001 - running, or not reachable: the failure is the stage's own
+        return False
+    return False
 
 
 def _write_task_limit(spark: Any, job: Any, sources: list, sinks: list, member_count: int) -> int | None:
