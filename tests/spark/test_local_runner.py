@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import logging
 
+import pytest
+
 import jet
 from jet.connectors import Sinks, Sources
+from jet.execution.errors import JobFailedError
 from jet.pipeline import Pipeline
 from jet.pipeline.aggregate_operations import AggregateOperations
 
@@ -25,22 +28,24 @@ def test_a_local_cluster_starts_the_spark_side_of_a_job(spark, tmp_path):
     assert {row[0]: row[1] for row in spark.read.parquet(out).collect()} == expected
 
 
+def parquet_copy(source, out) -> Pipeline:
+    """Spark reads ``source`` as Parquet into the job, which hands it to Spark to write ``out``."""
+    pipeline = Pipeline.create()
+    pipeline.read_from(Sources.spark("parquet", str(source))).write_to(Sinks.spark("parquet", str(out)))
+    return pipeline
+
+
 def test_a_spark_session_that_does_not_start_fails_the_job_instead_of_leaving_it_waiting(tmp_path, monkeypatch,
                                                                                         caplog):
     """No Spark session (no JVM, say): the job's Spark vertices are aborted with the reason."""
-    import pytest
-
     from jet.connectors.spark import driver
-    from jet.execution.errors import JobFailedError
 
     def no_session(*args, **kwargs):
         raise RuntimeError("Java gateway process exited before sending its port number")
 
     monkeypatch.setattr(driver, "spark_session", no_session)
     (tmp_path / "in.parquet").mkdir()  # the submission checks that the input exists
-    pipeline = Pipeline.create()
-    (pipeline.read_from(Sources.spark("parquet", str(tmp_path / "in.parquet")))
-     .write_to(Sinks.spark("parquet", str(tmp_path / "out.parquet"))))
+    pipeline = parquet_copy(tmp_path / "in.parquet", tmp_path / "out.parquet")
     with jet.local_cluster(members=2) as cluster:
         job = cluster.new_job(pipeline)
         with pytest.raises(JobFailedError, match="the Spark side failed: .*Java gateway process exited"):
@@ -53,8 +58,6 @@ def test_a_spark_session_that_does_not_start_fails_the_job_instead_of_leaving_it
 def test_a_spark_failure_reads_as_sparks_own_message_and_cause(spark, tmp_path):
     """A Py4J error (Parquet reading a CSV file) gives Spark's error and its cause, not Py4J's
     "An error occurred while calling o38.load." nor the JVM stack."""
-    import pytest
-
     from jet.connectors.spark.driver import spark_failure_message
 
     (tmp_path / "lines.csv").write_text("line\nhello world\n")
@@ -68,14 +71,8 @@ def test_a_spark_failure_reads_as_sparks_own_message_and_cause(spark, tmp_path):
 
 
 def test_a_failing_spark_stage_is_logged_once_and_fails_the_job_with_sparks_message(spark, tmp_path, caplog):
-    import pytest
-
-    from jet.execution.errors import JobFailedError
-
     (tmp_path / "lines.csv").write_text("line\nhello world\n")
-    pipeline = Pipeline.create()
-    (pipeline.read_from(Sources.spark("parquet", str(tmp_path / "lines.csv")))
-     .write_to(Sinks.spark("parquet", str(tmp_path / "out.parquet"))))
+    pipeline = parquet_copy(tmp_path / "lines.csv", tmp_path / "out.parquet")
     with jet.local_cluster(members=2) as cluster:
         job = cluster.new_job(pipeline)
         with pytest.raises(JobFailedError, match="lines.csv is not a Parquet file"):
