@@ -91,6 +91,22 @@ def fail_on_member(bad_member: int, at: int = 1):
     return lambda: FailOnMemberP(bad_member, at)
 
 
+class SlowFirstSupplier:
+    """A processor supplier whose first call in the whole cluster (the one that creates
+    ``marker``) sleeps ``seconds`` first: one member's ``init`` is slower than its peers'."""
+
+    def __init__(self, marker, seconds: float, supplier) -> None:
+        self.marker, self.seconds, self.supplier = str(marker), seconds, supplier
+
+    def __call__(self) -> Processor:
+        try:
+            os.close(os.open(self.marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+            time.sleep(self.seconds)
+        except FileExistsError:
+            pass
+        return self.supplier()
+
+
 def wait_until(condition, timeout_s: float = DEADLINE_S, what: str = "condition", interval_s: float = 0.02):
     """Poll ``condition()`` until truthy; AssertionError naming ``what`` at the deadline."""
     deadline = time.monotonic() + timeout_s

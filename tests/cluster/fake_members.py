@@ -16,6 +16,7 @@ import cloudpickle
 from jet.cluster import messages
 from jet.cluster.coordinator import JobCoordinator
 from jet.cluster.job_execution import ExecutionOutcome
+from jet.cluster.job_state import JobStatus
 from jet.cluster.job_store import JobStore
 from jet.cluster.settings import ControlSettings
 from jet.core import DAG, Edge
@@ -50,20 +51,17 @@ class FakeMembers:
     terminal: set[int] = field(default_factory=set)
     reports: list[threading.Thread] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
-    start_gate: threading.Event | None = None
-    """When set, every ``start`` call waits for it (a start round in progress)."""
+    running_gate: threading.Event | None = None
+    """When set, the coordinator's status listener waits for it as a job turns RUNNING (the
+    moment between that and the start of its snapshots)."""
 
     def call(self, member: int, msg_type: str, payload: bytes, timeout_s: float) -> bytes:
         header, _ = messages.decode_message(payload)
         execution = header.get("execution_id")
         reply: dict = {}
-        if msg_type == messages.INIT:
+        if msg_type == messages.INIT:  # a member starts its part within its init
             with self.lock:
                 self.inits.append(header)
-        elif msg_type == messages.START:
-            if self.start_gate is not None:
-                self.start_gate.wait(30)
-            with self.lock:
                 self.running[(execution, member)] = header["job_id"]
         elif msg_type == messages.SNAPSHOT_PHASE1:
             reply = self._phase1(member, header)
@@ -78,6 +76,10 @@ class FakeMembers:
         elif msg_type == messages.EXECUTION_METRICS:
             reply = {"metrics": {}}
         return messages.encode_message(reply)
+
+    def on_status(self, record) -> None:
+        if record.status is JobStatus.RUNNING and self.running_gate is not None:
+            self.running_gate.wait(30)
 
     def _phase1(self, member: int, header: dict) -> dict:
         with self.lock:
@@ -117,5 +119,6 @@ def fake_cluster(store_dir, count: int = 2, **control) -> tuple[JobCoordinator, 
     store = None if store_dir is None else SnapshotStore(str(store_dir))
     members = FakeMembers(count, store)
     settings = ControlSettings(**{"restart_delay_ms": 0, "cancel_grace_ms": 2000, **control})
-    members.coordinator = JobCoordinator(count, members.call, control=settings, job_store=JobStore(store))
+    members.coordinator = JobCoordinator(count, members.call, control=settings, job_store=JobStore(store),
+                                         on_status=members.on_status)
     return members.coordinator, members

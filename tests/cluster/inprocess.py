@@ -26,37 +26,53 @@ class InProcessCluster:
         return lambda peer, frame: self.networks[peer].on_frame(me, frame)
 
     def run(self, make_dag, timeout: float = 30, edge_defaults: EdgeConfig | None = None,
-            on_built=None) -> None:
+            on_built=None, late_member: int | None = None) -> None:
         """Build ``make_dag()`` on every member, start all, wait for all.
 
-        ``on_built(plans)`` runs after every plan is built and before anything starts."""
+        ``on_built(plans)`` runs after every plan is built and before anything starts. A
+        ``late_member`` is built, registered and started only once the others run and its
+        network holds a frame of theirs (an ``init`` slower than its peers')."""
         execution_id = self._next_execution
         self._next_execution += 1
         owners = partition_owners(self.member_count)
-        self.plans, tasklet_sets = [], []
-        for m in range(self.member_count):
-            dag: DAG = make_dag()
+        self.plans = [None] * self.member_count
+        futures = [None] * self.member_count
+
+        def build_and_register(m: int) -> None:
             plan = DistributedExecutionPlan(
-                dag, network=self.networks[m], execution_id=execution_id,
+                make_dag(), network=self.networks[m], execution_id=execution_id,
                 topology=MemberTopology(m, self.member_count, owners),
                 edge_defaults=edge_defaults, flow_control_period_ms=self.period_ms)
-            tasklet_sets.append(plan.build())
+            tasklets = plan.build()
             self.networks[m].register(execution_id, plan.receivers, plan.senders,
                                       set(range(self.member_count)) - {m}, lambda peer, error: None,
                                       plan.done_relay)
-            self.plans.append(plan)
+            self.plans[m] = plan
+            return tasklets
+
+        on_time = [m for m in range(self.member_count) if m != late_member]
+        tasklet_sets = {m: build_and_register(m) for m in on_time}
         if on_built is not None:
             on_built(self.plans)
-        futures = [self.services[m].submit(tasklet_sets[m], f"member{m}")
-                   for m in range(self.member_count)]
 
         def fail_everywhere(done) -> None:  # as the coordinator does: first failure wins
             if done.failure is not None:
                 for future in futures:
-                    future.fail(done.failure)
+                    if future is not None:
+                        future.fail(done.failure)
 
-        for future in futures:
-            future.add_done_callback(fail_everywhere)
+        def submit(m: int, tasklets) -> None:
+            futures[m] = self.services[m].submit(tasklets, f"member{m}")
+            futures[m].add_done_callback(fail_everywhere)
+
+        for m in on_time:
+            submit(m, tasklet_sets[m])
+        if late_member is not None:
+            deadline = time.monotonic() + timeout
+            while not self.networks[late_member].held_frames:
+                assert time.monotonic() < deadline, f"no frame came for late member {late_member}"
+                time.sleep(0.005)
+            submit(late_member, build_and_register(late_member))
         for future in futures:
             future.result(timeout)
 

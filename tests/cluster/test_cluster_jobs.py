@@ -15,8 +15,8 @@ from jet.core.aggregate import counting
 from jet.core.functions import entry_key, whole_item
 from jet.core.processors import accumulate_by_key_p, combine_by_key_p, flat_map_p, items_source_p, map_p
 from jet.execution.errors import JobCancelledError, JobFailedError
-from tests.cluster.cluster_support import (deliveries, endless_source, fail_on_member, json_sink,
-                                           wait_until)
+from tests.cluster.cluster_support import (SlowFirstSupplier, deliveries, endless_source, fail_on_member,
+                                           json_sink, wait_until)
 
 LINES = [f"the quick brown fox {i % 7} jumps over the lazy dog {i % 13} the end" for i in range(3000)]
 
@@ -53,6 +53,23 @@ def test_two_stage_word_count_equals_counter(members, request, tmp_path):
             assert word not in got, f"{word!r} was combined on two processors"
             got[word] = count
     assert got == Counter(word for line in LINES for word in line.split())
+
+
+def test_a_member_whose_init_is_slow_gets_its_peers_early_items_and_the_job_completes(cluster3, tmp_path):
+    """Each member starts within its own init: the quick ones run, send to the slow one and may
+    report before the slow one has answered its init; nothing is lost and the job completes."""
+    dag = word_count_dag(tmp_path)
+    combine = dag.get_vertex("combine")
+    combine.processor_supplier = SlowFirstSupplier(tmp_path / "slow", 1.0, combine.processor_supplier)
+    job = cluster3.new_job(dag, {"name": "slow-init"})
+    job.join(timeout=60)
+    assert job.status is JobStatus.COMPLETED
+    got = Counter()
+    for items in deliveries(tmp_path, "sink").values():
+        for word, count in items:
+            got[word] += count
+    assert got == Counter(word for line in LINES for word in line.split())
+    assert (tmp_path / "slow").exists()
 
 
 def test_a_user_exception_fails_the_job_everywhere_with_its_traceback(cluster3, tmp_path):

@@ -124,7 +124,7 @@ def test_a_client_cannot_send_coordinator_or_member_messages_nor_member_frames(r
     cluster = running.cluster
     header = {"execution_id": running.execution_id, "job_id": running.job.id, "member": 1}
     with JetClient(cluster.addresses[1:], cluster.token) as client:  # talks to member 1
-        for msg_type in (messages.INIT, messages.START, messages.CANCEL, messages.COMPLETE,
+        for msg_type in (messages.INIT, messages.CANCEL, messages.COMPLETE,
                          messages.EXECUTION_METRICS):
             with pytest.raises(ControlCallError) as refused:
                 client._call(msg_type, header, pickle.dumps(TouchFile(running.marker)))

@@ -26,6 +26,18 @@ class Recorder(Processor):
         self._record[self.context.member_index].extend(inbox.take_chunk())
 
 
+def broadcast_to_recorders(items, record):
+    """A DAG maker: ``items`` split over the members' sources, broadcast over a distributed edge
+    to a :class:`Recorder` on each member."""
+    def make_dag():
+        dag = DAG()
+        source = dag.new_vertex("source", items_source_p(items), 1)
+        sink = dag.new_vertex("sink", lambda: Recorder(record), 1)
+        dag.edge(Edge.between(source, sink).distributed().broadcast())
+        return dag
+    return make_dag
+
+
 def test_a_relay_frame_decodes_to_what_was_encoded_and_a_bad_one_is_refused():
     frame = encode_relay_frame(FrameType.DONE_NOTICE, 2**62, (3, 1), {0: 5, 7: 0})
     assert decode_relay_frame(frame) == (FrameType.DONE_NOTICE, 2**62, (3, 1), {0: 5, 7: 0})
@@ -50,16 +62,8 @@ def test_a_short_job_on_many_members_sends_no_done_alone_and_delivers_every_item
             send(peer, frame)
         network._send_frame = counting
     record = defaultdict(list)
-
-    def make_dag():
-        dag = DAG()
-        source = dag.new_vertex("source", items_source_p(items), 1)
-        sink = dag.new_vertex("sink", lambda: Recorder(record), 1)
-        dag.edge(Edge.between(source, sink).distributed().broadcast())
-        return dag
-
     try:
-        cluster.run(make_dag)
+        cluster.run(broadcast_to_recorders(items, record))
     finally:
         cluster.close()
     for member in range(members):  # broadcast: every member gets every item once

@@ -156,18 +156,18 @@ def test_an_export_starts_a_new_job_and_stays_after_its_job_is_gone(tmp_path):
     coordinator.wait(upgraded, 10)
 
 
-def test_an_export_asked_for_while_the_members_start_waits_for_them_and_is_taken(tmp_path):
-    """RUNNING comes before the start round ends; an export asked for then used to find no
+def test_an_export_asked_for_as_the_job_turns_running_waits_for_its_snapshots_and_is_taken(tmp_path):
+    """RUNNING comes before the snapshots start; an export asked for then used to find no
     snapshot coordinator, fail the job and say it was "between two executions"."""
     coordinator, members = fake_cluster(tmp_path)
-    members.start_gate = threading.Event()
+    members.running_gate = threading.Event()
     job_id = coordinator.submit(small_dag(), {**EXACTLY_ONCE, "snapshot_interval_ms": 60_000})
     wait_until(lambda: coordinator.record(job_id).status is JobStatus.RUNNING, what="RUNNING")
     with ThreadPoolExecutor(1) as pool:
         export = pool.submit(coordinator.export_snapshot, job_id, "early", True)
         time.sleep(0.2)
-        assert not export.done(), "the export waits for the start round"
-        members.start_gate.set()
+        assert not export.done(), "the export waits for the snapshots to start"
+        members.running_gate.set()
         exported = export.result(timeout=20)
     assert exported["name"] == "early" and exported["keys"] == 2
     assert coordinator.wait(job_id, 10).status is JobStatus.FAILED  # cancelled after the export

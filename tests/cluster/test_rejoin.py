@@ -5,6 +5,7 @@ import logging
 import time
 from concurrent.futures import ThreadPoolExecutor
 
+from jet.cluster import early_frames
 from jet.cluster.chunk_packets import encode_chunk
 from jet.cluster.local_cluster import free_ports
 from jet.cluster.member import Member
@@ -43,7 +44,7 @@ def start_members(*members: Member) -> None:
             assert started.connected.is_set()
 
 
-def test_a_member_keeps_trying_a_peer_that_is_down_logging_it_once_and_takes_it_back(caplog):
+def test_a_member_keeps_trying_a_peer_that_is_down_logging_it_once_and_takes_it_back(caplog, monkeypatch):
     caplog.set_level(logging.INFO, logger="jet.cluster")
     ports = free_ports(2)
     member0, member1 = Member(member_settings(0, ports)), Member(member_settings(1, ports))
@@ -62,10 +63,14 @@ def test_a_member_keeps_trying_a_peer_that_is_down_logging_it_once_and_takes_it_
         assert member0.membership.joins == {1: 2} and member1.membership.joins == {0: 1}
         assert any("member 0: member 1 (127.0.0.1:%d) rejoined" % ports[1] in r.getMessage() for r in caplog.records)
 
-        # A frame of an execution cancelled by the loss, still in flight, is dropped by its id.
+        # A frame of an execution cancelled by the loss, still in flight, reaches a member that
+        # never knew it: held (its init might be on its way), routed nowhere, dropped after the hold.
         member0.membership.send(1, encode_chunk(execution_id=424242, dest_vertex_id=0, dest_ordinal=0,
                                                 entries=["late"]))
+        wait_until(lambda: member1.network.held_frames == 1, what="member 1 holding the stale frame")
+        monkeypatch.setattr(early_frames, "HOLD_S", 0.0)
         wait_until(lambda: member1.network.dropped_frames == 1, what="member 1 dropping the stale frame")
+        assert member1.network.held_frames == 0
         assert member0.cluster_ready()
     finally:
         member1.stop()

@@ -1,10 +1,10 @@
 """Job coordination on member 0 (Jet's master): executions, their failures, restarts and suspension.
 
 A job runs as one execution after another (the states are in :mod:`jet.cluster.job_state`): a new
-execution id, ``init`` to every member (with the snapshot to restore, if any), ``start`` once all
-initialised, snapshots on schedule while it runs (:mod:`jet.cluster.snapshot_coordinator`), then
-every member's outcome. The first failure cancels the execution on every other member; when it
-has ended everywhere, :func:`jet.cluster.job_restarts.decide` says what follows: done, failed,
+execution id, ``init`` to every member (with the snapshot to restore, if any; each member starts
+its part within it), snapshots on schedule once all are initialised
+(:mod:`jet.cluster.snapshot_coordinator`), then every member's outcome. The first failure
+cancels the execution on every other member; when it has ended everywhere, :func:`jet.cluster.job_restarts.decide` says what follows: done, failed,
 restarted (a lost member: once it is back, or with ``auto_scaling`` after
 ``member_rejoin_timeout_ms`` on the members that are up; from the last good snapshot) or
 suspended. A job with ``auto_scaling`` runs on the members that are up; when members join, jobs
@@ -289,6 +289,8 @@ class JobCoordinator(JobControl, ExecutionDriver, JobScaling):
                             outcome.execution_id, outcome.job_id, outcome.member)
                 return
             execution.awaiting.discard(outcome.member)
+            if outcome.cleaned_up:
+                execution.cleaned_up.add(outcome.member)
             execution.results[outcome.member] = results or {}
             execution.final_metrics[outcome.member] = metrics or {}
             execution.final_measurements[outcome.member] = measurements or {}

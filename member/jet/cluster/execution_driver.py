@@ -3,13 +3,15 @@
 
 ``init`` to every member (the plan message with the guarantee, the snapshot to restore and the
 first snapshot id; within that call a member first waits for its streams to the execution's
-other members, which may be rejoining), ``start`` once all initialised, the snapshots on schedule
-(:class:`SnapshotCoordinator`) while it runs, then every member's outcome: a member silent for
-``report_wait_ms`` is asked for its execution's state. The first failure is recorded once
-(:meth:`_fail_execution`); the execution is then cancelled on every member, which get
-``cancel_grace_ms`` to report, and ``complete`` cleans it up everywhere. Every call is bounded
-(``init_timeout_ms``, ``control_timeout_ms``, ``snapshot_timeout_ms``), and a member that does
-not answer in time fails the execution, named.
+other members, which may be rejoining, then starts its part at once: there is no ``start``
+round), the snapshots on schedule (:class:`SnapshotCoordinator`) once every member is
+initialised, then every member's outcome, which may come before the ``init`` round ends: a member
+silent for ``report_wait_ms`` is asked for its execution's state. The first failure is recorded
+once (:meth:`_fail_execution`); the execution is then cancelled on every member, which get
+``cancel_grace_ms`` to report, and ``complete`` cleans it up on every member that did not clean
+it up itself (a member does after a success, when no snapshot's phase 2 can follow). Every call
+is bounded (``init_timeout_ms``, ``control_timeout_ms``, ``snapshot_timeout_ms``), and a member
+that does not answer in time fails the execution, named.
 """
 
 from __future__ import annotations
@@ -94,11 +96,17 @@ class ExecutionDriver:
         plan = PlanMessage(record.job_id, execution.id, members[0], self.member_count, owners, record.name,
                            guarantee, restore, first_snapshot_id, members,
                            record.config.metrics_enabled).to_header()  # one copy for all
+        with self._changed:  # a member starts within its init: its report may come before the round ends
+            execution.awaiting = {m for m in members if m not in self._lost}
+            execution.init_sent.update(members)
         inits = {m: self._pool.submit(self._call, m, messages.INIT, messages.encode_message(
             {**plan, "member_index": m}, run.dag_bytes), init_s) for m in members}
         for member, future in inits.items():
             if self._call_ok(run, execution, member, messages.INIT, future, init_s):
                 execution.initialised.add(member)
+            else:
+                with self._changed:
+                    execution.awaiting.discard(member)
         snapshots = None
         if record.config.processing_guarantee.snapshots and self.job_store.keeps(record.job_id):
             snapshots = SnapshotCoordinator(
@@ -112,16 +120,13 @@ class ExecutionDriver:
             if execution.failure is not None:
                 return
             record.status = JobStatus.RUNNING
-            execution.awaiting = {m for m in execution.members if m not in self._lost}
-            # In place as the job turns RUNNING: an export or a suspend asked for during the start
-            # round queues its snapshot here (it used to find none and failed the job).
+            # In place as the job turns RUNNING: an export or a suspend asked for before its
+            # snapshots start queues its snapshot here (it used to find none and failed the job).
             execution.snapshots = snapshots
             pending = run.requested  # asked for while STARTING: not acted on yet
         self._status_changed(record)
-        for member, future in self._call_all(run, execution, execution.members, messages.START).items():
-            self._call_ok(run, execution, member, messages.START, future, self._call_timeout_s)
         if snapshots is not None:
-            snapshots.start()  # taken once every member has started (a failed start has stopped it)
+            snapshots.start()  # taken once every member has started
         if pending is not None:
             self._terminate(run, execution, pending, run.export_name)
 
@@ -197,8 +202,10 @@ class ExecutionDriver:
                       outcome.traceback)
 
     def _cleanup_call(self, run: JobRun, execution: Execution, msg_type: str, extra: dict | None = None) -> None:
-        """``cancel`` or ``complete`` to every initialised member still there, each bounded."""
-        members = [m for m in sorted(execution.initialised) if m not in self._lost]
+        """``cancel`` or ``complete`` to every member sent an ``init`` (its answer may have been
+        lost) that is still there and did not clean the execution up itself, each bounded."""
+        members = [m for m in sorted(execution.init_sent)
+                   if m not in self._lost and m not in execution.cleaned_up]
         for member, call in self._call_all(run, execution, members, msg_type, extra).items():
             try:
                 call.result(timeout=self._call_timeout_s + CALL_SLACK_S)
@@ -210,7 +217,7 @@ class ExecutionDriver:
         """A failed execution is cancelled on every member (with a grace to report), then every
         member cleans it up."""
         failure = execution.failure
-        if failure is not None and execution.initialised:
+        if failure is not None and execution.init_sent:
             self._cleanup_call(run, execution, messages.CANCEL, {
                 "reason": describe_failure(failure),
                 "member": failure.member, "by_client": failure.tasklet == CLIENT_TASKLET,

@@ -3,8 +3,9 @@
 The coordinator sends ``init`` with the plan message (job id, execution id, cloudpickled DAG,
 the execution's members, partition owners) to each member of the execution (all members, or
 those that are up for a job with ``auto_scaling``); this member builds its
-:class:`DistributedExecutionPlan` and registers the receivers and senders with the :class:`MemberNetwork`, so frames of the execution
-are routed before any member starts. ``start`` hands the tasklets to the member's shared
+:class:`DistributedExecutionPlan`, registers the receivers and senders with the
+:class:`MemberNetwork` (which hands over the frames of quicker peers that came first) and, still
+within ``init``, ``start`` hands the tasklets to the member's shared
 :class:`TaskletExecutionService`. When the execution future completes, a thread of its own (never
 a cooperative worker: pickling large results there would stall every other job's tasklets)
 builds the end report (the :class:`ExecutionOutcome`, the plan's named results and vertex
@@ -18,7 +19,7 @@ from __future__ import annotations
 import logging
 import threading
 import traceback
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any, Callable
 
 import cloudpickle
@@ -61,6 +62,8 @@ class ExecutionOutcome:
     """``Type: message`` of the failure, empty when ``ok``."""
     traceback: str = ""
     tasklet: str = ""
+    cleaned_up: bool = False
+    """The member cleaned the execution up when it succeeded: it needs no ``complete``."""
 
     def to_header(self) -> dict[str, Any]:
         return asdict(self)
@@ -336,6 +339,11 @@ class JobExecution:
         if self.snapshot_context is not None:
             self.snapshot_context.execution_ended(future.failure)
         outcome = ExecutionOutcome.of_failure(self.job_id, self.execution_id, self.member_index, future.failure)
+        if outcome.ok and self.snapshot_context is None:
+            # With a guarantee a snapshot's phase 2 may still come after a success; without one
+            # nothing but the report is asked of it, so its member cleans it up at once and the
+            # coordinator sends it no ``complete``.
+            outcome = replace(outcome, cleaned_up=True)
         if outcome.ok:
             log.info("job %s: execution %d completed on member %d", self.job_id, self.execution_id,
                      self.member_index)

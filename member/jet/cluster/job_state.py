@@ -4,7 +4,7 @@ A job's life (Jet's ``JobStatus``; a cancelled job ends FAILED with ``JobCancell
 
     NOT_RUNNING   submitted and validated, or waiting to be restarted
     STARTING      a new execution id; ``init`` sent to every member
-    RUNNING       every member initialised; ``start`` sent; snapshots on schedule
+    RUNNING       every member initialised (each starts within its ``init``); snapshots on schedule
     SUSPENDED     stopped with its last good snapshot kept (``suspend()``, a lost member
                   without ``auto_scaling``, a failure with ``suspend_on_failure``); ``resume()``
                   starts a new execution from that snapshot
@@ -160,7 +160,12 @@ class Execution:
         with ``auto_scaling``."""
         self.awaiting: set[int] = set()
         """Members whose outcome of this execution is still due."""
+        self.init_sent: set[int] = set()
+        """Members sent an ``init`` (each starts its part within it)."""
         self.initialised: set[int] = set()
+        """Members that answered their ``init``."""
+        self.cleaned_up: set[int] = set()
+        """Members that cleaned their part up after it succeeded (they need no ``complete``)."""
         self.failure: ExecutionOutcome | None = None
         """The first failure of this execution (a cancel counts)."""
         self.lost: set[int] = set()

@@ -125,6 +125,8 @@ class Member:
         self._heartbeats = HeartbeatMonitor(self.membership.links, settings.heartbeat_interval_ms,
                                             settings.heartbeat_timeout_ms)
         self.executions: dict[int, JobExecution] = {}
+        self._undelivered: dict[int, tuple[dict, bytes]] = {}
+        """Execution id -> the end report of an execution cleaned up after its success, until delivered."""
         self.metrics.watch_executions(lambda: list(self.executions.values()))
         if self.coordinator is not None:
             self.metrics.watch_jobs(self.coordinator.records)
@@ -359,6 +361,7 @@ class Member:
         members = range(self.member_count) if message.members is None else message.members
         missing = self.membership.wait_joined(members, wait_s)
         if missing:
+            self.network.discard(message.execution_id)
             raise ConnectionError(f"member {self.index} has no stream to members {missing} of execution "
                                   f"{message.execution_id} after waiting {wait_s:g} s for them to rejoin")
         try:
@@ -369,6 +372,7 @@ class Member:
                                      progress_log_interval_ms=self.settings.progress_log_interval_ms,
                                      snapshot_store=self.snapshot_store)
         except Exception as e:  # the user's supplier or an unpicklable DAG: the traceback goes to the job
+            self.network.discard(message.execution_id)
             raise JobInitError(f"{type(e).__name__}: {e}\n{traceback.format_exc()}") from e
         with self._lock:
             if message.execution_id in self.executions:
@@ -376,23 +380,27 @@ class Member:
             self.executions[message.execution_id] = execution
         log.info("job %s: execution %d initialised on member %d", message.job_id,
                  message.execution_id, self.index)
+        # It starts at once, with no round of its own: a peer's frames that come before its own
+        # init are held by the network until it registers.
+        self.metrics.running.inc()
+        execution.start()
         return {}
 
     def _execution(self, header: dict) -> JobExecution:
-        execution_id = messages.require(header, "execution_id", int)
-        with self._lock:
-            execution = self.executions.get(execution_id)
+        execution = self._execution_if_any(header)
         if execution is None:
-            raise KeyError(f"no execution {execution_id} on member {self.index}")
+            raise KeyError(f"no execution {header['execution_id']} on member {self.index}")
         return execution
 
-    def _start(self, peer: int, header: dict, blob: bytes) -> dict:
-        self._execution(header).start()
-        self.metrics.running.inc()
-        return {}
+    def _execution_if_any(self, header: dict) -> JobExecution | None:
+        execution_id = messages.require(header, "execution_id", int)
+        with self._lock:
+            return self.executions.get(execution_id)
 
     def _cancel(self, peer: int, header: dict, blob: bytes) -> dict:
-        execution = self._execution(header)
+        execution = self._execution_if_any(header)
+        if execution is None:
+            return {}  # its init never reached this member, or it ended and was cleaned up
         origin = header.get("member")
         if header.get("by_client"):
             log.info("job %s: cancelled by the client", execution.job_id)
@@ -413,6 +421,7 @@ class Member:
         execution_id = messages.require(header, "execution_id", int)
         with self._lock:
             execution = self.executions.pop(execution_id, None)
+            self._undelivered.pop(execution_id, None)
         if execution is not None:
             execution.cleanup()
         return {}
@@ -451,11 +460,14 @@ class Member:
     def _execution_state(self, peer: int, header: dict, blob: bytes) -> dict | tuple[dict, bytes]:
         """The coordinator asks after an execution it heard nothing from: still running, or
         finished with this report (the one that may have been lost)."""
-        execution = self._execution(header)
         if self._take_fault("unanswered_state_queries"):
             self.stopped.wait(self.settings.control.control_timeout_ms / 1000 + 1.0)
             raise TimeoutError(f"fault injection: member {self.index} left a state query unanswered")
-        report = execution.report
+        execution_id = messages.require(header, "execution_id", int)
+        with self._lock:  # an answer the coordinator does not get fails this member there, named
+            report = self._undelivered.pop(execution_id, None)
+        if report is None:
+            report = self._execution(header).report
         if report is None:
             return {"state": EXECUTION_RUNNING_STATE}
         return {**report[0], "state": EXECUTION_DONE_STATE}, report[1]
@@ -478,14 +490,20 @@ class Member:
             log.debug("member %d is stopping; the cancellation of job %s is not reported", self.index,
                       outcome.job_id)
             return
+        if outcome.cleaned_up:
+            # Its report stays until delivered, for the coordinator's question after a lost one.
+            with self._lock:
+                self.executions.pop(execution.execution_id, None)
+                self._undelivered[execution.execution_id] = execution.report
+            execution.cleanup()
         try:
-            self._reports.submit(self._send_report, outcome, execution.report_payload())
+            self._reports.submit(self._send_report, outcome, execution.report_payload(), execution.execution_id)
         except RuntimeError:  # the member is shutting down: the coordinator sees it lost
             log.debug("member %d is stopping; the report of job %s is not sent", self.index, outcome.job_id)
 
-    def _send_report(self, outcome: ExecutionOutcome, payload: bytes) -> None:
+    def _send_report(self, outcome: ExecutionOutcome, payload: bytes, execution_id: int) -> None:
         """Send an end report, retrying with backoff for ``report_retry_ms``; after that the
-        coordinator asks for it (it stays in the execution until cleanup)."""
+        coordinator asks for it (it stays in the execution, or in ``_undelivered``, until cleanup)."""
         retry_s = self.settings.control.report_retry_ms / 1000
         deadline = time.monotonic() + retry_s
         backoff_s, attempt = REPORT_FIRST_BACKOFF_S, 0
@@ -495,6 +513,8 @@ class Member:
                 if self._take_fault("drop_reports"):
                     raise ConnectionError("fault injection: the report was dropped")
                 self.call_member(0, messages.EXECUTION_DONE, payload, self.settings.control.control_timeout_ms / 1000)
+                with self._lock:
+                    self._undelivered.pop(execution_id, None)
                 return
             except Exception as e:  # noqa: BLE001 - retried; the coordinator asks after it anyway
                 remaining = deadline - time.monotonic()
@@ -639,7 +659,7 @@ class Member:
     _HANDLERS: dict[str, tuple[Callable[["Member", int, dict, bytes], dict | tuple[dict, bytes] | None],
                                frozenset[Role]]] = {
         # The coordinator drives executions.
-        messages.INIT: (_init, COORDINATOR_ONLY), messages.START: (_start, COORDINATOR_ONLY),
+        messages.INIT: (_init, COORDINATOR_ONLY),
         messages.CANCEL: (_cancel, COORDINATOR_ONLY), messages.COMPLETE: (_complete, COORDINATOR_ONLY),
         messages.EXECUTION_METRICS: (_execution_metrics, COORDINATOR_ONLY),
         messages.EXECUTION_STATE: (_execution_state, COORDINATOR_ONLY),
@@ -660,6 +680,6 @@ class Member:
 
 
 _EXPORTS = ("export_snapshot", "cancel_and_export")
-_MEMBER_FRAME_TYPES = frozenset({FrameType.CHUNK, FrameType.ACK})
+_MEMBER_FRAME_TYPES = frozenset({FrameType.CHUNK, FrameType.ACK, FrameType.DONE_REPORT, FrameType.DONE_NOTICE})
 _ROLE_NAMES = {Role.COORDINATOR: "the coordinator (member 0)", Role.MEMBER: "other members",
                Role.CLIENT: "clients"}

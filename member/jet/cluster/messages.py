@@ -34,7 +34,6 @@ READY_WAIT_SLICE_S = 1.0
 deadline, its stop, the member processes)."""
 # Coordinator -> every member.
 INIT = "init"
-START = "start"
 CANCEL = "cancel"
 COMPLETE = "complete"
 EXECUTION_METRICS = "execution_metrics"

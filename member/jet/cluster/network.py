@@ -5,7 +5,8 @@ ReceiverTasklet; ack frames update the SendLimit of the matching SenderTasklets.
 thread, separate from the tasklet threads, sends every ``flow_control_period_ms`` one ack frame
 to each member that sends to us, with an absolute limit per receiver (Jet's protocol) whose
 sender can use it (see :meth:`MemberNetwork.send_acks`); the same round forwards the DONE
-reports that wait on the relay member (:mod:`jet.cluster.done_relay`).
+reports that wait on the relay member (:mod:`jet.cluster.done_relay`). Frames of an execution
+not registered here yet are held until it is (:mod:`jet.cluster.early_frames`).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import Callable
 
 from jet.cluster.chunk_packets import decode_chunk_header
 from jet.cluster.done_relay import DoneRelay, decode_relay_frame
+from jet.cluster.early_frames import EarlyFrames
 from jet.cluster.packets import AckEntry, FrameType, PacketFormatError, decode_ack_packet, encode_ack_packet, frame_type
 from jet.execution.backoff import wake_parked_workers
 
@@ -59,13 +61,25 @@ class MemberNetwork:
         self._failure_handlers: dict[int, Callable[[int, BaseException], None]] = {}
         self._members_of: dict[int, set[int]] = {}
         self._relays: dict[int, DoneRelay] = {}
+        self._early = EarlyFrames()
         self._frame_handlers: dict[int, FrameHandler] = {}
         self._stop = threading.Event()
         self._timer = threading.Thread(target=self._ack_loop, name="jet.flow-control", daemon=True)
-        self.dropped_frames = 0
+        self._dropped = 0
         self._ack_round = 0
         self._acked: dict[ReceiverKey, tuple[int, int]] = {}
         """Receiver -> (the limit of its last round, how many rounds it has been acked)."""
+
+    @property
+    def dropped_frames(self) -> int:
+        """Data and relay frames dropped: of an execution that ended here, for no receiver, or
+        held too long for an execution never registered here."""
+        return self._dropped + self._early.dropped
+
+    @property
+    def held_frames(self) -> int:
+        """Frames held for executions not registered here yet."""
+        return self._early.held_frames
 
     def send_frame(self, peer: int, frame: bytes) -> None:
         """Send one frame to member ``peer`` (raises ConnectionError when the link is gone)."""
@@ -96,8 +110,13 @@ class MemberNetwork:
                  senders: dict[SenderKey, object], peers: set[int],
                  on_failure: Callable[[int, BaseException], None], relay: DoneRelay | None = None) -> None:
         """Route frames of an execution; ``on_failure(peer, error)`` when a peer is lost; its
-        DONE reports and notices to ``relay`` (the plan's ``done_relay``)."""
+        DONE reports and notices to ``relay`` (the plan's ``done_relay``). Frames that came
+        before are handed over first, in their order."""
         with self._lock:
+            # Handed over before the routes are published: a transport thread that finds a route
+            # must not overtake the frames held from its peer (one that finds none takes the lock).
+            for peer, frame in self._early.take(execution_id):
+                self._deliver(peer, frame, receivers, relay)
             self._receivers.update(receivers)
             self._senders.update(senders)
             if relay is not None:
@@ -106,12 +125,19 @@ class MemberNetwork:
             self._members_of[execution_id] = set(peers)
 
     def unregister(self, execution_id: int) -> None:
+        """Stop routing an execution's frames (those still to come are dropped)."""
         with self._lock:
+            self._early.ended(execution_id)
             self._receivers = {k: v for k, v in self._receivers.items() if k[0] != execution_id}
             self._senders = {k: v for k, v in self._senders.items() if k[0] != execution_id}
             self._failure_handlers.pop(execution_id, None)
             self._members_of.pop(execution_id, None)
             self._relays.pop(execution_id, None)
+
+    def discard(self, execution_id: int) -> None:
+        """An execution that will not run here (its ``init`` failed): its frames are dropped."""
+        with self._lock:
+            self._early.ended(execution_id)
 
     # -- incoming ---------------------------------------------------------------------------
     def on_frame(self, peer: int, frame: bytes) -> None:
@@ -122,8 +148,7 @@ class MemberNetwork:
             receiver = self._receivers.get((header.execution_id, header.dest_vertex_id,
                                             header.dest_ordinal, peer))
             if receiver is None:
-                self.dropped_frames += 1
-                log.debug("dropped a frame from member %d for an unknown receiver %s", peer, header)
+                self._route_late(header.execution_id, peer, frame)
                 return
             receiver.enqueue(frame)
         elif kind is FrameType.ACK:
@@ -135,14 +160,12 @@ class MemberNetwork:
                         sender.send_limit.on_ack(entry.send_seq_limit_compressed)
             wake_parked_workers()
         elif kind is FrameType.DONE_REPORT or kind is FrameType.DONE_NOTICE:
-            kind, execution_id, edge, counts = decode_relay_frame(frame)
+            execution_id = decode_relay_frame(frame)[1]
             relay = self._relays.get(execution_id)
-            if relay is None:  # an execution that ended (cancelled by a member's loss, say)
-                self.dropped_frames += 1
-                log.debug("dropped a %s frame from member %d for an unknown execution %d", kind.name, peer,
-                          execution_id)
+            if relay is None:
+                self._route_late(execution_id, peer, frame)
                 return
-            relay.on_frame(peer, kind, edge, counts)
+            self._deliver(peer, frame, self._receivers, relay)
         else:
             handler = self._frame_handlers.get(kind)
             if handler is None and kind in _DEFAULT_FRAME_HANDLERS:
@@ -150,6 +173,38 @@ class MemberNetwork:
             if handler is None:
                 raise PacketFormatError(f"member {peer} sent a {kind.name} frame on the data stream")
             handler(peer, frame)
+
+    def _route_late(self, execution_id: int, peer: int, frame: bytes) -> None:
+        """A data or relay frame that found no route: delivered if its execution registered
+        meanwhile (routes are published under the lock), held if it has not registered yet,
+        else dropped."""
+        with self._lock:
+            if execution_id in self._members_of:
+                self._deliver(peer, frame, self._receivers, self._relays.get(execution_id))
+            elif not self._early.hold(execution_id, peer, frame):
+                self._dropped += 1
+                log.debug("dropped a %s frame from member %d for execution %d, which ended here",
+                          frame_type(frame).name, peer, execution_id)
+
+    def _deliver(self, peer: int, frame: bytes, receivers: dict[ReceiverKey, object],
+                 relay: DoneRelay | None) -> None:
+        """A data or relay frame of a registered (or registering) execution to its receiver or relay."""
+        if frame_type(frame) is FrameType.CHUNK:
+            header = decode_chunk_header(frame)
+            receiver = receivers.get((header.execution_id, header.dest_vertex_id, header.dest_ordinal, peer))
+            if receiver is None:
+                self._dropped += 1
+                log.debug("dropped a frame from member %d for an unknown receiver %s", peer, header)
+                return
+            receiver.enqueue(frame)
+            return
+        kind, execution_id, edge, counts = decode_relay_frame(frame)
+        if relay is None:
+            self._dropped += 1
+            log.debug("dropped a %s frame from member %d: execution %d has no DONE relay here", kind.name, peer,
+                      execution_id)
+            return
+        relay.on_frame(peer, kind, edge, counts)
 
     def on_connection_lost(self, peer: int, error: BaseException) -> None:
         """Fail every execution that has ``peer`` as a participant."""
@@ -202,6 +257,8 @@ class MemberNetwork:
         while not self._stop.wait(self._period_s):
             try:
                 self.send_acks()
+                with self._lock:
+                    self._early.expire()
                 for relay in list(self._relays.values()):
                     relay.flush_pending()
             except Exception:  # noqa: BLE001 - the timer must survive one bad round
