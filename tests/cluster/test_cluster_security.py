@@ -19,6 +19,7 @@ from jet.cluster.auth import MEMBER_METADATA_KEY, MEMBER_PROOF_METADATA_KEY, cal
 from jet.cluster.client import JetClient
 from jet.cluster.coordinator import JobStatus
 from jet.cluster.settings import MemberSettings
+from jet.cluster.stream_calls import encode_call
 from jet.cluster.transport import STREAM_METHOD, ControlCallError, PeerConnection
 from jet.core import DAG, Edge
 from jet.core.processors import items_source_p, map_p
@@ -138,6 +139,9 @@ def test_a_client_cannot_send_coordinator_or_member_messages_nor_member_frames(r
         assert refused.value.code is grpc.StatusCode.PERMISSION_DENIED
     error = stream_refusal(cluster.addresses[0], call_metadata(cluster.token, -12345), running.data_frame)
     assert "PERMISSION_DENIED" in error and "sent a CHUNK frame; only members send those" in error
+    forged_init = encode_call(1, messages.INIT, messages.encode_message(header, pickle.dumps(TouchFile(running.marker))))
+    error = stream_refusal(cluster.addresses[1], call_metadata(cluster.token, -12345), forged_init)
+    assert "PERMISSION_DENIED" in error and "sent a CONTROL_CALL frame; only members send those" in error
     running.finish_unaffected()
 
 

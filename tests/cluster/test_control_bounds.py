@@ -17,6 +17,7 @@ from jet.connectors.sinks import ListResultSinkP
 from jet.core import DAG, Edge
 from jet.core.processors import items_source_p, noop_p
 from jet.execution.errors import JobFailedError
+from tests.cluster.cluster_support import wait_until
 
 ITEMS = list(range(1000))
 FAST_BOUNDS = {"report_retry_ms": 200, "report_wait_ms": 500, "control_timeout_ms": 1000,
@@ -94,3 +95,9 @@ def test_a_member_that_does_not_answer_init_within_the_setting_fails_the_job_nam
         assert failure.value.member_index == 1
         assert "member 1 failed init" in str(failure.value)
         assert "DEADLINE_EXCEEDED" in str(failure.value)
+        # A member starts within its init: the init that finishes after the job gave up on it
+        # must not start the execution it was cancelled for.
+        wait_until(lambda: "before its init finished" in member_log(cluster, 1), 20, "member 1's late init refused")
+        time.sleep(0.5)
+        assert "completed on member 1" not in member_log(cluster, 1)
+        assert "initialised on member 1" not in member_log(cluster, 1)

@@ -16,6 +16,7 @@ import secrets
 import threading
 import time
 import traceback
+from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict
 from functools import partial
@@ -37,13 +38,15 @@ from jet.cluster.network import MemberNetwork
 from jet.cluster.observables import READ_MAX_ITEMS, READ_WAIT_S, UnknownObservableError
 from jet.cluster.packets import FrameType, PacketFormatError, frame_type
 from jet.cluster.peers import PeerAddress, parse_peers
-from jet.cluster.server_limits import ServerLimits
+from jet.cluster.server_limits import MEMBER_CALL_THREADS, ServerLimits
 from jet.cluster.settings import MemberSettings
-from jet.cluster.transport import FrameLink, MemberServer, PeerConnection
+from jet.cluster.stream_calls import StreamCalls
+from jet.cluster.transport import FrameLink, MemberServer, PeerConnection, serve_control
 from jet.core.dag import DAG, DagValidationError
 from jet.core.edge import EdgeConfig
 from jet.dashboard.api import DashboardApi
 from jet.dashboard.load import process_load
+from jet.execution.errors import JobCancelledError
 from jet.execution.measurements import pack_measurements
 from jet.execution.runner import default_cooperative_threads
 from jet.execution.service import TaskletExecutionService
@@ -55,6 +58,8 @@ PEER_TIMEOUT_S = 300.0
 MAX_WAIT_S = 30.0
 REPORT_FIRST_BACKOFF_S = 0.1
 REPORT_MAX_BACKOFF_S = 5.0
+CLOSED_REMEMBERED = 4096
+"""How many executions cancelled or completed before their init a member remembers."""
 START_POLL_S = 0.2
 """How often a starting member looks whether it was stopped while it waits for its peers."""
 LEAVING_NOTICE_TIMEOUT_S = 1.0
@@ -120,6 +125,11 @@ class Member:
                                      on_lost=self._member_lost)
         self.connections: dict[int, PeerConnection] = self.membership.connections
         """Each peer's control connection (replaced when it rejoins)."""
+        self.calls = StreamCalls(self.membership.send, partial(serve_control, self._on_control),
+                                 threads=MEMBER_CALL_THREADS + self.member_count)
+        """Control calls to and from other members, over the member streams."""
+        self.network.register_frame_handler(FrameType.CONTROL_CALL, self.calls.on_call_frame)
+        self.network.register_frame_handler(FrameType.CONTROL_REPLY, self.calls.on_reply_frame)
         self._departed: set[int] = set()
         """Peers that said they are stopping: their streams closing is no loss worth a warning."""
         self._heartbeats = HeartbeatMonitor(self.membership.links, settings.heartbeat_interval_ms,
@@ -127,6 +137,8 @@ class Member:
         self.executions: dict[int, JobExecution] = {}
         self._undelivered: dict[int, tuple[dict, bytes]] = {}
         """Execution id -> the end report of an execution cleaned up after its success, until delivered."""
+        self._closed_before_init: OrderedDict[int, None] = OrderedDict()
+        """Executions cancelled or completed while unknown here, so a late init does not start them."""
         self.metrics.watch_executions(lambda: list(self.executions.values()))
         if self.coordinator is not None:
             self.metrics.watch_jobs(self.coordinator.records)
@@ -255,6 +267,7 @@ class Member:
         self.http.stop()
         self.server.stop(1.0)
         self.network.stop()
+        self.calls.close()
         self._reports.shutdown(wait=False, cancel_futures=True)
         self.service.shutdown()
 
@@ -277,13 +290,11 @@ class Member:
             self.membership.send(peer, frame)
 
     def call_member(self, member: int, msg_type: str, payload: bytes, timeout_s: float) -> bytes:
-        """A control call to ``member``; a call to this member is handled in place."""
+        """A control call to ``member`` over the stream with it; a call to this member is handled
+        in place."""
         if member == self.index:
             return self._handle(Caller(self.index), msg_type, payload)
-        connection = self.connections.get(member)
-        if connection is None:
-            raise ConnectionError(f"member {self.index} is not connected to member {member} (yet)")
-        return connection.control(msg_type, payload, timeout_s, wait_for_ready=False)
+        return self.calls.call(member, msg_type, payload, timeout_s)
 
     def _connection_lost(self, peer: int, error: BaseException) -> None:
         """A client's stream ended (members' streams go through the membership)."""
@@ -299,6 +310,7 @@ class Member:
         else:
             log.log(logging.DEBUG if self.stopped.is_set() else logging.WARNING,
                     "member %d lost its connection with member %d: %s", self.index, peer, error)
+        self.calls.peer_lost(peer, error)
         if self.stopped.is_set():
             return  # this member's executions were cancelled when it began to stop
         if self.coordinator is not None:  # first: the cause, before the failures it brings
@@ -375,9 +387,15 @@ class Member:
             self.network.discard(message.execution_id)
             raise JobInitError(f"{type(e).__name__}: {e}\n{traceback.format_exc()}") from e
         with self._lock:
+            closed = message.execution_id in self._closed_before_init
             if message.execution_id in self.executions:
                 raise ValueError(f"execution {message.execution_id} is already initialised on member {self.index}")
-            self.executions[message.execution_id] = execution
+            if not closed:
+                self.executions[message.execution_id] = execution
+        if closed:  # the coordinator gave up on this init (its deadline passed) and cancelled it
+            execution.cleanup()
+            raise JobCancelledError(f"execution {message.execution_id} of job {message.job_id} was cancelled on "
+                                    f"member {self.index} before its init finished")
         log.info("job %s: execution %d initialised on member %d", message.job_id,
                  message.execution_id, self.index)
         # It starts at once, with no round of its own: a peer's frames that come before its own
@@ -387,20 +405,27 @@ class Member:
         return {}
 
     def _execution(self, header: dict) -> JobExecution:
-        execution = self._execution_if_any(header)
-        if execution is None:
-            raise KeyError(f"no execution {header['execution_id']} on member {self.index}")
-        return execution
-
-    def _execution_if_any(self, header: dict) -> JobExecution | None:
         execution_id = messages.require(header, "execution_id", int)
         with self._lock:
-            return self.executions.get(execution_id)
+            execution = self.executions.get(execution_id)
+        if execution is None:
+            raise KeyError(f"no execution {execution_id} on member {self.index}")
+        return execution
+
+    def _close_unknown(self, execution_id: int) -> None:
+        """Under the lock: ``execution_id`` is cancelled or completed here before (or without)
+        its init: an init still running must not start it (see ``_init``)."""
+        self._closed_before_init[execution_id] = None
+        while len(self._closed_before_init) > CLOSED_REMEMBERED:
+            self._closed_before_init.popitem(last=False)
 
     def _cancel(self, peer: int, header: dict, blob: bytes) -> dict:
-        execution = self._execution_if_any(header)
-        if execution is None:
-            return {}  # its init never reached this member, or it ended and was cleaned up
+        execution_id = messages.require(header, "execution_id", int)
+        with self._lock:
+            execution = self.executions.get(execution_id)
+            if execution is None:  # its init failed or still runs here, or it ended and was cleaned up
+                self._close_unknown(execution_id)
+                return {}
         origin = header.get("member")
         if header.get("by_client"):
             log.info("job %s: cancelled by the client", execution.job_id)
@@ -422,6 +447,8 @@ class Member:
         with self._lock:
             execution = self.executions.pop(execution_id, None)
             self._undelivered.pop(execution_id, None)
+            if execution is None:
+                self._close_unknown(execution_id)
         if execution is not None:
             execution.cleanup()
         return {}
@@ -512,7 +539,10 @@ class Member:
             try:
                 if self._take_fault("drop_reports"):
                     raise ConnectionError("fault injection: the report was dropped")
-                self.call_member(0, messages.EXECUTION_DONE, payload, self.settings.control.control_timeout_ms / 1000)
+                if self.index == 0:
+                    self._handle(Caller(0), messages.EXECUTION_DONE, payload)
+                else:  # no answer is needed: see stream_calls
+                    self.calls.notify(0, messages.EXECUTION_DONE, payload)
                 with self._lock:
                     self._undelivered.pop(execution_id, None)
                 return
@@ -680,6 +710,7 @@ class Member:
 
 
 _EXPORTS = ("export_snapshot", "cancel_and_export")
-_MEMBER_FRAME_TYPES = frozenset({FrameType.CHUNK, FrameType.ACK, FrameType.DONE_REPORT, FrameType.DONE_NOTICE})
+_MEMBER_FRAME_TYPES = frozenset({FrameType.CHUNK, FrameType.ACK, FrameType.DONE_REPORT, FrameType.DONE_NOTICE,
+                                 FrameType.CONTROL_CALL, FrameType.CONTROL_REPLY})
 _ROLE_NAMES = {Role.COORDINATOR: "the coordinator (member 0)", Role.MEMBER: "other members",
                Role.CLIENT: "clients"}

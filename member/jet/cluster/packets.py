@@ -31,6 +31,10 @@ class FrameType(enum.IntEnum):
     """A member's senders of one edge are done: frames sent to each member (see done_relay)."""
     DONE_NOTICE = 5
     """The relay member to a receiving member: frames each sender sent before it was done."""
+    CONTROL_CALL = 6
+    """A member's control call to another member (see stream_calls)."""
+    CONTROL_REPLY = 7
+    """The answer to a CONTROL_CALL."""
     SPARK_REQUEST = 16
     """A Spark task or driver to a member: rows, commit, abort, pull (see jet.connectors.spark)."""
     SPARK_REPLY = 17
@@ -77,7 +81,7 @@ def encode_ack_packet(acks: Mapping[int, Iterable[AckEntry | Sequence[int]]]) ->
 
 def decode_ack_packet(frame: bytes) -> dict[int, list[AckEntry]]:
     """Decode an ACK frame into ``{execution_id: [AckEntry, ...]}`` (nothing is unpickled)."""
-    _expect_type(frame, FrameType.ACK)
+    expect_frame_type(frame, FrameType.ACK)
     try:
         (num_executions,) = _COUNT.unpack_from(frame, 1)
         offset = 1 + _COUNT.size
@@ -100,7 +104,8 @@ def decode_ack_packet(frame: bytes) -> dict[int, list[AckEntry]]:
     return acks
 
 
-def _expect_type(frame: bytes, expected: FrameType) -> None:
+def expect_frame_type(frame: bytes, expected: FrameType) -> None:
+    """``PacketFormatError`` unless ``frame`` is of type ``expected``."""
     actual = frame_type(frame)
     if actual is not expected:
         raise PacketFormatError(f"expected a {expected.name} frame, got {actual.name}")

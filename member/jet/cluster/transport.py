@@ -448,21 +448,28 @@ class MemberServer:
         context.abort(code, details)
 
     def _serve_control(self, caller: Caller, request: bytes) -> tuple[grpc.StatusCode | None, bytes | str]:
-        """``(None, reply)``, or the status code and details the call fails with."""
-        try:
-            msg_type, payload = decode_control_request(request)
-        except PacketFormatError as e:
-            return grpc.StatusCode.INVALID_ARGUMENT, str(e)
         if self.on_control is None:
             return grpc.StatusCode.UNIMPLEMENTED, "this member has no control handler"
-        try:
-            return None, self.on_control(caller, msg_type, payload)
-        except PermissionError as e:
-            logger.warning("refused control call %r of %s: %s", msg_type, caller, e)
-            return grpc.StatusCode.PERMISSION_DENIED, f"{type(e).__name__}: {e}"
-        except Exception as e:
-            logger.exception("control call %r from %s failed", msg_type, caller)
-            return grpc.StatusCode.INTERNAL, f"{type(e).__name__}: {e}"
+        return serve_control(self.on_control, caller, request)
+
+
+def serve_control(on_control: ControlHandler, caller: Caller,
+                  request: bytes) -> tuple[grpc.StatusCode | None, bytes | str]:
+    """Answer one control request: ``(None, reply)``, or the status code and details the call
+    fails with (a handler's ``PermissionError`` is ``PERMISSION_DENIED``, logged at WARNING; any
+    other exception ``INTERNAL``, logged with its traceback)."""
+    try:
+        msg_type, payload = decode_control_request(request)
+    except PacketFormatError as e:
+        return grpc.StatusCode.INVALID_ARGUMENT, str(e)
+    try:
+        return None, on_control(caller, msg_type, payload)
+    except PermissionError as e:
+        logger.warning("refused control call %r of %s: %s", msg_type, caller, e)
+        return grpc.StatusCode.PERMISSION_DENIED, f"{type(e).__name__}: {e}"
+    except Exception as e:
+        logger.exception("control call %r from %s failed", msg_type, caller)
+        return grpc.StatusCode.INTERNAL, f"{type(e).__name__}: {e}"
 
 
 def _giving_back(messages: Iterator[bytes], give_back: Callable[[], None]) -> Iterator[bytes]:
