@@ -7,7 +7,7 @@ import pytest
 
 from jet.cluster import early_frames
 from jet.cluster.chunk_packets import decode_chunk, encode_chunk
-from jet.cluster.done_relay import encode_relay_frame
+from jet.cluster.done_relay import DoneRelay, encode_relay_frame
 from jet.cluster.early_frames import EarlyFrames
 from jet.cluster.network import MemberNetwork
 from jet.cluster.packets import FrameType
@@ -94,3 +94,15 @@ def test_a_member_that_registers_after_its_peers_ran_gets_every_item_once(late_m
     for member in range(3):
         assert sorted(record[member]) == items, member
     assert all(network.held_frames == 0 for network in cluster.networks)
+
+
+def test_a_malformed_frame_held_for_an_execution_is_dropped_at_registration_with_a_warning(caplog):
+    network = MemberNetwork(1, lambda peer, frame: None)
+    network.on_frame(0, encode_relay_frame(FrameType.DONE_REPORT, 5, (2, 0), {0: 3}))  # member 1 relays nothing
+    network.on_frame(0, encode_chunk(execution_id=5, dest_vertex_id=2, dest_ordinal=0, entries=["a"]))
+    receiver, relay = Receiver(), DoneRelay(5, me=1, members=[0, 1], send_frame=lambda peer, frame: None,
+                                             receivers={}, senders_per_edge={})
+    network.register(5, {(5, 2, 0, 0): receiver}, {}, {0}, lambda peer, error: None, relay)
+    assert len(receiver.frames) == 1 and network.dropped_frames == 1
+    assert "dropped a frame member 0 sent before execution 5 registered here" in caplog.text
+    assert "sent a DONE_REPORT to member 1, which does not relay execution 5" in caplog.text

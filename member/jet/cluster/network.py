@@ -116,7 +116,12 @@ class MemberNetwork:
             # Handed over before the routes are published: a transport thread that finds a route
             # must not overtake the frames held from its peer (one that finds none takes the lock).
             for peer, frame in self._early.take(execution_id):
-                self._deliver(peer, frame, receivers, relay)
+                try:
+                    self._deliver(peer, frame, receivers, relay)
+                except PacketFormatError as e:  # on its stream it would have closed the stream
+                    self._dropped += 1
+                    log.warning("dropped a frame member %d sent before execution %d registered here: %s",
+                                peer, execution_id, e)
             self._receivers.update(receivers)
             self._senders.update(senders)
             if relay is not None:

@@ -2,7 +2,8 @@
 
 No protobuf: both methods carry raw bytes (``/jet.Member/Stream``: a stream of messages each way, each
 message one or more ``u32 length | frame`` with frames framed by :mod:`jet.cluster.packets`;
-``/jet.Member/Control``: one request ``(message type, payload)`` and one reply). Every call is
+``/jet.Member/Control``: one request ``(message type, payload)`` and one reply, made by clients;
+members call each other on their stream, see :mod:`jet.cluster.stream_calls`). Every call is
 authenticated by :class:`~jet.cluster.auth.ClusterAuthInterceptor` before any handler runs, which
 also tells a member from a client (:class:`~jet.cluster.auth.Caller`); payloads may be
 cloudpickled by the caller and are decoded by the handler only, i.e. only after authentication.
