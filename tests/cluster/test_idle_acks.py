@@ -1,6 +1,8 @@
 """Flow-control acks go only where a sender can use them: an unchanged limit is not sent again,
 a sender not heard from yet or already DONE gets none, so idle and short jobs' streams stay quiet."""
 
+import threading
+
 from jet.cluster.chunk_packets import encode_chunk
 from jet.cluster.flow_control import ReceiveWindow
 from jet.cluster.network import ACK_REFRESH_ROUNDS, ACK_ROUNDS_ALWAYS, MemberNetwork
@@ -88,3 +90,29 @@ def test_a_sender_is_acked_from_its_first_frame_until_its_done():
     for _ in range(2 * ACK_REFRESH_ROUNDS):
         network.send_acks()
     assert sent == []  # DONE arrived: the sender sends nothing more, refreshes included
+
+
+def test_the_flow_control_timer_sleeps_while_no_execution_is_registered_here():
+    network = MemberNetwork(0, lambda peer, frame: None, flow_control_period_ms=5)
+    rounds = []
+    original = network.send_acks
+    network.send_acks = lambda: (rounds.append(1), original())
+    network.start()
+    try:
+        threading.Event().wait(0.3)
+        assert rounds == [], "an idle member's timer ran rounds"
+        network.register(7, {(7, 1, 0, 1): FakeReceiver()}, {}, {1}, lambda peer, error: None)
+        deadline = threading.Event()
+        for _ in range(200):
+            if len(rounds) >= 3:
+                break
+            deadline.wait(0.01)
+        assert len(rounds) >= 3, "a registered execution's receivers get their rounds"
+        network.unregister(7)
+        deadline.wait(0.05)
+        settled = len(rounds)
+        deadline.wait(0.3)
+        assert len(rounds) <= settled + 1, "the timer sleeps again once the execution is gone"
+    finally:
+        network.stop()
+    assert network.wait_stopped(1)

@@ -64,6 +64,9 @@ class MemberNetwork:
         self._early = EarlyFrames()
         self._frame_handlers: dict[int, FrameHandler] = {}
         self._stop = threading.Event()
+        self._needed = threading.Event()
+        """Set while the flow-control round has something to do: an execution registered here, or
+        frames held (cleared by the timer when it finds nothing, so an idle member's timer sleeps)."""
         self._timer = threading.Thread(target=self._ack_loop, name="jet.flow-control", daemon=True)
         self._dropped = 0
         self._ack_round = 0
@@ -104,6 +107,7 @@ class MemberNetwork:
 
     def stop(self) -> None:
         self._stop.set()
+        self._needed.set()
 
     # -- executions ---------------------------------------------------------------------------
     def register(self, execution_id: int, receivers: dict[ReceiverKey, object],
@@ -128,6 +132,7 @@ class MemberNetwork:
                 self._relays[execution_id] = relay
             self._failure_handlers[execution_id] = on_failure
             self._members_of[execution_id] = set(peers)
+        self._needed.set()
 
     def unregister(self, execution_id: int) -> None:
         """Stop routing an execution's frames (those still to come are dropped)."""
@@ -186,7 +191,9 @@ class MemberNetwork:
         with self._lock:
             if execution_id in self._members_of:
                 self._deliver(peer, frame, self._receivers, self._relays.get(execution_id))
-            elif not self._early.hold(execution_id, peer, frame):
+            elif self._early.hold(execution_id, peer, frame):
+                self._needed.set()  # to expire it
+            else:
                 self._dropped += 1
                 log.debug("dropped a %s frame from member %d for execution %d, which ended here",
                           frame_type(frame).name, peer, execution_id)
@@ -260,6 +267,10 @@ class MemberNetwork:
 
     def _ack_loop(self) -> None:
         while not self._stop.wait(self._period_s):
+            with self._lock:
+                if not (self._members_of or self._early.held_frames):
+                    self._needed.clear()  # under the lock: a registration sets it after this
+            self._needed.wait()
             try:
                 self.send_acks()
                 with self._lock:
