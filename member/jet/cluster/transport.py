@@ -58,6 +58,11 @@ _TYPE_LENGTH = struct.Struct(">H")
 _FRAME_LENGTH = struct.Struct(">I")
 RECONNECT_BACKOFF_MS = 100
 MAX_RECONNECT_BACKOFF_MS = 2000
+CONNECT_TIMEOUT_MS = 20_000
+"""How long one connection attempt may take to finish its HTTP/2 handshake (gRPC's default).
+gRPC takes it from ``grpc.min_reconnect_backoff_ms``: set to the 100 ms reconnect backoff, it
+made a handshake slower than 100 ms (a loaded machine: Spark's JVM and the members on 2 cores)
+fail with "connection attempt timed out before receiving SETTINGS frame"."""
 MAX_BATCH_BYTES = 1024 * 1024
 """Queued frames are sent together in one gRPC message of up to about this size."""
 
@@ -97,11 +102,11 @@ def _common_options() -> list[tuple[str, int]]:
 
 def channel_options() -> list[tuple[str, int]]:
     """Client channel options: large messages, keepalive pings that detect a dead peer in seconds,
-    and a short reconnect backoff (gRPC's default waits about a second after a refused connect,
-    which is most of a local cluster's start-up)."""
+    a short reconnect backoff (gRPC's default waits about a second after a refused connect,
+    which is most of a local cluster's start-up) and gRPC's own connect timeout."""
     return _common_options() + [
         ("grpc.initial_reconnect_backoff_ms", RECONNECT_BACKOFF_MS),
-        ("grpc.min_reconnect_backoff_ms", RECONNECT_BACKOFF_MS),
+        ("grpc.min_reconnect_backoff_ms", CONNECT_TIMEOUT_MS),  # gRPC's name for the connect timeout
         ("grpc.max_reconnect_backoff_ms", MAX_RECONNECT_BACKOFF_MS),
     ]
 
