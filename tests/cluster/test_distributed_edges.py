@@ -4,6 +4,7 @@ from collections import Counter, defaultdict
 
 import pytest
 
+from jet.cluster.done_relay import IN_BAND
 from jet.core import DAG, HASH_PARTITIONER, Edge, Processor
 from jet.core.aggregate import counting
 from jet.core.functions import entry_key, whole_item
@@ -113,7 +114,7 @@ def test_packets_hold_at_most_the_size_limit_unless_one_item_is_larger():
     queue.offer_special(DONE_ITEM)
     frames = []
     sender = SenderTasklet("sender", InboundEdgeStream(0, 0, [queue]), frames.append, 1, 2, 0,
-                           packet_size_limit=1024, pairs=False)
+                           packet_size_limit=1024, pairs=False, on_finished=lambda frames: None)
     sender.send_limit.on_ack(10_000)
     while not sender.call() & 2:
         pass
@@ -125,8 +126,9 @@ def test_packets_hold_at_most_the_size_limit_unless_one_item_is_larger():
     assert len(frames) > 10
 
 
-def _drain_sender(queue_items: list, special) -> list:
-    """Frames a sender sends for ``queue_items`` followed by ``special`` items (DONE last)."""
+def _drain_sender(queue_items: list, special) -> tuple[list, list]:
+    """Frames a sender sends for ``queue_items`` followed by ``special`` items (DONE last), and
+    what it told its DONE relay."""
     from jet.cluster.sender import SenderTasklet
     from jet.execution.inbound import InboundEdgeStream
     from jet.execution.queues import SpscQueue
@@ -135,37 +137,39 @@ def _drain_sender(queue_items: list, special) -> list:
     queue.offer_chunk(queue_items)
     for item in special:
         queue.offer_special(item)
-    frames = []
+    frames, finished = [], []
     sender = SenderTasklet("sender", InboundEdgeStream(0, 0, [queue]), frames.append, 1, 2, 0,
-                           packet_size_limit=1 << 20, pairs=False)
+                           packet_size_limit=1 << 20, pairs=False, on_finished=finished.append)
     sender.send_limit.on_ack(1 << 20)
     for _ in range(100):
         if sender.call() & 2:
             break
     else:
         raise AssertionError("the sender never finished")
-    return frames
+    return frames, finished
 
 
 def test_the_last_items_carry_done_in_their_frame():
     from jet.cluster.chunk_packets import FLAG_DONE, decode_chunk
     from jet.execution.queues import DONE_ITEM
 
-    frames = _drain_sender(list(range(10)), [DONE_ITEM])
+    frames, finished = _drain_sender(list(range(10)), [DONE_ITEM])
     assert len(frames) == 1, "ten items and DONE: one frame"
     header, entries = decode_chunk(frames[0])
     assert entries == list(range(10)) and header.flags & FLAG_DONE
+    assert finished == [IN_BAND], "the relay hears that DONE travelled in band"
 
 
-def test_done_travels_alone_after_a_watermark_and_when_no_items_are_left():
+def test_a_done_no_frame_can_carry_goes_to_the_relay_with_the_frames_sent():
     from jet.cluster.chunk_packets import FLAG_DONE, FLAG_WATERMARK, decode_chunk
     from jet.core.special_items import Watermark
     from jet.execution.queues import DONE_ITEM
 
-    frames = _drain_sender([1, 2, 3], [Watermark(7), DONE_ITEM])
+    frames, finished = _drain_sender([1, 2, 3], [Watermark(7), DONE_ITEM])
     headers = [decode_chunk(frame)[0] for frame in frames]
-    assert [bool(h.flags & FLAG_DONE) for h in headers] == [False, False, True]
-    assert headers[1].flags & FLAG_WATERMARK, "the watermark goes after the items and before DONE"
-    assert decode_chunk(frames[0])[1] == [1, 2, 3] and headers[2].count == 0
-    empty = _drain_sender([], [DONE_ITEM])
-    assert len(empty) == 1 and decode_chunk(empty[0])[0].flags & FLAG_DONE
+    assert [bool(h.flags & FLAG_DONE) for h in headers] == [False, False], "no DONE travels alone"
+    assert headers[1].flags & FLAG_WATERMARK, "the watermark goes after the items"
+    assert decode_chunk(frames[0])[1] == [1, 2, 3]
+    assert finished == [2], "the receiver is done after the items' frame and the watermark's"
+    empty, finished = _drain_sender([], [DONE_ITEM])
+    assert empty == [] and finished == [0]

@@ -85,8 +85,6 @@ class DoneRelay:
         """On the relay member: edge -> reporting member -> its counts, not forwarded yet."""
         self._forwarded: dict[EdgeKey, set[int]] = {}
         """On the relay member: edge -> the members whose reports are forwarded."""
-        self._relayed: set[EdgeKey] = set()
-        """On the relay member: the edges whose notices are sent."""
 
     @property
     def is_relay_member(self) -> bool:
@@ -96,7 +94,8 @@ class DoneRelay:
         """On the relay member: whether every edge's notices are sent (its execution must not
         end before: the others' reports would find no relay)."""
         with self._lock:
-            return len(self._relayed) == len(self._senders_per_edge)
+            relayed = sum(len(members) == len(self._members) for members in self._forwarded.values())
+            return relayed == len(self._senders_per_edge)
 
     def sender_finished(self, edge: EdgeKey, destination: int, frames: int) -> None:
         """A sender (on a tasklet thread) is done: ``frames`` sent to ``destination``, or
@@ -107,7 +106,7 @@ class DoneRelay:
             if len(finished) < self._senders_per_edge[edge]:
                 return
             counts = finished
-        if self.me == self.relay_member:
+        if self.is_relay_member:
             self.on_report(self.me, edge, counts)
         else:
             self._send_frame(self.relay_member,
@@ -116,7 +115,7 @@ class DoneRelay:
     def on_frame(self, peer: int, kind: FrameType, edge: EdgeKey, counts: dict[int, int]) -> None:
         """Transport thread: a report (on the relay member) or a notice from ``peer``."""
         if kind is FrameType.DONE_REPORT:
-            if self.me != self.relay_member:
+            if not self.is_relay_member:
                 raise PacketFormatError(f"member {peer} sent a DONE_REPORT to member {self.me}, "
                                         f"which does not relay execution {self.execution_id}")
             self.on_report(peer, edge, counts)
@@ -147,10 +146,7 @@ class DoneRelay:
         """Send the notices of the reports of ``edge`` not forwarded yet, one per member."""
         with self._lock:
             reports = self._reports.pop(edge, {})
-            forwarded = self._forwarded.setdefault(edge, set())
-            forwarded.update(reports)
-            if len(forwarded) == len(self._members):
-                self._relayed.add(edge)
+            self._forwarded.setdefault(edge, set()).update(reports)
         if not reports:
             return
         wake_parked_workers()  # the completion tasklet may be waiting for this edge

@@ -71,6 +71,11 @@ class EarlyFrames:
         while len(self._ended) > ENDED_REMEMBERED:
             self._ended.popitem(last=False)
 
+    def has_ended(self, execution_id: int) -> bool:
+        """Whether ``execution_id`` ended here, or was given up on before it ran (among the last
+        :data:`ENDED_REMEMBERED`)."""
+        return execution_id in self._ended
+
     def expire(self) -> None:
         """Drop what was held longer than :data:`HOLD_S`."""
         deadline = self._clock() - HOLD_S

@@ -98,13 +98,11 @@ class ExecutionDriver:
                            record.config.metrics_enabled).to_header()  # one copy for all
         with self._changed:  # a member starts within its init: its report may come before the round ends
             execution.awaiting = {m for m in members if m not in self._lost}
-            execution.init_sent.update(members)
+            execution.init_sent = True
         inits = {m: self._pool.submit(self._call, m, messages.INIT, messages.encode_message(
             {**plan, "member_index": m}, run.dag_bytes), init_s) for m in members}
         for member, future in inits.items():
-            if self._call_ok(run, execution, member, messages.INIT, future, init_s):
-                execution.initialised.add(member)
-            else:
+            if not self._call_ok(run, execution, member, messages.INIT, future, init_s):
                 with self._changed:
                     execution.awaiting.discard(member)
         snapshots = None
@@ -204,8 +202,7 @@ class ExecutionDriver:
     def _cleanup_call(self, run: JobRun, execution: Execution, msg_type: str, extra: dict | None = None) -> None:
         """``cancel`` or ``complete`` to every member sent an ``init`` (its answer may have been
         lost) that is still there and did not clean the execution up itself, each bounded."""
-        members = [m for m in sorted(execution.init_sent)
-                   if m not in self._lost and m not in execution.cleaned_up]
+        members = [m for m in execution.members if m not in self._lost and m not in execution.cleaned_up]
         for member, call in self._call_all(run, execution, members, msg_type, extra).items():
             try:
                 call.result(timeout=self._call_timeout_s + CALL_SLACK_S)

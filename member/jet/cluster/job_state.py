@@ -160,10 +160,8 @@ class Execution:
         with ``auto_scaling``."""
         self.awaiting: set[int] = set()
         """Members whose outcome of this execution is still due."""
-        self.init_sent: set[int] = set()
-        """Members sent an ``init`` (each starts its part within it)."""
-        self.initialised: set[int] = set()
-        """Members that answered their ``init``."""
+        self.init_sent = False
+        """Whether every member was sent its ``init`` (each starts its part within it)."""
         self.cleaned_up: set[int] = set()
         """Members that cleaned their part up after it succeeded (they need no ``complete``)."""
         self.failure: ExecutionOutcome | None = None

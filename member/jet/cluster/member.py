@@ -16,7 +16,6 @@ import secrets
 import threading
 import time
 import traceback
-from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict
 from functools import partial
@@ -58,8 +57,6 @@ PEER_TIMEOUT_S = 300.0
 MAX_WAIT_S = 30.0
 REPORT_FIRST_BACKOFF_S = 0.1
 REPORT_MAX_BACKOFF_S = 5.0
-CLOSED_REMEMBERED = 4096
-"""How many executions cancelled or completed before their init a member remembers."""
 START_POLL_S = 0.2
 """How often a starting member looks whether it was stopped while it waits for its peers."""
 LEAVING_NOTICE_TIMEOUT_S = 1.0
@@ -137,8 +134,6 @@ class Member:
         self.executions: dict[int, JobExecution] = {}
         self._undelivered: dict[int, tuple[dict, bytes]] = {}
         """Execution id -> the end report of an execution cleaned up after its success, until delivered."""
-        self._closed_before_init: OrderedDict[int, None] = OrderedDict()
-        """Executions cancelled or completed while unknown here, so a late init does not start them."""
         self.metrics.watch_executions(lambda: list(self.executions.values()))
         if self.coordinator is not None:
             self.metrics.watch_jobs(self.coordinator.records)
@@ -387,7 +382,7 @@ class Member:
             self.network.discard(message.execution_id)
             raise JobInitError(f"{type(e).__name__}: {e}\n{traceback.format_exc()}") from e
         with self._lock:
-            closed = message.execution_id in self._closed_before_init
+            closed = self.network.has_ended(message.execution_id)  # cancelled while its init ran
             if message.execution_id in self.executions:
                 raise ValueError(f"execution {message.execution_id} is already initialised on member {self.index}")
             if not closed:
@@ -412,19 +407,12 @@ class Member:
             raise KeyError(f"no execution {execution_id} on member {self.index}")
         return execution
 
-    def _close_unknown(self, execution_id: int) -> None:
-        """Under the lock: ``execution_id`` is cancelled or completed here before (or without)
-        its init: an init still running must not start it (see ``_init``)."""
-        self._closed_before_init[execution_id] = None
-        while len(self._closed_before_init) > CLOSED_REMEMBERED:
-            self._closed_before_init.popitem(last=False)
-
     def _cancel(self, peer: int, header: dict, blob: bytes) -> dict:
         execution_id = messages.require(header, "execution_id", int)
         with self._lock:
             execution = self.executions.get(execution_id)
-            if execution is None:  # its init failed or still runs here, or it ended and was cleaned up
-                self._close_unknown(execution_id)
+            if execution is None:  # its init failed or still runs here (it must not start), or it ended
+                self.network.discard(execution_id)
                 return {}
         origin = header.get("member")
         if header.get("by_client"):
@@ -448,7 +436,7 @@ class Member:
             execution = self.executions.pop(execution_id, None)
             self._undelivered.pop(execution_id, None)
             if execution is None:
-                self._close_unknown(execution_id)
+                self.network.discard(execution_id)
         if execution is not None:
             execution.cleanup()
         return {}

@@ -145,9 +145,15 @@ class MemberNetwork:
             self._relays.pop(execution_id, None)
 
     def discard(self, execution_id: int) -> None:
-        """An execution that will not run here (its ``init`` failed): its frames are dropped."""
+        """An execution that will not run here (its ``init`` failed, or it was cancelled before
+        its ``init`` registered it): its frames are dropped, and :meth:`has_ended` says so."""
         with self._lock:
             self._early.ended(execution_id)
+
+    def has_ended(self, execution_id: int) -> bool:
+        """Whether ``execution_id`` was unregistered or discarded here (recently)."""
+        with self._lock:
+            return self._early.has_ended(execution_id)
 
     # -- incoming ---------------------------------------------------------------------------
     def on_frame(self, peer: int, frame: bytes) -> None:
@@ -170,12 +176,12 @@ class MemberNetwork:
                         sender.send_limit.on_ack(entry.send_seq_limit_compressed)
             wake_parked_workers()
         elif kind is FrameType.DONE_REPORT or kind is FrameType.DONE_NOTICE:
-            execution_id = decode_relay_frame(frame)[1]
+            kind, execution_id, edge, counts = decode_relay_frame(frame)
             relay = self._relays.get(execution_id)
             if relay is None:
                 self._route_late(execution_id, peer, frame)
                 return
-            self._deliver(peer, frame, self._receivers, relay)
+            relay.on_frame(peer, kind, edge, counts)
         else:
             handler = self._frame_handlers.get(kind)
             if handler is None and kind in _DEFAULT_FRAME_HANDLERS:

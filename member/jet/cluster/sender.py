@@ -35,11 +35,10 @@ class SenderTasklet:
 
     def __init__(self, name: str, stream: InboundEdgeStream, send_frame: Callable[[bytes], None],
                  execution_id: int, dest_vertex_id: int, dest_ordinal: int,
-                 packet_size_limit: int, pairs: bool,
-                 on_finished: Callable[[int], None] | None = None) -> None:
-        """``on_finished(frames)``: when given, a DONE that no frame can carry is not sent but
-        handed to it with the frames sent (:mod:`jet.cluster.done_relay`), and a DONE that the
-        last frame carries is told to it as ``IN_BAND``."""
+                 packet_size_limit: int, pairs: bool, on_finished: Callable[[int], None]) -> None:
+        """``on_finished(frames)``: a DONE that no frame can carry is not sent but handed to it
+        with the frames sent (:mod:`jet.cluster.done_relay`); a DONE that the last frame
+        carried is told to it as ``IN_BAND``."""
         self.name = name
         self.send_limit = SendLimit()
         self.sent_seq_bytes = 0
@@ -90,8 +89,7 @@ class SenderTasklet:
             packets += 1
             progress = True
         if self._done_sent:  # the last packet carried DONE
-            if self._on_finished is not None:
-                self._on_finished(IN_BAND)
+            self._on_finished(IN_BAND)
             return DONE
         if self._watermark is not None and not buffer and self.send_limit.may_send(self.sent_seq_bytes):
             self._send_counted(encode_watermark(*self._route, self._watermark.timestamp))
@@ -106,10 +104,7 @@ class SenderTasklet:
             progress = True
         if self._input_done and not buffer and self._watermark is None and self._barrier is None:
             self._done_sent = True
-            if self._on_finished is not None:
-                self._on_finished(self.packets_sent)
-            else:
-                self._send([], done=True)
+            self._on_finished(self.packets_sent)
             return DONE
         return MADE_PROGRESS if progress else NO_PROGRESS
 
@@ -142,11 +137,8 @@ class SenderTasklet:
         self.bytes_sent += len(frame)
         self.items_sent += len(entries)
 
-    def _send(self, entries: list, done: bool) -> None:
-        self._send_counted(encode_chunk(*self._route, entries, pairs=self._pairs, done=done))
-
     def _send_counted(self, frame: bytes) -> None:
-        """Send a frame that carries no items (a watermark, a barrier, DONE), counting it."""
+        """Send a frame that carries no items (a watermark, a barrier), counting it."""
         self._send_frame(frame)
         self.packets_sent += 1
         self.bytes_sent += len(frame)
