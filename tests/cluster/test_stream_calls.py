@@ -138,3 +138,54 @@ def test_a_notice_runs_its_handler_and_sends_nothing_back():
         pair.close()
     assert sorted(pair.seen) == [(1, "MEMBER", "echo", b"report"), (1, "MEMBER", "fail", b"")]
     assert answers == [], "a notice gets no reply, even when its handler fails"
+
+
+def test_started_calls_complete_their_futures_with_no_thread_waiting_on_them():
+    pair = Pair(handler)
+    try:
+        futures = [pair.calls[0].start(1, "echo", bytes([i]) * 3, 5) for i in range(20)]
+        assert [f.result(5) for f in futures] == [bytes([i]) * 3 for i in range(20)]
+        refused = pair.calls[0].start(1, "refuse", b"", 5)
+        with pytest.raises(ControlCallError) as error:
+            refused.result(5)
+        assert error.value.code is grpc.StatusCode.PERMISSION_DENIED
+        assert pair.calls[0]._pending == {}, "an answered call is forgotten"
+    finally:
+        pair.close()
+
+
+def test_a_started_call_fails_at_its_deadline_even_when_an_earlier_one_comes_after_a_later_one():
+    pair = Pair(handler)
+    pair.cut = True  # nothing comes back
+    try:
+        later = pair.calls[0].start(1, "echo", b"", 3.0)
+        sooner = pair.calls[0].start(1, "echo", b"", 0.2)
+        with pytest.raises(ControlCallError) as error:
+            sooner.result(2.0)  # well before the later call's deadline: the sweeper was woken for it
+        assert error.value.code is grpc.StatusCode.DEADLINE_EXCEEDED
+        assert str(error.value) == "control call 'echo' to member 1 failed: DEADLINE_EXCEEDED: no answer within 0.2 s"
+        assert not later.done()
+        with pytest.raises(ControlCallError, match="no answer within 3 s"):
+            later.result(5)
+        assert pair.calls[0]._pending == {}
+    finally:
+        pair.close()
+
+
+def test_a_started_call_fails_at_once_when_its_peer_is_lost_or_there_is_no_stream():
+    pair = Pair(handler)
+    pair.cut = True
+    try:
+        waiting = pair.calls[0].start(1, "echo", b"", 30)
+        pair.calls[0].peer_lost(1, ConnectionError("stream broke"))
+        with pytest.raises(ControlCallError, match="the stream with member 1 was lost: stream broke"):
+            waiting.result(1)
+
+        def no_stream(peer, frame):
+            raise ConnectionError(f"no stream with member {peer}")
+        pair.calls[0]._send_frame = no_stream
+        with pytest.raises(ConnectionError, match="no stream with member 1"):
+            pair.calls[0].start(1, "echo", b"", 30).result(1)
+        assert pair.calls[0]._pending == {}
+    finally:
+        pair.close()

@@ -23,7 +23,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, Callable, Mapping
 
 import cloudpickle
@@ -52,17 +52,26 @@ log = logging.getLogger("jet.cluster.coordinator")
 
 MemberCall = Callable[[int, str, bytes, float], bytes]
 """``call(member, message type, payload, timeout_s) -> reply``; raises when the member cannot answer."""
+StartCall = Callable[[int, str, bytes, float], Future]
+"""The same call started: returns at once the future of its reply."""
 
 
 class JobCoordinator(JobControl, ExecutionDriver, JobScaling):
     """Coordinates every job of the cluster; lives on member 0."""
 
-    def __init__(self, member_count: int, call_member: MemberCall, *, cooperative_threads: int = 1,
-                 on_status: Callable[[JobRecord], None] | None = None,
+    def __init__(self, member_count: int, call_member: MemberCall, *, start_call: StartCall | None = None,
+                 cooperative_threads: int = 1, on_status: Callable[[JobRecord], None] | None = None,
                  control: ControlSettings | None = None, clock: Callable[[], float] = time.time,
                  job_store: JobStore | None = None) -> None:
+        """``call_member(member, message type, payload, timeout_s)`` answers a control call;
+        ``start_call`` (same arguments) starts one and returns the future of its answer, so
+        calls to every member need no thread each (default: ``call_member`` on this
+        coordinator's pool)."""
         self.member_count = member_count
         self._call = call_member
+        self._pool = (None if start_call is not None
+                      else ThreadPoolExecutor(max_workers=max(4, 2 * member_count), thread_name_prefix="jet-coord"))
+        self._start_call = start_call or (lambda *call: self._pool.submit(call_member, *call))
         self._threads = cooperative_threads
         self._on_status = on_status
         self.control = control or ControlSettings()
@@ -76,7 +85,6 @@ class JobCoordinator(JobControl, ExecutionDriver, JobScaling):
         self._shut_down = False
         self.observables = ObservableStore()
         """The buffers of the jobs' observable sinks."""
-        self._pool = ThreadPoolExecutor(max_workers=max(4, 2 * member_count), thread_name_prefix="jet-coord")
         self._scale_up = ScaleUpTimer(self.control.scale_up_delay_ms, self._scale_up_jobs)
 
     # -- client side -------------------------------------------------------------------------
@@ -334,7 +342,8 @@ class JobCoordinator(JobControl, ExecutionDriver, JobScaling):
             execution = run.execution
             if execution is not None and execution.snapshots is not None:
                 execution.snapshots.stop()
-        self._pool.shutdown(wait=False, cancel_futures=True)
+        if self._pool is not None:
+            self._pool.shutdown(wait=False, cancel_futures=True)
 
     # -- the job thread ----------------------------------------------------------------------
     def _run(self, run: JobRun) -> None:

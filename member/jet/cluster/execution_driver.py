@@ -29,8 +29,8 @@ from jet.cluster.snapshot_coordinator import SnapshotCoordinator, SnapshotResult
 log = logging.getLogger("jet.cluster.coordinator")
 
 CALL_SLACK_S = 2.0
-"""Beyond a call's own deadline, how long the coordinator waits for the thread making it (a call
-to member 0 itself runs in place, with no transport deadline)."""
+"""Beyond a call's own deadline, how long the coordinator waits for its answer (a call to member 0
+itself runs on that member's handlers' pool, with no transport deadline)."""
 EXECUTION_DONE_STATE = "done"
 EXECUTION_RUNNING_STATE = "running"
 CLIENT_TASKLET = "client"
@@ -99,7 +99,7 @@ class ExecutionDriver:
         with self._changed:  # a member starts within its init: its report may come before the round ends
             execution.awaiting = {m for m in members if m not in self._lost}
             execution.init_sent = True
-        inits = {m: self._pool.submit(self._call, m, messages.INIT, messages.encode_message(
+        inits = {m: self._start_call(m, messages.INIT, messages.encode_message(
             {**plan, "member_index": m}, run.dag_bytes), init_s) for m in members}
         for member, future in inits.items():
             if not self._call_ok(run, execution, member, messages.INIT, future, init_s):
@@ -134,7 +134,7 @@ class ExecutionDriver:
         timeout_s = self._call_timeout_s if timeout_s is None else timeout_s
         payload = messages.encode_message({"job_id": run.record.job_id, "execution_id": execution.id,
                                            **(extra or {})})
-        return {m: self._pool.submit(self._call, m, msg_type, payload, timeout_s) for m in members}
+        return {m: self._start_call(m, msg_type, payload, timeout_s) for m in members}
 
     def _await_reports(self, run: JobRun, execution: Execution) -> None:
         """Wait for every member's outcome; ask those silent for ``report_wait_ms`` for their state."""

@@ -16,7 +16,7 @@ import secrets
 import threading
 import time
 import traceback
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict
 from functools import partial
 from typing import Any, Callable
@@ -105,7 +105,8 @@ class Member:
         """Where jobs with a guarantee keep their records and snapshots (shared by every member)."""
         self.dashboard = DashboardApi(self)
         """The dashboard's API (served by ``self.http``)."""
-        self.coordinator = (JobCoordinator(self.member_count, self.call_member, cooperative_threads=self.threads,
+        self.coordinator = (JobCoordinator(self.member_count, self.call_member, start_call=self.start_call,
+                                           cooperative_threads=self.threads,
                                            on_status=self._count_job, control=settings.control,
                                            job_store=JobStore(self.snapshot_store))
                             if index == 0 else None)
@@ -290,6 +291,13 @@ class Member:
         if member == self.index:
             return self._handle(Caller(self.index), msg_type, payload)
         return self.calls.call(member, msg_type, payload, timeout_s)
+
+    def start_call(self, member: int, msg_type: str, payload: bytes, timeout_s: float) -> Future:
+        """:meth:`call_member` without waiting: the future of its reply (a call to this member
+        runs on the call handlers' pool)."""
+        if member == self.index:
+            return self.calls.run_here(self._handle, Caller(self.index), msg_type, payload)
+        return self.calls.start(member, msg_type, payload, timeout_s)
 
     def _connection_lost(self, peer: int, error: BaseException) -> None:
         """A client's stream ended (members' streams go through the membership)."""

@@ -21,15 +21,22 @@ The stream was authenticated when it opened (a member's proof of its index), so 
 is the stream's peer; clients' streams may not carry these frames (``Member._on_client_frame``).
 Handlers run on a pool of their own, never on the stream's reader thread (``init`` waits for
 streams, a snapshot phase for tasklets). A call whose peer is lost fails at once, naming the loss.
+
+A caller that calls many members at once (the coordinator's ``init`` of every member) starts the
+calls with :meth:`StreamCalls.start` and waits on their futures: no thread waits per call. Their
+deadlines are kept by one thread that sleeps until the earliest one and is woken only when a call
+comes with an earlier deadline than any waiting (with calls of one timeout: when none was waiting).
 """
 
 from __future__ import annotations
 
+import heapq
 import itertools
 import logging
 import struct
 import threading
-from concurrent.futures import Future, ThreadPoolExecutor
+import time
+from concurrent.futures import Future, InvalidStateError, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Callable
 
@@ -91,14 +98,17 @@ class StreamCalls:
         self._lock = threading.Lock()
         self._pending: dict[int, tuple[int, str, Future]] = {}
         """Call id -> (peer, message type, the reply's future)."""
+        self._deadlines: list[tuple[float, int, float]] = []
+        """Heap of (deadline, call id, timeout_s) of the calls started with :meth:`start`."""
+        self._deadline_changed = threading.Condition(self._lock)
+        self._sweeper: threading.Thread | None = None
+        self._closed = False
 
     def call(self, peer: int, msg_type: str, payload: bytes, timeout_s: float) -> bytes:
         """One control call to ``peer``; raises :class:`ControlCallError` as a gRPC call would
         (the peer's handler failed, no answer within ``timeout_s``, the peer was lost), or
         ``ConnectionError`` when there is no stream with it."""
-        call_id, reply = next(self._ids), Future()  # from 1: 0 is a notice
-        with self._lock:
-            self._pending[call_id] = (peer, msg_type, reply)
+        call_id, reply = self._register(peer, msg_type)
         try:
             self._send_frame(peer, encode_call(call_id, msg_type, payload))
             return reply.result(timeout=timeout_s)
@@ -108,6 +118,69 @@ class StreamCalls:
         finally:
             with self._lock:
                 self._pending.pop(call_id, None)
+
+    def start(self, peer: int, msg_type: str, payload: bytes, timeout_s: float) -> Future:
+        """Send one control call to ``peer`` and return the future of its reply at once; the
+        future fails as :meth:`call` raises (``DEADLINE_EXCEEDED`` once ``timeout_s`` passed)."""
+        call_id, reply = self._register(peer, msg_type)
+        reply.add_done_callback(lambda _: self._forget(call_id))
+        try:
+            self._send_frame(peer, encode_call(call_id, msg_type, payload))
+        except ConnectionError as e:
+            _settle(reply, error=e)
+            return reply
+        deadline = time.monotonic() + timeout_s
+        with self._lock:
+            if reply.done():
+                return reply
+            earliest = self._deadlines[0][0] if self._deadlines else None
+            heapq.heappush(self._deadlines, (deadline, call_id, timeout_s))
+            if self._sweeper is None:
+                self._sweeper = threading.Thread(target=self._sweep, name="jet-call-deadlines", daemon=True)
+                self._sweeper.start()
+            elif earliest is None or deadline < earliest:
+                self._deadline_changed.notify()
+        return reply
+
+    def run_here(self, handler: Callable[..., bytes], *args: object) -> Future:
+        """``handler(*args)`` on the handlers' pool (a call a member makes to itself), as a future."""
+        try:
+            return self._pool.submit(handler, *args)
+        except RuntimeError as e:  # shutting down
+            failed: Future = Future()
+            failed.set_exception(ConnectionError(f"this member is stopping: {e}"))
+            return failed
+
+    def _register(self, peer: int, msg_type: str) -> tuple[int, Future]:
+        call_id, reply = next(self._ids), Future()  # from 1: 0 is a notice
+        with self._lock:
+            self._pending[call_id] = (peer, msg_type, reply)
+        return call_id, reply
+
+    def _forget(self, call_id: int) -> None:
+        with self._lock:
+            self._pending.pop(call_id, None)
+
+    def _sweep(self) -> None:
+        """Fail the started calls whose deadline passed; sleep until the next deadline."""
+        with self._lock:
+            while not self._closed:
+                now, expired = time.monotonic(), []
+                while self._deadlines and (self._deadlines[0][0] <= now or self._deadlines[0][1] not in self._pending):
+                    _, call_id, timeout_s = heapq.heappop(self._deadlines)
+                    entry = self._pending.pop(call_id, None)
+                    if entry is not None:
+                        expired.append((entry, timeout_s))
+                if expired:
+                    self._lock.release()
+                    try:
+                        for (peer, msg_type, reply), timeout_s in expired:
+                            _settle(reply, error=ControlCallError(peer, msg_type, grpc.StatusCode.DEADLINE_EXCEEDED,
+                                                                  f"no answer within {timeout_s:g} s"))
+                    finally:
+                        self._lock.acquire()
+                    continue
+                self._deadline_changed.wait(self._deadlines[0][0] - now if self._deadlines else None)
 
     def notify(self, peer: int, msg_type: str, payload: bytes) -> None:
         """A control message to ``peer`` that wants no reply (a refusal or failure of its handler
@@ -131,28 +204,28 @@ class StreamCalls:
             return
         _, msg_type, reply = entry
         if code is None:
-            reply.set_result(body)
+            _settle(reply, result=body)
         else:
-            reply.set_exception(ControlCallError(peer, msg_type, code, body.decode("utf-8", "replace")))
+            _settle(reply, error=ControlCallError(peer, msg_type, code, body.decode("utf-8", "replace")))
 
     def peer_lost(self, peer: int, error: BaseException) -> None:
         """Every call waiting on ``peer`` fails with the loss."""
         with self._lock:
             lost = [(msg_type, reply) for p, msg_type, reply in self._pending.values() if p == peer]
         for msg_type, reply in lost:
-            if not reply.done():
-                reply.set_exception(ControlCallError(peer, msg_type, grpc.StatusCode.UNAVAILABLE,
-                                                     f"the stream with member {peer} was lost: {error}"))
+            _settle(reply, error=ControlCallError(peer, msg_type, grpc.StatusCode.UNAVAILABLE,
+                                                  f"the stream with member {peer} was lost: {error}"))
 
     def close(self) -> None:
         """No more answers; calls still waiting fail."""
         self._pool.shutdown(wait=False, cancel_futures=True)
         with self._lock:
             waiting = list(self._pending.values())
+            self._closed = True
+            self._deadline_changed.notify()
         for peer, msg_type, reply in waiting:
-            if not reply.done():
-                reply.set_exception(ControlCallError(peer, msg_type, grpc.StatusCode.UNAVAILABLE,
-                                                     "this member is stopping"))
+            _settle(reply, error=ControlCallError(peer, msg_type, grpc.StatusCode.UNAVAILABLE,
+                                                  "this member is stopping"))
 
     def _answer(self, peer: int, call_id: int, request: bytes) -> None:
         code, body = self._serve(Caller(peer), request)
@@ -162,3 +235,14 @@ class StreamCalls:
             self._send_frame(peer, encode_reply(call_id, code, body))
         except ConnectionError as e:  # the caller hears of the loss
             log.debug("the answer to member %d's call is not sent: %s", peer, e)
+
+
+def _settle(reply: Future, result: bytes | None = None, error: BaseException | None = None) -> None:
+    """Complete ``reply`` unless it already is (a reply, a loss and a deadline may race)."""
+    try:
+        if error is None:
+            reply.set_result(result)
+        else:
+            reply.set_exception(error)
+    except InvalidStateError:
+        pass
