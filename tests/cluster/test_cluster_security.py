@@ -20,7 +20,7 @@ from jet.cluster.client import JetClient
 from jet.cluster.coordinator import JobStatus
 from jet.cluster.settings import MemberSettings
 from jet.cluster.stream_calls import encode_call
-from jet.cluster.transport import STREAM_METHOD, ControlCallError, PeerConnection
+from jet.cluster.transport import OPEN_LINK_METHOD, STREAM_METHOD, ControlCallError, PeerConnection
 from jet.core import DAG, Edge
 from jet.core.processors import items_source_p, map_p
 from jet.execution.errors import JobFailedError
@@ -63,7 +63,16 @@ def running(cluster2, tmp_path):
 
 def stream_refusal(address: str, metadata, frame: bytes) -> str:
     """Open a frame stream with ``metadata`` and send ``frame``, keeping the stream open: the
-    status the member ends it with (a stream it accepted runs into the deadline instead)."""
+    status the member ends it with (a stream it accepted runs into the deadline instead). A
+    caller claiming a member index asks for a link with ``OpenLink``, as a member does: the status
+    it is refused with, or ``ACCEPTED``."""
+    if int(dict(metadata).get(MEMBER_METADATA_KEY, "-1")) >= 0:
+        with grpc.insecure_channel(address) as channel:
+            try:
+                channel.unary_unary(OPEN_LINK_METHOD)(b"", metadata=metadata, timeout=STREAM_DEADLINE_S)
+            except grpc.RpcError as refused:
+                return f"{refused.code().name}: {refused.details()}"
+        return "ACCEPTED"
     hold = threading.Event()
 
     def requests():

@@ -19,9 +19,8 @@ BLOCKED_READER = textwrap.dedent(f"""
     from jet.cluster import transport
     transport.relax_grpc_wait_slices({SLICE_S})
     server = transport.MemberServer(0, "tok", host="127.0.0.1", member_key="key",
-                                    on_frame=lambda peer, frame: None).start()
-    dialer = transport.PeerConnection(f"127.0.0.1:{{server.port}}", 0, 1, "tok", member_key="key",
-                                      open_stream=False)
+                                    on_client_frame=lambda peer, frame: None).start()
+    dialer = transport.PeerConnection(f"127.0.0.1:{{server.port}}", -1, 0, "tok", open_stream=False)
     never_ending = iter(threading.Event().wait, True)  # the request stream stays open
     call = dialer._channel.stream_stream(transport.STREAM_METHOD)(never_ending, metadata=dialer._metadata)
     next(call)  # the server's first heartbeat: the stream is up; the next read blocks

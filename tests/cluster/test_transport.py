@@ -2,6 +2,8 @@
 
 import pathlib
 import pickle
+import socket
+import ssl
 import threading
 import time
 
@@ -14,6 +16,7 @@ from jet.cluster.chunk_packets import decode_chunk
 from jet.cluster.packets import PacketFormatError
 from jet.cluster.transport import (
     CONTROL_METHOD,
+    OPEN_LINK_METHOD,
     STREAM_METHOD,
     ControlCallError,
     MemberServer,
@@ -22,6 +25,7 @@ from jet.cluster.transport import (
     encode_control_request,
 )
 from jet.cluster.server_limits import ServerLimits
+from jet.cluster.tcp_links import LinkListener, TicketBook, TlsSession, decode_link_offer
 
 TOKEN = "s3cret-cluster-token"
 MEMBER_KEY = "s3cret-member-key"
@@ -175,6 +179,9 @@ def test_unauthenticated_calls_never_reach_a_handler(server, tmp_path, metadata)
             channel.unary_unary(CONTROL_METHOD)(encode_control_request("init", payload),
                                                metadata=metadata, timeout=WAIT_S)
         assert rejected.value.code() is grpc.StatusCode.UNAUTHENTICATED
+        with pytest.raises(grpc.RpcError) as rejected:
+            channel.unary_unary(OPEN_LINK_METHOD)(b"", metadata=metadata, timeout=WAIT_S)
+        assert rejected.value.code() is grpc.StatusCode.UNAUTHENTICATED
         stream = channel.stream_stream(STREAM_METHOD)(iter([payload, b"\x01garbage"]), metadata=metadata,
                                                       timeout=WAIT_S)
         with pytest.raises(grpc.RpcError) as rejected:
@@ -255,6 +262,63 @@ def test_tls_round_trip(server, connect, tls_config):
     assert back.wait(1) == [(0, b"and back")]
 
 
+def test_a_tls_link_carries_large_frames_both_ways_in_order(server, connect, tls_config):
+    frames, back = Recorder(), Recorder()
+    member0 = server(tls=tls_config, on_frame=frames)
+    connection = connect(member0.port, tls=tls_config, on_frame=back)
+    sent = [bytes([i % 251]) * (64 * 1024 + i) for i in range(40)]
+    for frame in sent:
+        connection.send(frame)
+    link = member0.wait_for_peer(1, WAIT_S)
+    for frame in sent:
+        link.send(frame[::-1])
+    assert frames.wait(len(sent)) == [(1, frame) for frame in sent]
+    assert back.wait(len(sent)) == [(0, frame[::-1]) for frame in sent]
+
+
+def test_a_ticket_sent_with_the_last_tls_handshake_message_is_read_at_once(tls_config):
+    # A dialler sends its ticket right after its handshake: the listener's last handshake read
+    # can take the ticket with it. It must come out of TLS's buffer, not wait for more bytes.
+    arrived = Recorder()
+
+    def greeted(sock, tls, ticket, received, address):
+        arrived(ticket, received)
+        sock.close()
+
+    listener = LinkListener("127.0.0.1", tls_config.server_ssl_context(), greeted).start()
+    sock = socket.create_connection(("127.0.0.1", listener.port), timeout=WAIT_S)
+    try:
+        session = TlsSession(tls_config.client_ssl_context(), server_side=False, server_hostname="localhost")
+        while True:  # the handshake, holding back its last message
+            try:
+                session._ssl.do_handshake()
+                break
+            except ssl.SSLWantReadError:
+                if session._outgoing.pending:
+                    sock.sendall(session._outgoing.read())
+                session._incoming.write(sock.recv(65536))
+        ticket = bytes(range(32))
+        sock.sendall(session.encrypt(ticket + b"\x00\x00\x00\x02ok"))  # that message, the ticket, a frame
+        assert arrived.wait(1, timeout_s=5) == [(ticket, b"\x00\x00\x00\x02ok")]
+    finally:
+        sock.close()
+        listener.stop()
+
+
+def test_a_tls_members_link_listener_refuses_a_connection_in_clear(server, tls_config, caplog):
+    frames = Recorder()
+    member0 = server(tls=tls_config, on_frame=frames)
+    with grpc.secure_channel(f"localhost:{member0.port}", tls_config.channel_credentials()) as channel:
+        offer = channel.unary_unary(OPEN_LINK_METHOD)(b"", metadata=member_metadata(2), timeout=WAIT_S)
+    link_port, ticket = decode_link_offer(offer)
+    sock = socket.create_connection(("127.0.0.1", link_port), timeout=WAIT_S)
+    sock.sendall(ticket + b"\x00\x00\x00\x02ok")
+    assert sock.recv(4096) == b"", "closed after a failed TLS handshake"
+    sock.close()
+    assert frames.calls == [] and member0.link(2) is None
+    assert "refused a link connection from 127.0.0.1" in caplog.text
+
+
 def test_plaintext_client_cannot_talk_to_a_tls_server(server, connect, tls_config):
     member0 = server(tls=tls_config, on_control=Unpickling())
     with pytest.raises(ControlCallError, match="UNAVAILABLE"):
@@ -294,20 +358,91 @@ def test_dialling_peer_process_death_is_reported_at_the_server(server, peer_proc
         member0.send(5, b"x")
 
 
+def member_metadata(index: int) -> tuple:
+    return ((TOKEN_METADATA_KEY, TOKEN), (MEMBER_METADATA_KEY, str(index)),
+            (MEMBER_PROOF_METADATA_KEY, member_proof(MEMBER_KEY, index)))
+
+
+def link_offer(port: int, metadata: tuple) -> tuple[int, bytes]:
+    """(link port, ticket) that the server at ``port`` gives the caller of OpenLink."""
+    with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
+        return decode_link_offer(channel.unary_unary(OPEN_LINK_METHOD)(b"", metadata=metadata, timeout=WAIT_S))
+
+
+def raw_link(port: int, index: int, ticket: bytes | None = None) -> socket.socket:
+    """A socket to the link listener of the server at ``port``, its ticket (the one OpenLink gave
+    member ``index``, unless given) sent."""
+    link_port, issued = link_offer(port, member_metadata(index))
+    sock = socket.create_connection(("127.0.0.1", link_port), timeout=WAIT_S)
+    sock.sendall(issued if ticket is None else ticket)
+    return sock
+
+
 def test_authenticated_peer_with_a_broken_message_is_dropped(server):
     frames, lost = Recorder(), Recorder()
     member0 = server(on_frame=frames, on_connection_lost=lost)
-    metadata = ((TOKEN_METADATA_KEY, TOKEN), (MEMBER_METADATA_KEY, "4"),
-                (MEMBER_PROOF_METADATA_KEY, member_proof(MEMBER_KEY, 4)))
-    good = b"\x00\x00\x00\x02ok"
-    with grpc.insecure_channel(f"127.0.0.1:{member0.port}") as channel:
-        stream = channel.stream_stream(STREAM_METHOD)(iter([good + b"\x00\x00\x00\x09short"]), metadata=metadata,
-                                                      timeout=WAIT_S)
-        with pytest.raises(grpc.RpcError):
-            list(stream)
+    sock = raw_link(member0.port, 4)
+    sock.sendall(b"\x00\x00\x00\x02ok" + b"\x00\x00\x00\x09short")
+    sock.shutdown(socket.SHUT_WR)
     assert frames.wait(1) == [(4, b"ok")]
     [(peer, error)] = lost.wait(1)
     assert peer == 4 and isinstance(error, PacketFormatError) and "ends inside a frame" in str(error)
+    sock.close()
+
+
+def test_a_link_connection_without_a_good_ticket_is_refused_before_anything_it_sent_is_read(server, tmp_path):
+    marker = tmp_path / "unpickled"
+    frames = Recorder()
+    member0 = server(on_frame=frames, on_control=Unpickling())
+    payload = pickle.dumps(TouchFile(marker))
+    record = len(payload).to_bytes(4, "big") + payload
+    link_port, ticket = link_offer(member0.port, member_metadata(2))
+
+    def attempt(sent: bytes, half_close: bool = False) -> tuple[socket.socket, bytes]:
+        sock = socket.create_connection(("127.0.0.1", link_port), timeout=WAIT_S)
+        sock.sendall(sent)
+        if half_close:
+            sock.shutdown(socket.SHUT_WR)
+        return sock, sock.recv(4096)
+
+    forged, answer = attempt(bytes(b ^ 1 for b in ticket) + record)
+    assert b"UNAUTHENTICATED: the ticket is unknown or expired" in answer
+    short, answer = attempt(b"short", half_close=True)
+    assert answer == b"", "closed: it never sent a ticket"
+    good, answer = attempt(ticket + record)
+    assert answer == b"\x00\x00\x00\x00", "the first message on a taken link is a heartbeat"
+    assert frames.wait(1) == [(2, payload)]
+    again, answer = attempt(ticket + record)
+    assert b"unknown or expired" in answer, "a ticket is good once"
+    for sock in (forged, short, good, again):
+        sock.close()
+    assert frames.calls == [(2, payload)], "only the link with the good ticket"
+    assert not marker.exists(), "nothing is unpickled on the link layer"
+
+
+def test_open_link_is_for_members_and_a_members_grpc_stream_is_refused(server):
+    member0 = server(on_frame=Recorder(), on_client_frame=Recorder())
+    with pytest.raises(grpc.RpcError) as refused:
+        link_offer(member0.port, ((TOKEN_METADATA_KEY, TOKEN), (MEMBER_METADATA_KEY, "-3")))
+    assert refused.value.code() is grpc.StatusCode.PERMISSION_DENIED and "only members" in refused.value.details()
+    with grpc.insecure_channel(f"127.0.0.1:{member0.port}") as channel:
+        stream = channel.stream_stream(STREAM_METHOD)(iter([b"\x00\x00\x00\x02ok"]), metadata=member_metadata(1),
+                                                      timeout=WAIT_S)
+        with pytest.raises(grpc.RpcError) as refused:
+            list(stream)
+    assert refused.value.code() is grpc.StatusCode.PERMISSION_DENIED and OPEN_LINK_METHOD in refused.value.details()
+
+
+def test_an_unused_ticket_expires_and_gives_its_member_link_slot_back():
+    clock = [0.0]
+    given_back = []
+    book = TicketBook(ttl_s=5, clock=lambda: clock[0])
+    ticket = book.issue(3, lambda: given_back.append(3))
+    kept = book.issue(4, lambda: given_back.append(4))
+    clock[0] = 4.9
+    assert book.redeem(kept)[0] == 4 and given_back == []
+    clock[0] = 5.1
+    assert book.redeem(ticket) is None and given_back == [3]
 
 
 def test_a_second_stream_claiming_a_live_index_is_refused_and_the_first_keeps_working(server, connect, caplog):
@@ -367,7 +502,7 @@ def test_streams_beyond_their_limit_are_refused_and_members_still_get_threads(se
 
     limits = ServerLimits(client_streams=2, client_calls=1, member_streams=1, member_call_threads=1)
     member0 = server(on_frame=Recorder(), on_client_frame=Recorder(), on_control=handle, limits=limits)
-    assert limits.threads == 5
+    assert limits.threads == 4, "members' links hold no gRPC thread"
     lost = Recorder()
     for index in range(8):  # more streams than the server has threads
         connect(member0.port, self_index=-1 - index, on_connection_lost=lost)

@@ -20,6 +20,7 @@ import hmac
 import logging
 import os
 import re
+import ssl
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Mapping
@@ -254,6 +255,27 @@ class TlsConfig:
 
     def channel_options(self) -> list[tuple[str, str]]:
         return [("grpc.ssl_target_name_override", self.server_name)] if self.server_name else []
+
+    def server_ssl_context(self) -> ssl.SSLContext:
+        """The same certificate for the members' links (:mod:`jet.cluster.tcp_links`)."""
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        try:
+            context.load_cert_chain(self.cert_file, self.key_file)
+        except (OSError, ssl.SSLError) as e:
+            raise ValueError(f"TLS cert_file {self.cert_file!r} and key_file {self.key_file!r} cannot be "
+                             f"loaded: {getattr(e, 'strerror', None) or e}") from e
+        return context
+
+    def client_ssl_context(self) -> ssl.SSLContext:
+        """Verifies a member's link against ``ca_file`` (or ``cert_file``), by the host name dialled
+        or ``server_name``."""
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+        ca = self.ca_file or self.cert_file
+        try:
+            context.load_verify_locations(cafile=ca)
+        except (OSError, ssl.SSLError) as e:
+            raise ValueError(f"TLS ca_file {ca!r} cannot be loaded: {getattr(e, 'strerror', None) or e}") from e
+        return context
 
 
 def _read(path: str, field: str) -> bytes:

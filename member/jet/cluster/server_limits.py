@@ -1,12 +1,13 @@
 """How a member's gRPC server shares its threads, so that members' control calls never wait.
 
-A synchronous gRPC server runs every call on one pool thread for the call's whole life: a frame
-stream (a peer member, a Spark task or driver) holds its thread for as long as it is open, and a
-client's ``job_wait`` for up to half a minute. If those could take every thread, ``init``,
-``start`` and end-of-execution reports would queue behind them and jobs would hang. So each kind
-of long call has a bound of its own (:class:`ServerLimits`), the pool has a thread for every one
-of them plus a reserve for members' control calls, and a call beyond its bound is refused at once
-with ``RESOURCE_EXHAUSTED`` instead of waiting for a thread.
+A synchronous gRPC server runs every call on one pool thread for the call's whole life: a client's
+frame stream (a Spark task or driver) holds its thread for as long as it is open, and a client's
+``job_wait`` for up to half a minute. If those could take every thread, members' calls
+(``OpenLink``, ``leaving``) would queue behind them. So each kind of long call has a bound of its
+own (:class:`ServerLimits`), the pool has a thread for every one of them plus a reserve for
+members' calls, and a call beyond its bound is refused at once with ``RESOURCE_EXHAUSTED`` instead
+of waiting for a thread. Members' links are sockets of their own (:mod:`jet.cluster.tcp_links`):
+they are bounded too, but hold no gRPC thread.
 """
 
 from __future__ import annotations
@@ -30,9 +31,9 @@ class ServerLimits:
     client_calls: int = DEFAULT_CLIENT_CALLS
     """Control calls of clients (submit, status, wait, results, ...)."""
     member_streams: int = DEFAULT_MEMBER_STREAMS
-    """Frame streams of other members: one per lower-index member, so the member count suffices."""
+    """Links of other members: one per lower-index member, so the member count suffices."""
     member_call_threads: int = MEMBER_CALL_THREADS
-    """Threads no stream and no client call can take: members' control calls are never refused."""
+    """Threads no stream and no client call can take: members' calls are never refused."""
 
     def __post_init__(self) -> None:
         for name in ("client_streams", "client_calls", "member_streams", "member_call_threads"):
@@ -42,7 +43,7 @@ class ServerLimits:
     @property
     def threads(self) -> int:
         """The size of the server's thread pool: a thread for every bounded call, and the reserve."""
-        return self.client_streams + self.client_calls + self.member_streams + self.member_call_threads
+        return self.client_streams + self.client_calls + self.member_call_threads
 
 
 class Slots:

@@ -1,25 +1,25 @@
-"""gRPC plumbing between members: one bidirectional frame stream per member pair, and control calls.
+"""gRPC plumbing of a member: authenticated calls, clients' frame streams, and opening members' links.
 
-No protobuf: both methods carry raw bytes (``/jet.Member/Stream``: a stream of messages each way, each
-message one or more ``u32 length | frame`` with frames framed by :mod:`jet.cluster.packets`;
-``/jet.Member/Control``: one request ``(message type, payload)`` and one reply, made by clients;
-members call each other on their stream, see :mod:`jet.cluster.stream_calls`). Every call is
+No protobuf: the methods carry raw bytes. ``/jet.Member/Control``: one request ``(message type,
+payload)`` and one reply, made by clients (members call each other on their links, see
+:mod:`jet.cluster.stream_calls`). ``/jet.Member/Stream``: a client's (a Spark task's) frame stream,
+messages each way, each one or more ``u32 length | frame`` with frames framed by
+:mod:`jet.cluster.packets`, delivered to ``on_client_frame``. ``/jet.Member/OpenLink``: a member
+asks for a link and gets a ticket for the member's link listener; members' frames then travel on
+that socket (:mod:`jet.cluster.tcp_links`, which says why) and go to ``on_frame``. Every call is
 authenticated by :class:`~jet.cluster.auth.ClusterAuthInterceptor` before any handler runs, which
 also tells a member from a client (:class:`~jet.cluster.auth.Caller`); payloads may be
 cloudpickled by the caller and are decoded by the handler only, i.e. only after authentication.
-A member's stream delivers its frames to ``on_frame``, a client's (a Spark task's) to
-``on_client_frame``; one index has at most one live stream. Streams and clients' control calls
-are bounded (:mod:`jet.cluster.server_limits`) so members' control calls always get a thread.
+One index has at most one live stream or link. Streams, links and clients' control calls are
+bounded (:mod:`jet.cluster.server_limits`) so members' calls always get a thread.
 
-Either end of a stream is a :class:`FrameLink`: ``send(frame)`` queues a frame, incoming frames go to
-``on_frame(peer_index, frame)`` on the link's reader thread in order, and when the stream breaks
-``on_connection_lost(peer_index, error)`` is called once (not after a local ``close()``). A link
-does not reconnect itself: a lost connection fails the executions over it, and the member layer
-(:mod:`jet.cluster.membership`) dials a new stream when the peer is back.
+Either end of a stream or link is a :class:`~jet.cluster.frame_link.FrameLink`. A link does not
+reconnect itself: a lost connection fails the executions over it, and the member layer
+(:mod:`jet.cluster.membership`) dials a new link when the peer is back.
 
-**Heartbeats** are empty gRPC messages: they carry no frame, so the framing above ignores them, and
-every message (data or heartbeat) refreshes the link's ``last_message_at``. The serving side sends
-one as soon as it accepts a stream, which tells the dialling side its stream was accepted
+**Heartbeats** carry no frame (an empty gRPC message, or a record of length 0 on a link), and
+every message refreshes the link's ``last_message_at``. The serving side sends one as soon as it
+accepts a stream or link, which tells the dialling side it was accepted
 (``FrameLink.established``); :class:`~jet.cluster.heartbeat.HeartbeatMonitor` sends the rest and
 fails a link silent for too long.
 """
@@ -27,35 +27,34 @@ fails a link silent for too long.
 from __future__ import annotations
 
 import logging
-import queue
 import struct
 import threading
-import time
 from concurrent import futures
-from typing import Callable, Iterable, Iterator
+from typing import Callable, Iterator
 
 import grpc
 
 from jet.cluster.auth import Caller, ClusterAuthInterceptor, TlsConfig, call_metadata, caller_of
+from jet.cluster.frame_link import (ConnectionLostCallback, FrameCallback, FrameLink, describe_rpc_error,
+                                    start_reader)
 from jet.cluster.packets import PacketFormatError
+from jet.cluster.tcp_links import (LinkListener, TcpLink, TicketBook, TlsSession, decode_link_offer, dial_link,
+                                   encode_link_offer, send_refusal)
 from jet.cluster.server_limits import ServerLimits, Slots
 
 STREAM_METHOD = "/jet.Member/Stream"
+OPEN_LINK_METHOD = "/jet.Member/OpenLink"
 CONTROL_METHOD = "/jet.Member/Control"
 MAX_MESSAGE_BYTES = 256 * 1024 * 1024
 KEEPALIVE_TIME_MS = 2_000
 KEEPALIVE_TIMEOUT_MS = 2_000
 DEFAULT_CONTROL_TIMEOUT_S = 10.0
+OPEN_LINK_TIMEOUT_S = 10.0
 
-FrameCallback = Callable[[int, bytes], None]
-ConnectionLostCallback = Callable[[int, BaseException], None]
 ControlHandler = Callable[[Caller, str, bytes], bytes]
 
 logger = logging.getLogger(__name__)
-_CLOSE = object()
-_HEARTBEAT = object()
 _TYPE_LENGTH = struct.Struct(">H")
-_FRAME_LENGTH = struct.Struct(">I")
 RECONNECT_BACKOFF_MS = 100
 MAX_RECONNECT_BACKOFF_MS = 2000
 CONNECT_TIMEOUT_MS = 20_000
@@ -63,8 +62,6 @@ CONNECT_TIMEOUT_MS = 20_000
 gRPC takes it from ``grpc.min_reconnect_backoff_ms``: set to the 100 ms reconnect backoff, it
 made a handshake slower than 100 ms (a loaded machine: Spark's JVM and the members on 2 cores)
 fail with "connection attempt timed out before receiving SETTINGS frame"."""
-MAX_BATCH_BYTES = 1024 * 1024
-"""Queued frames are sent together in one gRPC message of up to about this size."""
 
 
 GRPC_WAIT_SLICE_S = 2.0
@@ -154,147 +151,6 @@ class ControlCallError(Exception):
         self.details = details
 
 
-class FrameLink:
-    """One end of the frame stream with one peer member (either the dialling or the serving side)."""
-
-    def __init__(self, peer_index: int, on_frame: FrameCallback | None,
-                 on_connection_lost: ConnectionLostCallback | None) -> None:
-        self.peer_index = peer_index
-        self._on_frame = on_frame
-        self._on_connection_lost = on_connection_lost
-        self._outgoing: queue.SimpleQueue = queue.SimpleQueue()
-        self._lock = threading.Lock()
-        self._closed = False
-        self._cancel: Callable[[], object] | None = None
-        self._set_status: Callable[[grpc.StatusCode, str], None] | None = None
-        """The serving side's way to end the call with a status (instead of cancelling it)."""
-        self.closed_event = threading.Event()
-        """Set once the link is closed, locally or by a failure."""
-        self.established = threading.Event()
-        """Set when the first message from the peer arrives (the serving side sends a heartbeat
-        at once, so on the dialling side this means the peer accepted the stream)."""
-        self.last_message_at = time.monotonic()
-        """``time.monotonic()`` of the last message from the peer (or of the link's creation)."""
-        self.last_frame_sent_at = float("-inf")
-        """``time.monotonic()`` of the last frame queued for the peer (a heartbeat is not one)."""
-
-    @property
-    def closed(self) -> bool:
-        return self._closed
-
-    def send(self, frame: bytes) -> None:
-        """Queue one frame for the peer (never blocks); raises ``ConnectionError`` once closed."""
-        if self._closed:
-            raise ConnectionError(f"the stream to member {self.peer_index} is closed")
-        self.last_frame_sent_at = time.monotonic()
-        self._outgoing.put(frame)
-
-    def send_heartbeat(self) -> None:
-        """Queue a heartbeat: an empty message, skipped when it would travel with frames anyway."""
-        if self._closed:
-            raise ConnectionError(f"the stream to member {self.peer_index} is closed")
-        self._outgoing.put(_HEARTBEAT)
-
-    def fail(self, error: BaseException) -> None:
-        """Declare the link lost: cancel the stream and call ``on_connection_lost`` with ``error``
-        (once; nothing happens on a link already closed)."""
-        self._finish(error)
-
-    def pending_frames(self) -> int:
-        """Frames queued and not yet taken by gRPC."""
-        return self._outgoing.qsize()
-
-    def close(self) -> None:
-        """Close the link from this side; ``on_connection_lost`` is not called."""
-        self._finish(None)
-
-    def _outgoing_messages(self) -> Iterator[bytes]:
-        """gRPC messages of queued frames: each ``u32 length | frame``, as many as are queued, up
-        to :data:`MAX_BATCH_BYTES` (a gRPC message costs far more than its bytes)."""
-        get, get_nowait, pack_length = self._outgoing.get, self._outgoing.get_nowait, _FRAME_LENGTH.pack
-        while (frame := get()) is not _CLOSE:
-            if frame is _HEARTBEAT:
-                yield b""
-                continue
-            parts = [pack_length(len(frame)), frame]
-            size = len(frame)
-            while size < MAX_BATCH_BYTES:
-                try:
-                    frame = get_nowait()
-                except queue.Empty:
-                    break
-                if frame is _CLOSE:
-                    yield b"".join(parts)
-                    return
-                if frame is _HEARTBEAT:  # this message is proof of life enough
-                    continue
-                parts += (pack_length(len(frame)), frame)
-                size += len(frame)
-            yield b"".join(parts)
-
-    def _read_loop(self, incoming: Iterable[bytes]) -> None:
-        on_frame = self._on_frame or _no_frame_handler
-        unpack_length = _FRAME_LENGTH.unpack_from
-        clock, established = time.monotonic, self.established
-        try:
-            for message in incoming:
-                self.last_message_at = clock()
-                if not established.is_set():
-                    established.set()
-                offset, end = 0, len(message)
-                while offset < end:
-                    if offset + 4 > end or offset + 4 + (length := unpack_length(message, offset)[0]) > end:
-                        raise PacketFormatError(f"a message from member {self.peer_index} ends inside a frame")
-                    offset += 4
-                    on_frame(self.peer_index, message[offset:offset + length])
-                    offset += length
-            error: BaseException = ConnectionError(f"member {self.peer_index} closed the stream")
-        except grpc.RpcError as e:
-            error = ConnectionError(f"stream with member {self.peer_index} broke: {_describe(e)}")
-            error.__cause__ = e
-        except Exception as e:  # the frame handler failed (e.g. PacketFormatError): drop the peer
-            logger.warning("closing the stream with member %d: frame handler raised %r", self.peer_index, e)
-            if self._set_status is not None:  # tell the peer why, rather than cancelling
-                code = grpc.StatusCode.PERMISSION_DENIED if isinstance(e, PermissionError) \
-                    else grpc.StatusCode.INVALID_ARGUMENT
-                self._set_status(code, f"{type(e).__name__}: {e}")
-                self._finish(e, cancel=False)
-                return
-            error = e
-        self._finish(error)
-
-    def _finish(self, error: BaseException | None, cancel: bool = True) -> None:
-        with self._lock:
-            if self._closed:
-                return
-            self._closed = True
-        if cancel and self._cancel is not None:
-            self._cancel()  # before the stream can end normally: the peer sees a cancelled call
-        self._outgoing.put(_CLOSE)
-        self.closed_event.set()
-        if error is not None and self._on_connection_lost is not None:
-            try:
-                self._on_connection_lost(self.peer_index, error)
-            except Exception:
-                logger.exception("on_connection_lost(%d) raised", self.peer_index)
-
-
-def _no_frame_handler(peer_index: int, frame: bytes) -> None:
-    raise RuntimeError(f"a frame from member {peer_index} arrived, but no frame handler is registered")
-
-
-def _describe(error: grpc.RpcError) -> str:
-    if isinstance(error, grpc.Call):
-        return f"{error.code().name}: {error.details()}"
-    return "the call was cancelled or the peer went away"
-
-
-def _start_reader(link: FrameLink, incoming: Iterable[bytes], name: str) -> threading.Thread:
-    thread = threading.Thread(target=link._read_loop, args=(incoming,), name=name, daemon=True)
-    thread.start()
-    return thread
-
-
 class MemberServer:
     """The gRPC server of one member: accepts frame streams and control calls.
 
@@ -333,6 +189,7 @@ class MemberServer:
             futures.ThreadPoolExecutor(max_workers=limits.threads, thread_name_prefix="jet-grpc"),
             handlers=[grpc.method_handlers_generic_handler("jet.Member", {
                 "Stream": grpc.stream_stream_rpc_method_handler(self._stream),
+                "OpenLink": grpc.unary_unary_rpc_method_handler(self._open_link),
                 "Control": grpc.unary_unary_rpc_method_handler(self._control),
             })],
             interceptors=[ClusterAuthInterceptor(token, lambda method: method == STREAM_METHOD,
@@ -344,9 +201,13 @@ class MemberServer:
                      else self._server.add_insecure_port(address))
         if self.port == 0:
             raise OSError(f"cannot bind the member server to {address}")
+        self._tickets = TicketBook()
+        self._link_listener = LinkListener(host, tls.server_ssl_context() if tls else None, self._link_arrived)
+        """Members' links (:mod:`jet.cluster.tcp_links`), opened with a ticket from ``OpenLink``."""
 
     def start(self) -> "MemberServer":
         self._server.start()
+        self._link_listener.start()
         return self
 
     def stop_accepting_members(self) -> None:
@@ -357,8 +218,10 @@ class MemberServer:
         """Stop serving; open links are closed without ``on_connection_lost``."""
         with self._links_changed:
             links = list(self._links.values())
+        self._link_listener.stop()
         for link in links:
             link.close()
+        self._tickets.close()
         self._server.stop(grace_s).wait()
 
     def link(self, peer_index: int) -> FrameLink | None:
@@ -386,34 +249,22 @@ class MemberServer:
         link.send(frame)
 
     def _stream(self, request_iterator: Iterator[bytes], context: grpc.ServicerContext) -> Iterator[bytes]:
+        """A client's frame stream (members link over TCP: :meth:`_open_link`)."""
         caller = caller_of(context)
-        on_frame = self.on_frame if caller.is_member else self.on_client_frame
-        if on_frame is None and not caller.is_member:
+        if caller.is_member:
+            context.abort(grpc.StatusCode.PERMISSION_DENIED,
+                          f"{caller} must open its link with {OPEN_LINK_METHOD}, not a gRPC stream")
+        if self.on_client_frame is None:
             logger.warning("refused a stream from %s: this member serves no client streams", caller)
             context.abort(grpc.StatusCode.PERMISSION_DENIED,
                           f"this server accepts frame streams from members only, not from {caller}")
-        if caller.is_member and not self._accepting_members:
-            context.abort(grpc.StatusCode.UNAVAILABLE, "this member is stopping")
-        slots = self._member_streams if caller.is_member else self._client_streams
-        give_back = slots.take()
-        if give_back is None:
-            kind = "member" if caller.is_member else "client"
-            logger.warning("refused a stream from %s: already serving %d %s streams", caller, slots.limit, kind)
-            context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED,
-                          f"this member already serves its limit of {slots.limit} {kind} streams; try later")
-        link = FrameLink(caller.index, on_frame, lambda index, error: self._lost(link, error))
+        give_back = self._slot(self._client_streams, caller, "client", context)
+        link = FrameLink(caller.index, self.on_client_frame, lambda index, error: self._lost(link, error))
         link._cancel = context.cancel
         link._set_status = lambda code, details: (context.set_code(code), context.set_details(details))
-        with self._links_changed:
-            live = self._links.get(caller.index)
-            if live is None or live.closed:
-                self._links[caller.index] = link
-                self._links_changed.notify_all()
-        if live is not None and not live.closed:
+        if not self._register(link):
             give_back()
-            logger.warning("refused a second stream from %s: its first stream is live and stays", caller)
-            context.abort(grpc.StatusCode.ALREADY_EXISTS,
-                          f"{caller} already has a live stream to this member; a second one is refused")
+            context.abort(grpc.StatusCode.ALREADY_EXISTS, _refuse_second_stream(caller))
 
         def terminated() -> None:
             link._finish(ConnectionError(f"stream from member {caller.index} terminated"))
@@ -423,10 +274,59 @@ class MemberServer:
             terminated()
             return iter(())
         link.send_heartbeat()  # the first message: tells the dialling side its stream was accepted
+        start_reader(link, request_iterator, f"jet-recv-{caller.index}")
+        return _giving_back(link._outgoing_messages(), give_back)
+
+    def _open_link(self, request: bytes, context: grpc.ServicerContext) -> bytes:
+        """A member asks to link: refused as its stream used to be, or the listener's port and a ticket."""
+        caller = caller_of(context)
+        if not caller.is_member:
+            context.abort(grpc.StatusCode.PERMISSION_DENIED, f"only members open links, not {caller}")
+        if not self._accepting_members:
+            context.abort(grpc.StatusCode.UNAVAILABLE, "this member is stopping")
+        give_back = self._slot(self._member_streams, caller, "member", context)
+        if self.link(caller.index) is not None:
+            give_back()
+            context.abort(grpc.StatusCode.ALREADY_EXISTS, _refuse_second_stream(caller))
+        return encode_link_offer(self._link_listener.port, self._tickets.issue(caller.index, give_back))
+
+    def _link_arrived(self, sock, tls: TlsSession | None, ticket: bytes, received: bytes, address: str) -> None:
+        """A connection with a ticket came to the link listener: it becomes that member's link."""
+        redeemed = self._tickets.redeem(ticket)
+        if redeemed is None:
+            logger.warning("refused a link connection from %s: its ticket is unknown or expired", address)
+            send_refusal(sock, tls, "UNAUTHENTICATED: the ticket is unknown or expired")
+            return
+        peer, give_back = redeemed
+        threading.current_thread().name = f"jet-recv-{peer}"  # this thread reads the link
+        link = TcpLink(peer, self.on_frame, lambda index, error: self._lost(link, error), on_end=give_back)
+        if not self._register(link):
+            give_back()
+            send_refusal(sock, tls, f"ALREADY_EXISTS: {_refuse_second_stream(Caller(peer))}")
+            return
+        link.send_heartbeat()  # the first message: tells the dialling side its link was taken
         if self.on_peer_connected is not None:
             self.on_peer_connected(link)
-        _start_reader(link, request_iterator, f"jet-recv-{caller.index}")
-        return _giving_back(link._outgoing_messages(), give_back)
+        link.attach(sock, tls, received)
+
+    def _slot(self, slots: Slots, caller: Caller, kind: str, context: grpc.ServicerContext) -> Callable[[], None]:
+        """One of ``slots`` for ``caller``'s stream, or the call ends with ``RESOURCE_EXHAUSTED``."""
+        give_back = slots.take()
+        if give_back is None:
+            logger.warning("refused a stream from %s: already serving %d %s streams", caller, slots.limit, kind)
+            context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED,
+                          f"this member already serves its limit of {slots.limit} {kind} streams; try later")
+        return give_back
+
+    def _register(self, link: FrameLink) -> bool:
+        """Make ``link`` the live one of its index; False when that index has a live one already."""
+        with self._links_changed:
+            live = self._links.get(link.peer_index)
+            if live is not None and not live.closed:
+                return False
+            self._links[link.peer_index] = link
+            self._links_changed.notify_all()
+            return True
 
     def _lost(self, link: FrameLink, error: BaseException) -> None:
         with self._links_changed:
@@ -459,6 +359,12 @@ class MemberServer:
         return serve_control(self.on_control, caller, request)
 
 
+def _refuse_second_stream(caller: Caller) -> str:
+    """Logs the refusal of a second stream for a live index; what the refused caller is told."""
+    logger.warning("refused a second stream from %s: its first stream is live and stays", caller)
+    return f"{caller} already has a live stream to this member; a second one is refused"
+
+
 def serve_control(on_control: ControlHandler, caller: Caller,
                   request: bytes) -> tuple[grpc.StatusCode | None, bytes | str]:
     """Answer one control request: ``(None, reply)``, or the status code and details the call
@@ -489,8 +395,9 @@ def _giving_back(messages: Iterator[bytes], give_back: Callable[[], None]) -> It
 class PeerConnection:
     """The dialling side: opens the frame stream to one peer member and makes control calls to it.
 
-    The stream is opened at construction; frames sent before the peer answers are queued. A broken
-    stream (peer died, wrong token, keepalive timeout) calls ``on_connection_lost`` once. With
+    The stream is opened at construction (a member's link: asked for with ``OpenLink`` and carried
+    by a thread of its own); frames sent before the peer answers are queued. A broken stream (peer
+    died, wrong token, refused) calls ``on_connection_lost`` once. With
     ``open_stream=False`` only control calls are made (a client, or the higher-index member of a
     pair calling the lower one, whose stream the lower one dialled); ``link`` is ``None`` then.
     A member (``self_index >= 0``) proves its index with ``member_key``; a client (negative
@@ -512,10 +419,29 @@ class PeerConnection:
         self.link: FrameLink | None = None
         if not open_stream:
             return
+        if self_index >= 0:  # a member links over TCP
+            self.link = TcpLink(peer_index, on_frame, on_connection_lost)
+            threading.Thread(target=self._open_link, args=(self.link, tls), name=f"jet-recv-{peer_index}",
+                             daemon=True).start()
+            return
         self.link = FrameLink(peer_index, on_frame, on_connection_lost)
         call = self._channel.stream_stream(STREAM_METHOD)(self.link._outgoing_messages(), metadata=self._metadata)
         self.link._cancel = call.cancel
-        _start_reader(self.link, call, f"jet-recv-{peer_index}")
+        start_reader(self.link, call, f"jet-recv-{peer_index}")
+
+    def _open_link(self, link: TcpLink, tls: TlsConfig | None) -> None:
+        """Ask the peer for a ticket, connect, and carry ``link`` (as its reader) until it ends."""
+        host = self.address.rsplit(":", 1)[0].strip("[]")
+        try:
+            offer = self._channel.unary_unary(OPEN_LINK_METHOD)(b"", timeout=OPEN_LINK_TIMEOUT_S,
+                                                                metadata=self._metadata, wait_for_ready=True)
+            port, ticket = decode_link_offer(offer)
+            dial_link(link, host, port, ticket, tls.client_ssl_context() if tls else None,
+                      tls.server_name if tls else None)
+        except grpc.RpcError as e:
+            link._finish(ConnectionError(f"stream with member {self.peer_index} broke: {describe_rpc_error(e)}"))
+        except (OSError, ValueError, PacketFormatError) as e:
+            link._finish(ConnectionError(f"could not link to member {self.peer_index} at {host}: {e}"))
 
     def send(self, frame: bytes) -> None:
         """Queue one frame for the peer; raises ``ConnectionError`` once the stream is closed."""

@@ -1,0 +1,176 @@
+"""FrameLink: one end of the frame stream between two members, whatever carries it.
+
+``send(frame)`` queues a frame (it never blocks), incoming frames go to ``on_frame(peer_index,
+frame)`` on the link's reader thread in order, and when the link breaks ``on_connection_lost
+(peer_index, error)`` is called once (not after a local ``close()``). Every message from the peer
+(a batch of frames, or a heartbeat carrying none) refreshes ``last_message_at``. This class carries
+its frames in gRPC messages (a client's stream, :mod:`jet.cluster.transport`); members' links are
+:class:`jet.cluster.tcp_links.TcpLink`, the same with a socket underneath.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import struct
+import threading
+import time
+from typing import Callable, Iterable, Iterator
+
+import grpc
+
+from jet.cluster.packets import PacketFormatError
+
+FrameCallback = Callable[[int, bytes], None]
+ConnectionLostCallback = Callable[[int, BaseException], None]
+
+logger = logging.getLogger(__name__)
+CLOSE = object()
+HEARTBEAT = object()
+FRAME_LENGTH = struct.Struct(">I")
+MAX_BATCH_BYTES = 1024 * 1024
+"""Queued frames are sent together in one message of up to about this size."""
+
+
+class FrameLink:
+    """One end of the frame stream with one peer member (either the dialling or the serving side)."""
+
+    def __init__(self, peer_index: int, on_frame: FrameCallback | None,
+                 on_connection_lost: ConnectionLostCallback | None) -> None:
+        self.peer_index = peer_index
+        self._on_frame = on_frame
+        self._on_connection_lost = on_connection_lost
+        self._outgoing: queue.SimpleQueue = queue.SimpleQueue()
+        self._lock = threading.Lock()
+        self._closed = False
+        self._cancel: Callable[[], object] | None = None
+        self._set_status: Callable[[grpc.StatusCode, str], None] | None = None
+        """The serving side's way to end the call with a status (instead of cancelling it)."""
+        self.closed_event = threading.Event()
+        """Set once the link is closed, locally or by a failure."""
+        self.established = threading.Event()
+        """Set when the first message from the peer arrives (the serving side sends a heartbeat
+        at once, so on the dialling side this means the peer accepted the stream)."""
+        self.last_message_at = time.monotonic()
+        """``time.monotonic()`` of the last message from the peer (or of the link's creation)."""
+        self.last_frame_sent_at = float("-inf")
+        """``time.monotonic()`` of the last frame queued for the peer (a heartbeat is not one)."""
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def send(self, frame: bytes) -> None:
+        """Queue one frame for the peer (never blocks); raises ``ConnectionError`` once closed."""
+        if self._closed:
+            raise ConnectionError(f"the stream to member {self.peer_index} is closed")
+        self.last_frame_sent_at = time.monotonic()
+        self._outgoing.put(frame)
+
+    def send_heartbeat(self) -> None:
+        """Queue a heartbeat: an empty message, skipped when it would travel with frames anyway."""
+        if self._closed:
+            raise ConnectionError(f"the stream to member {self.peer_index} is closed")
+        self._outgoing.put(HEARTBEAT)
+
+    def fail(self, error: BaseException) -> None:
+        """Declare the link lost: cancel the stream and call ``on_connection_lost`` with ``error``
+        (once; nothing happens on a link already closed)."""
+        self._finish(error)
+
+    def pending_frames(self) -> int:
+        """Frames queued and not yet taken by gRPC."""
+        return self._outgoing.qsize()
+
+    def close(self) -> None:
+        """Close the link from this side; ``on_connection_lost`` is not called."""
+        self._finish(None)
+
+    def _outgoing_messages(self) -> Iterator[bytes]:
+        """gRPC messages of queued frames: each ``u32 length | frame``, as many as are queued, up
+        to :data:`MAX_BATCH_BYTES` (a gRPC message costs far more than its bytes)."""
+        get, get_nowait, pack_length = self._outgoing.get, self._outgoing.get_nowait, FRAME_LENGTH.pack
+        while (frame := get()) is not CLOSE:
+            if frame is HEARTBEAT:
+                yield b""
+                continue
+            parts = [pack_length(len(frame)), frame]
+            size = len(frame)
+            while size < MAX_BATCH_BYTES:
+                try:
+                    frame = get_nowait()
+                except queue.Empty:
+                    break
+                if frame is CLOSE:
+                    yield b"".join(parts)
+                    return
+                if frame is HEARTBEAT:  # this message is proof of life enough
+                    continue
+                parts += (pack_length(len(frame)), frame)
+                size += len(frame)
+            yield b"".join(parts)
+
+    def _read_loop(self, incoming: Iterable[bytes]) -> None:
+        on_frame = self._on_frame or no_frame_handler
+        unpack_length = FRAME_LENGTH.unpack_from
+        clock, established = time.monotonic, self.established
+        try:
+            for message in incoming:
+                self.last_message_at = clock()
+                if not established.is_set():
+                    established.set()
+                offset, end = 0, len(message)
+                while offset < end:
+                    if offset + 4 > end or offset + 4 + (length := unpack_length(message, offset)[0]) > end:
+                        raise PacketFormatError(f"a message from member {self.peer_index} ends inside a frame")
+                    offset += 4
+                    on_frame(self.peer_index, message[offset:offset + length])
+                    offset += length
+            error: BaseException = ConnectionError(f"member {self.peer_index} closed the stream")
+        except grpc.RpcError as e:
+            error = ConnectionError(f"stream with member {self.peer_index} broke: {describe_rpc_error(e)}")
+            error.__cause__ = e
+        except Exception as e:  # the frame handler failed (e.g. PacketFormatError): drop the peer
+            logger.warning("closing the stream with member %d: frame handler raised %r", self.peer_index, e)
+            if self._set_status is not None:  # tell the peer why, rather than cancelling
+                code = grpc.StatusCode.PERMISSION_DENIED if isinstance(e, PermissionError) \
+                    else grpc.StatusCode.INVALID_ARGUMENT
+                self._set_status(code, f"{type(e).__name__}: {e}")
+                self._finish(e, cancel=False)
+                return
+            error = e
+        self._finish(error)
+
+    def _finish(self, error: BaseException | None, cancel: bool = True) -> bool:
+        """Close the link (once: False when it already was), cancelling the transport unless
+        ``cancel`` is False (then what is queued still goes out)."""
+        with self._lock:
+            if self._closed:
+                return False
+            self._closed = True
+        if cancel and self._cancel is not None:
+            self._cancel()  # before the stream can end normally: the peer sees a cancelled call
+        self._outgoing.put(CLOSE)
+        self.closed_event.set()
+        if error is not None and self._on_connection_lost is not None:
+            try:
+                self._on_connection_lost(self.peer_index, error)
+            except Exception:
+                logger.exception("on_connection_lost(%d) raised", self.peer_index)
+        return True
+
+
+def no_frame_handler(peer_index: int, frame: bytes) -> None:
+    raise RuntimeError(f"a frame from member {peer_index} arrived, but no frame handler is registered")
+
+
+def describe_rpc_error(error: grpc.RpcError) -> str:
+    if isinstance(error, grpc.Call):
+        return f"{error.code().name}: {error.details()}"
+    return "the call was cancelled or the peer went away"
+
+
+def start_reader(link: FrameLink, incoming: Iterable[bytes], name: str) -> threading.Thread:
+    thread = threading.Thread(target=link._read_loop, args=(incoming,), name=name, daemon=True)
+    thread.start()
+    return thread
