@@ -349,6 +349,8 @@ def manifest(file: str, name: str, replicas: int, image: str | None, entrypoint:
 @click.option("--port", type=click.IntRange(1, 65535), default=None, help="gRPC port [default: 5701].")
 @click.option("--http-port", type=click.IntRange(1, 65535), default=None,
               help="HTTP port of /healthz, /job and /metrics [default: 8080].")
+@click.option("--link-port", type=click.IntRange(0, 65535), default=None,
+              help="Port of the other members' links; 0 is any free port [default: 0].")
 @click.option("--host", default=None,
               help="Interface to bind [default: all in a Kubernetes pod, else 127.0.0.1].")
 @click.option("--peers", default=None,
@@ -375,7 +377,7 @@ def manifest(file: str, name: str, replicas: int, image: str | None, entrypoint:
 @click.option("--exit-with-parent", is_flag=True, hidden=True,
               help="Die with the parent process (used by the local cluster).")
 @click.argument("args", nargs=-1)
-def member(port: int | None, http_port: int | None, host: str | None, peers: str | None,
+def member(port: int | None, http_port: int | None, link_port: int | None, host: str | None, peers: str | None,
            replicas: int | None, member_index: int | None, config_file: str | None, threads: int | None,
            pipeline: str | None, entrypoint: str | None, job_name: str | None, guarantee: str | None,
            snapshot_interval: float | None, initial_snapshot_name: str | None, snapshot_store: str | None,
@@ -392,7 +394,8 @@ def member(port: int | None, http_port: int | None, host: str | None, peers: str
     job_supplier = (lambda: load_job_file(pipeline, args, entrypoint, threads)) if pipeline else None
     config = (job_config(job_name or os.path.splitext(os.path.basename(pipeline))[0], guarantee, snapshot_interval,
                          initial_snapshot_name) if pipeline else None)
-    flags = {"port": port, "http_port": http_port, "host": host, "peers": peers, "replicas": replicas,
+    flags = {"port": port, "http_port": http_port, "link_port": link_port, "host": host, "peers": peers,
+             "replicas": replicas,
              "member_index": member_index, "cooperative_threads": threads, "snapshot_store": snapshot_store}
     sys.exit(run_member(flags, config_file, job_supplier, config))
 

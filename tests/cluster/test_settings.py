@@ -17,6 +17,7 @@ def test_defaults():
     assert settings.cooperative_threads is None and settings.flow_control_period_ms == 100
     assert settings.edge_defaults == EdgeDefaults(16384, 8192, 16384, 3)
     assert (settings.port, settings.http_port, settings.member_index, settings.peers) == (5701, 8080, None, None)
+    assert settings.link_port == 0, "any free port: each pod has its own, peers learn it from OpenLink"
     assert settings.tls_config() is None
 
 
@@ -49,6 +50,8 @@ edge_defaults:
      r"receive_window_multiplier from settings file '.*jet.yaml' \(edge_defaults.receive_window_multiplier\): "
      r"expected an integer >= 1, got 2.5"),
     ({}, {}, "port: 70000\n", r"port from settings file .*: expected a port number 1..65535, got 70000"),
+    ({}, {"JET_LINK_PORT": "-1"}, None,
+     r"link_port from environment variable JET_LINK_PORT: expected 0 \(any free port\) or a port number 1..65535"),
     ({}, {}, "flow_control_period: 100\n", r"unknown key 'flow_control_period' in settings file"),
     ({}, {}, "edge_defaults:\n  queue: 1\n", r"unknown key edge_defaults.queue in settings file"),
     ({}, {}, "edge_defaults: 5\n", r"edge_defaults in settings file .*: expected a mapping, got 5"),

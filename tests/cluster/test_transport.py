@@ -24,6 +24,7 @@ from jet.cluster.transport import (
     decode_control_request,
     encode_control_request,
 )
+from jet.cluster.local_cluster import free_ports
 from jet.cluster.server_limits import ServerLimits
 from jet.cluster.tcp_links import LinkListener, TicketBook, TlsSession, decode_link_offer
 
@@ -285,7 +286,7 @@ def test_a_ticket_sent_with_the_last_tls_handshake_message_is_read_at_once(tls_c
         arrived(ticket, received)
         sock.close()
 
-    listener = LinkListener("127.0.0.1", tls_config.server_ssl_context(), greeted).start()
+    listener = LinkListener("127.0.0.1", 0, tls_config.server_ssl_context(), greeted).start()
     sock = socket.create_connection(("127.0.0.1", listener.port), timeout=WAIT_S)
     try:
         session = TlsSession(tls_config.client_ssl_context(), server_side=False, server_hostname="localhost")
@@ -420,6 +421,15 @@ def test_a_link_connection_without_a_good_ticket_is_refused_before_anything_it_s
     assert not marker.exists(), "nothing is unpickled on the link layer"
 
 
+def test_members_links_listen_on_the_given_port(server, connect):
+    [link_port] = free_ports(1)
+    frames = Recorder()
+    member0 = server(on_frame=frames, link_port=link_port)
+    assert link_offer(member0.port, member_metadata(1))[0] == link_port
+    connect(member0.port, self_index=2).send(b"over the given port")
+    assert frames.wait(1) == [(2, b"over the given port")]
+
+
 def test_open_link_is_for_members_and_a_members_grpc_stream_is_refused(server):
     member0 = server(on_frame=Recorder(), on_client_frame=Recorder())
     with pytest.raises(grpc.RpcError) as refused:
@@ -517,7 +527,7 @@ def test_streams_beyond_their_limit_are_refused_and_members_still_get_threads(se
             connect(member0.port, self_index=-101).control("status")
         member = connect(member0.port, self_index=1)
         assert member.control("init") == b"ok"  # a member's control call always gets a thread
-        assert member0.open_streams(members=True) == 1
+        wait_until_true(lambda: member0.open_streams(members=True) == 1)  # its link opens meanwhile
     finally:
         release.set()
         blocking.join()

@@ -86,8 +86,10 @@ class LocalCluster:
         self.member_key = secrets.token_urlsafe(32)
         """Only the member processes get it (tests use it to play a member); never clients or Spark."""
         self.host = "127.0.0.1"
-        ports = free_ports(2 * members, self.host)
-        self.ports, self.http_ports = ports[:members], ports[members:]
+        # Every listening port picked before any member starts: a member binding "any free port"
+        # could take one meant for a member still starting.
+        ports = free_ports(3 * members, self.host)
+        self.ports, self.http_ports, self.link_ports = ports[:members], ports[members:2 * members], ports[2 * members:]
         self.addresses = [f"{self.host}:{port}" for port in self.ports]
         self.log_paths: list[Path] = []
         self.members: list[subprocess.Popen] = []
@@ -116,7 +118,8 @@ class LocalCluster:
         threads, log_dir = self._threads, self._log_dir
         command = [sys.executable, "-m", "jet.cli", "--log-level", self._log_level, "member",
                    "--host", self.host, "--port", str(self.ports[index]),
-                   "--http-port", str(self.http_ports[index]), "--peers", ",".join(self.addresses),
+                   "--http-port", str(self.http_ports[index]), "--link-port", str(self.link_ports[index]),
+                   "--peers", ",".join(self.addresses),
                    "--index", str(index), "--exit-with-parent"]
         if threads:
             command += ["--threads", str(threads)]

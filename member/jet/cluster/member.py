@@ -99,7 +99,8 @@ class Member:
                                    on_peer_connected=self._peer_stream_accepted, on_peer_lost=self._peer_stream_lost,
                                    limits=ServerLimits(client_streams=settings.max_client_streams,
                                                        client_calls=settings.max_client_calls,
-                                                       member_streams=self.member_count))
+                                                       member_streams=self.member_count),
+                                   link_port=settings.link_port)
         self.snapshot_store = (SnapshotStore(settings.snapshot_store, endpoint_url=settings.snapshot_store_endpoint)
                                if settings.snapshot_store else None)
         """Where jobs with a guarantee keep their records and snapshots (shared by every member)."""

@@ -106,6 +106,9 @@ class MemberSettings:
     edge_defaults: EdgeDefaults = field(default_factory=EdgeDefaults)
     port: int = 5701
     http_port: int = 8080
+    link_port: int = 0
+    """The port other members' links connect to (:mod:`jet.cluster.tcp_links`); 0: any free port
+    (members learn it from each other's ``OpenLink`` answer; a local cluster gives each its own)."""
     host: str | None = None
     """The address the gRPC and the HTTP server bind; ``None``: see :meth:`bind_host`."""
     member_index: int | None = None
@@ -244,6 +247,7 @@ _SPECS: dict[str, _Spec] = {name: _Spec(name, *parser) for name, parser in {
     "receive_window_multiplier": _POSITIVE,
     "port": _PORT,
     "http_port": _PORT,
+    "link_port": (_int_at_least(0, 65535), "0 (any free port) or a port number 1..65535"),
     "host": _TEXT,
     "member_index": (_int_at_least(0), "an integer >= 0"),
     "peers": _TEXT,

@@ -351,14 +351,15 @@ class LinkListener:
     and hands ``(socket, tls, ticket, plaintext after it, address)`` to ``on_connection`` on a
     thread of the connection's own (which goes on as the link's reader)."""
 
-    def __init__(self, host: str, tls: ssl.SSLContext | None,
+    def __init__(self, host: str, port: int, tls: ssl.SSLContext | None,
                  on_connection: Callable[[socket.socket, TlsSession | None, bytes, bytes, str], None]) -> None:
+        """Listens on ``host:port`` (``port`` 0: any free port, then :attr:`port` says which)."""
         host = host.strip("[]")
         if ":" in host:
-            self._socket = socket.create_server((host, 0), family=socket.AF_INET6,
+            self._socket = socket.create_server((host, port), family=socket.AF_INET6,
                                                 dualstack_ipv6=host == "::" and socket.has_dualstack_ipv6())
         else:
-            self._socket = socket.create_server((host, 0))
+            self._socket = socket.create_server((host, port))
         self.port = self._socket.getsockname()[1]
         self._tls = tls
         self._on_connection = on_connection

@@ -171,7 +171,7 @@ class MemberServer:
                  on_peer_connected: Callable[[FrameLink], None] | None = None,
                  on_peer_lost: Callable[[FrameLink, BaseException], None] | None = None,
                  on_connection_lost: ConnectionLostCallback | None = None,
-                 limits: ServerLimits = ServerLimits()) -> None:
+                 limits: ServerLimits = ServerLimits(), link_port: int = 0) -> None:
         self.on_frame = on_frame
         self.on_client_frame = on_client_frame
         self.on_control = on_control
@@ -202,7 +202,8 @@ class MemberServer:
         if self.port == 0:
             raise OSError(f"cannot bind the member server to {address}")
         self._tickets = TicketBook()
-        self._link_listener = LinkListener(host, tls.server_ssl_context() if tls else None, self._link_arrived)
+        self._link_listener = LinkListener(host, link_port, tls.server_ssl_context() if tls else None,
+                                           self._link_arrived)
         """Members' links (:mod:`jet.cluster.tcp_links`), opened with a ticket from ``OpenLink``."""
 
     def start(self) -> "MemberServer":
