@@ -1,4 +1,4 @@
-"""Frames/s and MB/s through one member-to-member gRPC stream between two processes on loopback.
+"""Frames/s and MB/s through one member-to-member link between two processes on loopback.
 
     python bench/transport_bench.py [--frames 20000] [--frame-bytes 16384] [--tls] [--rounds 3]
 
