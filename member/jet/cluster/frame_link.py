@@ -79,36 +79,42 @@ class FrameLink:
         self._finish(error)
 
     def pending_frames(self) -> int:
-        """Frames queued and not yet taken by gRPC."""
+        """Frames queued and not yet taken by the transport."""
         return self._outgoing.qsize()
 
     def close(self) -> None:
         """Close the link from this side; ``on_connection_lost`` is not called."""
         self._finish(None)
 
+    def _take_batch(self, first: object) -> tuple[list, bool]:
+        """``first`` and what else is queued now, in order, up to :data:`MAX_BATCH_BYTES` of
+        frames (a message costs far more than its bytes), and whether ``CLOSE`` came, which ends
+        the batch and the link. A heartbeat after the first item is dropped: the message is
+        proof of life enough."""
+        batch, get_nowait = [first], self._outgoing.get_nowait
+        size = len(first) if isinstance(first, bytes) else 0
+        while size < MAX_BATCH_BYTES:
+            try:
+                item = get_nowait()
+            except queue.Empty:
+                break
+            if item is CLOSE:
+                return batch, True
+            if item is not HEARTBEAT:
+                batch.append(item)
+                if isinstance(item, bytes):
+                    size += len(item)
+        return batch, False
+
     def _outgoing_messages(self) -> Iterator[bytes]:
-        """gRPC messages of queued frames: each ``u32 length | frame``, as many as are queued, up
-        to :data:`MAX_BATCH_BYTES` (a gRPC message costs far more than its bytes)."""
-        get, get_nowait, pack_length = self._outgoing.get, self._outgoing.get_nowait, FRAME_LENGTH.pack
-        while (frame := get()) is not CLOSE:
-            if frame is HEARTBEAT:
-                yield b""
-                continue
-            parts = [pack_length(len(frame)), frame]
-            size = len(frame)
-            while size < MAX_BATCH_BYTES:
-                try:
-                    frame = get_nowait()
-                except queue.Empty:
-                    break
-                if frame is CLOSE:
-                    yield b"".join(parts)
-                    return
-                if frame is HEARTBEAT:  # this message is proof of life enough
-                    continue
-                parts += (pack_length(len(frame)), frame)
-                size += len(frame)
-            yield b"".join(parts)
+        """gRPC messages of queued frames, each ``u32 length | frame`` (a heartbeat alone: empty)."""
+        pack_length = FRAME_LENGTH.pack
+        while (item := self._outgoing.get()) is not CLOSE:
+            batch, closing = self._take_batch(item)
+            frames = [frame for frame in batch if frame is not HEARTBEAT]
+            yield b"".join(part for frame in frames for part in (pack_length(len(frame)), frame))
+            if closing:
+                return
 
     def _read_loop(self, incoming: Iterable[bytes]) -> None:
         on_frame = self._on_frame or no_frame_handler
@@ -131,15 +137,20 @@ class FrameLink:
             error = ConnectionError(f"stream with member {self.peer_index} broke: {describe_rpc_error(e)}")
             error.__cause__ = e
         except Exception as e:  # the frame handler failed (e.g. PacketFormatError): drop the peer
-            logger.warning("closing the stream with member %d: frame handler raised %r", self.peer_index, e)
+            code, details = self._refusal(e)
             if self._set_status is not None:  # tell the peer why, rather than cancelling
-                code = grpc.StatusCode.PERMISSION_DENIED if isinstance(e, PermissionError) \
-                    else grpc.StatusCode.INVALID_ARGUMENT
-                self._set_status(code, f"{type(e).__name__}: {e}")
+                self._set_status(code, details)
                 self._finish(e, cancel=False)
                 return
             error = e
         self._finish(error)
+
+    def _refusal(self, error: Exception) -> tuple[grpc.StatusCode, str]:
+        """What the peer is told when the frame handler raised ``error`` on its frame (logged)."""
+        logger.warning("closing the stream with member %d: frame handler raised %r", self.peer_index, error)
+        code = grpc.StatusCode.PERMISSION_DENIED if isinstance(error, PermissionError) \
+            else grpc.StatusCode.INVALID_ARGUMENT
+        return code, f"{type(error).__name__}: {error}"
 
     def _finish(self, error: BaseException | None, cancel: bool = True) -> bool:
         """Close the link (once: False when it already was), cancelling the transport unless

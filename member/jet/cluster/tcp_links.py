@@ -32,7 +32,6 @@ only the writer thread writes to the socket.
 from __future__ import annotations
 
 import logging
-import queue
 import secrets
 import socket
 import ssl
@@ -41,7 +40,7 @@ import threading
 import time
 from typing import Callable
 
-from jet.cluster.frame_link import (CLOSE, HEARTBEAT, MAX_BATCH_BYTES, ConnectionLostCallback, FrameCallback,
+from jet.cluster.frame_link import (CLOSE, FRAME_LENGTH, HEARTBEAT, ConnectionLostCallback, FrameCallback,
                                     FrameLink, no_frame_handler)
 from jet.cluster.packets import PacketFormatError
 
@@ -53,10 +52,9 @@ TICKET_TTL_S = 30.0
 HANDSHAKE_TIMEOUT_S = 10.0
 """How long a new connection may take for its TLS handshake and its ticket."""
 MAX_RECORD_BYTES = 256 * 1024 * 1024
-_RECORD = struct.Struct(">I")
 _OFFER = struct.Struct(">H")
 _REASON_MARK = 0xFFFFFFFF
-_HEARTBEAT_RECORD = _RECORD.pack(0)
+_HEARTBEAT_RECORD = FRAME_LENGTH.pack(0)
 _READ_BYTES = 256 * 1024
 _FLUSH = object()
 """Queued by the reader when TLS has bytes of its own to send: the writer sends them."""
@@ -79,7 +77,7 @@ def decode_link_offer(offer: bytes) -> tuple[int, bytes]:
 
 def reason_record(reason: str) -> bytes:
     data = reason.encode("utf-8", "replace")
-    return _RECORD.pack(_REASON_MARK) + _RECORD.pack(len(data)) + data
+    return FRAME_LENGTH.pack(_REASON_MARK) + FRAME_LENGTH.pack(len(data)) + data
 
 
 class TicketBook:
@@ -246,37 +244,15 @@ class TcpLink(FrameLink):
             self._socket.close()
 
     def _write_loop(self) -> None:
-        sock, tls, get, get_nowait = self._socket, self._tls, self._outgoing.get, self._outgoing.get_nowait
-        pack = _RECORD.pack
+        sock, tls, get = self._socket, self._tls, self._outgoing.get
         try:
             closing = False
             while not closing:
                 item = get()
                 if item is CLOSE:
                     break
-                parts: list[bytes] = []
-                size = 0
-                while True:
-                    if item is HEARTBEAT:
-                        if not parts:  # with frames, the message is proof of life enough
-                            parts.append(_HEARTBEAT_RECORD)
-                    elif item is _GOODBYE:
-                        parts.append(reason_record(""))
-                    elif isinstance(item, str):
-                        parts.append(reason_record(item))
-                    elif item is not _FLUSH:
-                        parts += (pack(len(item)), item)
-                        size += len(item)
-                    if size >= MAX_BATCH_BYTES:
-                        break
-                    try:
-                        item = get_nowait()
-                    except queue.Empty:
-                        break
-                    if item is CLOSE:
-                        closing = True
-                        break
-                data = b"".join(parts)
+                batch, closing = self._take_batch(item)
+                data = b"".join(part for item in batch for part in _record(item))
                 if tls is not None:
                     data = tls.encrypt(data)
                 if data:
@@ -289,7 +265,7 @@ class TcpLink(FrameLink):
 
     def _read_records(self, pending: bytearray) -> None:
         on_frame = self._on_frame or no_frame_handler
-        sock, tls, unpack, peer = self._socket, self._tls, _RECORD.unpack_from, self.peer_index
+        sock, tls, unpack, peer = self._socket, self._tls, FRAME_LENGTH.unpack_from, self.peer_index
         established, clock = self.established, time.monotonic
         try:
             while True:
@@ -331,13 +307,24 @@ class TcpLink(FrameLink):
         except OSError as e:
             error = ConnectionError(f"stream with member {peer} broke: {e}")
         except Exception as e:  # the frame handler failed (e.g. PacketFormatError): drop the peer
-            logger.warning("closing the stream with member %d: frame handler raised %r", peer, e)
-            code = "PERMISSION_DENIED" if isinstance(e, PermissionError) else "INVALID_ARGUMENT"
-            self.end_with_reason(e, f"{code}: {type(e).__name__}: {e}")
+            code, details = self._refusal(e)
+            self.end_with_reason(e, f"{code.name}: {details}")
             self._release()
             return
         self._finish(error)
         self._release()
+
+
+def _record(item: object) -> tuple[bytes, ...]:
+    """The parts a queued item travels as: a frame as a record, a heartbeat as an empty one, a
+    reason (or the goodbye, an empty reason) as the link's last record, a TLS flush as nothing."""
+    if isinstance(item, bytes):
+        return FRAME_LENGTH.pack(len(item)), item
+    if item is HEARTBEAT:
+        return (_HEARTBEAT_RECORD,)
+    if item is _GOODBYE or isinstance(item, str):
+        return (reason_record("" if item is _GOODBYE else item),)
+    return ()  # _FLUSH
 
 
 class _PeerEnded(Exception):
