@@ -287,8 +287,9 @@ class JobCoordinator(JobControl, ExecutionDriver, JobScaling):
 
     def on_execution_done(self, outcome: ExecutionOutcome, results: dict[str, list] | None = None,
                           metrics: dict[str, dict[str, int]] | None = None,
-                          measurements: PackedMeasurements | None = None) -> None:
-        """A member's execution ended (reported by the member, with its results and metrics)."""
+                          measurements: PackedMeasurements | bytes | None = None) -> None:
+        """A member's execution ended (reported by the member, with its results and metrics;
+        ``measurements`` packed, or as the report's JSON bytes, kept so until asked for)."""
         with self._changed:
             run = self._jobs.get(outcome.job_id)
             execution = None if run is None else run.execution

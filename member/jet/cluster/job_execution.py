@@ -28,13 +28,14 @@ from jet.cluster import messages
 from jet.cluster.distributed_plan import DistributedExecutionPlan, check_execution_members
 from jet.cluster.edge_metrics import execution_measurements, plan_figures
 from jet.cluster.network import MemberNetwork
+from jet.cluster.packets import PacketFormatError
 from jet.cluster.observables import Publisher, register_publisher, unregister_publisher
 from jet.core.dag import DAG
 from jet.core.edge import EdgeConfig
 from jet.core.partitioner import PARTITION_COUNT
 from jet.execution.errors import JobCancelledError, JobFailedError, MemberLostError
 from jet.execution.job_future import ExecutionFuture
-from jet.execution.measurements import PackedMeasurements, pack_measurements
+from jet.execution.measurements import packed_measurements_json
 from jet.execution.plan import MemberTopology
 from jet.execution.progress_log import ProgressLog, is_streaming
 from jet.execution.service import TaskletExecutionService
@@ -87,24 +88,31 @@ class ExecutionOutcome:
 
 def encode_report(outcome: ExecutionOutcome, results: dict[str, list], metrics: dict[str, dict[str, int]],
                   measurements: list[dict] | None = None) -> tuple[dict[str, Any], bytes]:
-    """The header and blob of an execution's end report (``execution_done``), the measurements
-    packed (:func:`~jet.execution.measurements.pack_measurements`); results that cannot be pickled
-    are left out with an error in the log (the job itself succeeded)."""
-    blob = b""
+    """The header and blob of an execution's end report (``execution_done``). The blob is the
+    measurements as JSON (:func:`~jet.execution.measurements.packed_measurements_json`, its
+    length in the header's ``measurements_bytes``), then the pickled results; results that
+    cannot be pickled are left out with an error in the log (the job itself succeeded)."""
+    pickled = b""
     if (outcome.ok or outcome.cancelled) and results:
         try:
-            blob = cloudpickle.dumps(results)
+            pickled = cloudpickle.dumps(results)
         except Exception as e:  # noqa: BLE001 - say why the results cannot travel
             log.error("job %s: the results on member %d cannot be pickled: %s", outcome.job_id, outcome.member, e)
-    return {**outcome.to_header(), "metrics": metrics, "measurements": pack_measurements(measurements or [])}, blob
+    packed = packed_measurements_json(measurements or [])
+    return {**outcome.to_header(), "metrics": metrics, "measurements_bytes": len(packed)}, packed + pickled
 
 
 def decode_report(header: dict[str, Any], blob: bytes
-                  ) -> tuple[ExecutionOutcome, dict[str, list], dict[str, dict[str, int]], PackedMeasurements]:
+                  ) -> tuple[ExecutionOutcome, dict[str, list], dict[str, dict[str, int]], bytes]:
     """Inverse of :func:`encode_report` (the blob comes from an authenticated member); the
-    measurements stay packed (the coordinator unpacks them only when asked)."""
-    return (ExecutionOutcome.from_header(header), cloudpickle.loads(blob) if blob else {},
-            header.get("metrics") or {}, header.get("measurements") or {})
+    measurements stay JSON bytes (the coordinator decodes them only when asked)."""
+    length = header.get("measurements_bytes", 0)
+    if type(length) is not int or not 0 <= length <= len(blob):
+        raise PacketFormatError(f"an end report's measurements_bytes must be 0..{len(blob)} (the blob's "
+                                f"length), got {length!r}")
+    pickled = blob[length:]
+    return (ExecutionOutcome.from_header(header), cloudpickle.loads(pickled) if pickled else {},
+            header.get("metrics") or {}, bytes(blob[:length]))
 
 
 @dataclass(frozen=True)

@@ -170,8 +170,9 @@ class Execution:
         """Members lost while this execution ran."""
         self.results: dict[int, dict[str, list]] = {}
         self.final_metrics: dict[int, dict[str, dict[str, int]]] = {}
-        self.final_measurements: dict[int, dict] = {}
-        """Each finished member's last measurements, packed (:func:`jet.execution.measurements.pack_measurements`)."""
+        self.final_measurements: dict[int, dict | bytes] = {}
+        """Each finished member's last measurements, packed (:func:`jet.execution.measurements.pack_measurements`),
+        or the JSON bytes of its report (:func:`~jet.execution.measurements.packed_measurements_json`)."""
         self.snapshots: Any = None
         """Its :class:`~jet.cluster.snapshot_coordinator.SnapshotCoordinator`, with a guarantee."""
 

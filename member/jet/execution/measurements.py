@@ -17,6 +17,7 @@ the producer's outbound ordinal.
 
 from __future__ import annotations
 
+import json
 from typing import Any, Iterable, Iterator, Mapping
 
 from jet.execution.vertex_metrics import BACK_PRESSURED_TIME_MS, JET_NAMES, back_pressured_ms, now_ms, processor_metrics
@@ -79,9 +80,19 @@ def pack_measurements(measurements: Iterable[Measurement]) -> PackedMeasurements
     return {"tags": tag_sets, "rows": rows}
 
 
-def unpack_measurements(packed: PackedMeasurements | None) -> list[Measurement]:
-    """Inverse of :func:`pack_measurements` (each measurement gets a tag dict of its own)."""
+def packed_measurements_json(measurements: Iterable[Measurement]) -> bytes:
+    """:func:`pack_measurements` as JSON bytes: how an end report carries them, so that the
+    coordinator keeps them as they came and decodes them only when asked (a member's k - 1
+    remote edges make every report's measurements grow with k, and there are k reports)."""
+    return json.dumps(pack_measurements(measurements), separators=(",", ":")).encode("utf-8")
+
+
+def unpack_measurements(packed: PackedMeasurements | bytes | None) -> list[Measurement]:
+    """Inverse of :func:`pack_measurements` (each measurement gets a tag dict of its own), or of
+    :func:`packed_measurements_json`."""
     if not packed:
         return []
+    if isinstance(packed, (bytes, bytearray)):
+        packed = json.loads(packed)
     tag_sets = packed["tags"]
     return [measurement(metric, value, tag_sets[index]) for metric, value, index in packed["rows"]]
