@@ -10,6 +10,11 @@ For each k in ``--members`` it starts ``jet.local_cluster(k)`` and measures:
 - ``tiny ms``: median of ``--rounds`` round trips of a 10-item DAG (source -> distributed edge ->
   sink on every member), submit to ``join`` returning, after one such job not counted;
 - ``tiny cpu``: CPU milliseconds of all the members together per tiny job;
+- ``probe us``: CPU microseconds (median over members and ``--rounds`` jobs) of one fixed piece
+  of work that every member's source does inside a tiny job: unpickle the tiny DAG and build its
+  plan as member 1 of 4. The work is the same at every k, so what it gains with k is what sharing
+  the cores costs each member's own work, not work that grows with k (``probe hot us``: the same
+  work done back to back in the bench's process);
 - ``no job``: CPU seconds (utime + stime from ``/proc/<pid>/stat``) per member per second of wall
   time while the cluster idles with no job, over ``--idle-s`` seconds;
 - ``idle job``: the same while a streaming job whose source never emits runs (source -> distributed
@@ -48,6 +53,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import jet  # noqa: E402
 from cluster_bench import word_count  # noqa: E402  (the same word count DAG)
+from contention_bench import init_work, tiny_dag_bytes  # noqa: E402  (the probe's fixed work)
 from jet.core import DAG, Edge  # noqa: E402
 from jet.core.processor import Processor  # noqa: E402
 from jet.core.processors import items_source_p, noop_p  # noqa: E402
@@ -84,6 +90,47 @@ def tiny() -> DAG:
     sink = dag.new_vertex("sink", noop_p(), 1)
     dag.edge(Edge.between(source, sink).distributed())
     return dag
+
+
+PROBE_PLAN_MEMBERS = 4
+
+
+class ProbeSourceP(Processor):
+    """The tiny job's source that first does the probe's fixed work, timed on its own thread,
+    and appends the CPU microseconds to ``path`` (the members run on this machine)."""
+
+    def __init__(self, path: str) -> None:
+        self._path = path
+        self._work = init_work(tiny_dag_bytes(), PROBE_PLAN_MEMBERS)
+
+    def complete(self) -> bool:
+        started = time.thread_time_ns()
+        self._work()
+        spent = time.thread_time_ns() - started
+        with open(self._path, "a") as out:
+            out.write(f"{spent / 1000:.1f}\n")
+        return True
+
+
+def probe(path: str) -> DAG:
+    """The tiny job with the probe in its source."""
+    dag = DAG()
+    source = dag.new_vertex("source", lambda: ProbeSourceP(path), 1)
+    sink = dag.new_vertex("sink", noop_p(), 1)
+    dag.edge(Edge.between(source, sink).distributed())
+    return dag
+
+
+def probe_hot_us(rounds: int) -> float:
+    """The probe's work done ``rounds`` times back to back here: median CPU microseconds."""
+    work = init_work(tiny_dag_bytes(), PROBE_PLAN_MEMBERS)
+    work()
+    spent = []
+    for _ in range(rounds):
+        started = time.thread_time_ns()
+        work()
+        spent.append((time.thread_time_ns() - started) / 1000)
+    return statistics.median(spent)
 
 
 def cpu_seconds(pids: list[int]) -> list[float]:
@@ -189,8 +236,9 @@ def main() -> None:
     tiny_breakdowns: list[tuple[str, list[tuple[str, float]]]] = []
     settings = dict(item.split("=", 1) for item in args.setting)
     lines = [f"the quick brown fox {i % 1000} jumps over the lazy dog {i % 77}" for i in range(args.lines)]
-    print(f"{'members':>7} {'start s':>8} {'tiny ms':>8} {'tiny cpu':>8} {'no job':>7} {'idle job':>9} {'polled src':>10} {'wc s':>6} "
-          f"{'wc cpu s':>9}", flush=True)
+    print(f"probe hot us: {probe_hot_us(max(args.rounds, 50)):.0f}")
+    print(f"{'members':>7} {'start s':>8} {'tiny ms':>8} {'tiny cpu':>8} {'probe us':>8} {'no job':>7} {'idle job':>9} "
+          f"{'polled src':>10} {'wc s':>6} {'wc cpu s':>9}", flush=True)
     for members in args.members:
         started = time.perf_counter()
         with tempfile.TemporaryDirectory() as logs, jet.local_cluster(members, log_dir=logs, **settings) as cluster:
@@ -204,6 +252,12 @@ def main() -> None:
                 cluster.new_job(tiny()).join(60)
                 tinies.append((time.perf_counter() - t0) * 1000)
             tiny_cpu = (sum(cpu_seconds(pids)) - tiny_cpu_before) / args.rounds * 1000
+            probes = Path(logs) / "probe-us.txt"
+            cluster.new_job(probe(str(probes))).join(60)  # not counted: the first pays the probe's imports
+            probes.unlink()
+            for _ in range(args.rounds):
+                cluster.new_job(probe(str(probes))).join(60)
+            probe_us = statistics.median(float(line) for line in probes.read_text().split())
             no_job = cpu_during(pids, args.idle_s)
             polled = run_idle_job(cluster, PolledIdleSourceP, lambda: cpu_during(pids, args.idle_s))
             last = members == args.members[-1]
@@ -233,7 +287,7 @@ def main() -> None:
             cluster.new_job(word_count(lines)).join(600)
             wc = time.perf_counter() - t0
             wc_cpu = statistics.mean(a - b for a, b in zip(cpu_seconds(pids), before))
-        print(f"{members:>7} {start:8.2f} {statistics.median(tinies):8.1f} {tiny_cpu:8.0f} {no_job:7.3f} {idle:9.3f} "
+        print(f"{members:>7} {start:8.2f} {statistics.median(tinies):8.1f} {tiny_cpu:8.0f} {probe_us:8.0f} {no_job:7.3f} {idle:9.3f} "
               f"{polled:10.3f} {wc:6.2f} {wc_cpu:9.2f}", flush=True)
     if breakdown:
         print("idle job, CPU s per member per s by thread:")

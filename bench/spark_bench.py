@@ -24,13 +24,20 @@ run (what is cold, the JVM's JIT and the Python workers' imports, weighs on whic
 comes first) and its best. ``--only`` picks contenders (PySpark alone always runs: it is
 the reference for the check). To profile the Jet run, start it with ``--only spark,jet`` and
 attach ``py-spy record --subprocesses --pid <pid>`` (see bench/README.md).
+
+``--fresh`` runs each contender once in a process of its own instead, with a SparkSession of its
+own (a new JVM, new Python workers) that has run only the PySpark-alone reference: what a user
+meets who runs that one job, each contender paying the JIT of its own path (in one session, the
+first contender that moves Arrow batches into Python pays that path's JIT for every later one).
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import re
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -81,8 +88,13 @@ def main() -> None:
     parser.add_argument("--cold", action="store_true",
                         help="no warm-up of the session's Python workers: the first contender using"
                              " them pays their start (as a fresh `jet run` or PySpark job does)")
+    parser.add_argument("--fresh", action="store_true",
+                        help="run each contender once in a fresh process and SparkSession of its own")
     args = parser.parse_args()
     work = Path(args.dir or tempfile.mkdtemp(prefix="jet-spark-bench-"))
+    if args.fresh:
+        run_fresh(args, work)
+        return
     slots = max(os.cpu_count() or 1, args.members + 2)  # one sink reader per member, plus writers
     spark = spark_session(f"local[{slots}]", {"spark.sql.shuffle.partitions": "8", "spark.driver.memory": "4g"},
                           "jet-spark-bench")
@@ -202,6 +214,36 @@ def main() -> None:
             assert got[key][1] == count and abs(got[key][0] - total) <= 1e-9 * max(1.0, abs(total)), (name, key)
     print("all contenders produced the same groups")
     spark.stop()
+
+
+CONTENDERS = ("jet", "batches", "floor", "rdd", "pandas")
+_TIMING_ROW = re.compile(r"^\| (.+) \| ([0-9.]+) s \| [0-9,]+ \|$")
+
+
+def run_fresh(args: argparse.Namespace, work: Path) -> None:
+    """Each contender of ``--only`` in a process of its own (this script, ``--repeat 1``), all
+    reading the same Parquet input in ``work``; prints each one's time and PySpark alone's in
+    its process."""
+    only = [c for c in args.only.split(",") if c in CONTENDERS]
+    rows: list[tuple[str, float, float]] = []
+    for contender in only:
+        command = [sys.executable, __file__, "--only", f"spark,{contender}", "--rows", str(args.rows),
+                   "--members", str(args.members), "--keys", str(args.keys), "--dir", str(work)]
+        if args.in_process:
+            command.append("--in-process")
+        if args.cold:
+            command.append("--cold")
+        out = subprocess.run(command, capture_output=True, text=True, check=True).stdout
+        timings = [(m.group(1), float(m.group(2))) for m in map(_TIMING_ROW.match, out.splitlines()) if m]
+        if len(timings) != 2 or "all contenders produced the same groups" not in out:
+            raise RuntimeError(f"{contender}: unexpected output of {' '.join(command)}:\n{out}")
+        (_, reference), (name, seconds) = timings
+        rows.append((name, seconds, reference))
+    print(f"rows={args.rows:,} keys={args.keys} members={args.members} cores={os.cpu_count()}, "
+          f"each contender in a fresh process and SparkSession")
+    print("| contender | its run | PySpark alone before it | rows/s |")
+    for name, seconds, reference in rows:
+        print(f"| {name} | {seconds:.1f} s | {reference:.1f} s | {args.rows / seconds:,.0f} |")
 
 
 if __name__ == "__main__":
