@@ -18,7 +18,8 @@ from __future__ import annotations
 
 from typing import Any, Iterator
 
-from jet.execution.measurements import Measurement, execution_tags, measurement, processor_measurements
+from jet.execution.measurements import (Measurement, PackedMeasurements, add_remote, execution_tags, pack_measurements,
+                                        processor_measurements, remote_group, unpack_measurements)
 from jet.execution.vertex_metrics import (DISTRIBUTED_BYTES_IN, DISTRIBUTED_BYTES_OUT, DISTRIBUTED_ITEMS_IN,
                                           DISTRIBUTED_ITEMS_OUT, Metrics, now_ms, vertex_metrics)
 
@@ -74,11 +75,27 @@ def plan_figures(plan: Any, wall_ms: int | None = None) -> dict[str, Metrics]:
 def execution_measurements(execution: Any, wall_ms: int | None = None) -> list[Measurement]:
     """Every measurement of one member's execution (an object with ``job_id``, ``execution_id``,
     ``member_index``, ``message.job_name`` and ``plan``)."""
+    return unpack_measurements(packed_execution_measurements(execution, wall_ms))
+
+
+def packed_execution_measurements(execution: Any, wall_ms: int | None = None) -> PackedMeasurements:
+    """:func:`execution_measurements` packed, each distributed edge's figures as one ``remote``
+    group (a tag set and the metrics' names once, then the values per remote member), so what
+    grows with the member count is a few numbers per remote member."""
     base = execution_tags(execution.job_id, getattr(execution.message, "job_name", ""),
                           getattr(execution, "execution_id", ""), execution.member_index)
     plan = execution.plan
-    result = list(processor_measurements(list(plan.tasklets), base, now_ms() if wall_ms is None else wall_ms))
+    packed = pack_measurements(processor_measurements(list(plan.tasklets), base,
+                                                      now_ms() if wall_ms is None else wall_ms))
+    groups: list[dict] = []
+    group_key = None
     for (source, ordinal, dest, remote), _, figures in _distributed(plan):
-        tags = {**base, "vertex": source, "ordinal": str(ordinal), "to_vertex": dest, "remote_member": str(remote)}
-        result.extend(measurement(metric, value, tags) for metric, value in figures.items())
-    return result
+        key = (source, ordinal, dest, tuple(figures))
+        if key != group_key:  # a plan keeps an edge's senders (and receivers) together
+            group_key = key
+            groups.append(remote_group({**base, "vertex": source, "ordinal": str(ordinal), "to_vertex": dest},
+                                       figures))
+        add_remote(groups[-1], remote, figures.values())
+    if groups:
+        packed["remote"] = groups
+    return packed

@@ -26,7 +26,7 @@ import cloudpickle
 
 from jet.cluster import messages
 from jet.cluster.distributed_plan import DistributedExecutionPlan, check_execution_members
-from jet.cluster.edge_metrics import execution_measurements, plan_figures
+from jet.cluster.edge_metrics import execution_measurements, packed_execution_measurements, plan_figures
 from jet.cluster.network import MemberNetwork
 from jet.cluster.packets import PacketFormatError
 from jet.cluster.observables import Publisher, register_publisher, unregister_publisher
@@ -35,7 +35,7 @@ from jet.core.edge import EdgeConfig
 from jet.core.partitioner import PARTITION_COUNT
 from jet.execution.errors import JobCancelledError, JobFailedError, MemberLostError
 from jet.execution.job_future import ExecutionFuture
-from jet.execution.measurements import packed_measurements_json
+from jet.execution.measurements import PackedMeasurements, packed_measurements_json
 from jet.execution.plan import MemberTopology
 from jet.execution.progress_log import ProgressLog, is_streaming
 from jet.execution.service import TaskletExecutionService
@@ -87,9 +87,9 @@ class ExecutionOutcome:
 
 
 def encode_report(outcome: ExecutionOutcome, results: dict[str, list], metrics: dict[str, dict[str, int]],
-                  measurements: list[dict] | None = None) -> tuple[dict[str, Any], bytes]:
+                  measurements: PackedMeasurements | None = None) -> tuple[dict[str, Any], bytes]:
     """The header and blob of an execution's end report (``execution_done``). The blob is the
-    measurements as JSON (:func:`~jet.execution.measurements.packed_measurements_json`, its
+    packed measurements as JSON (:func:`~jet.execution.measurements.packed_measurements_json`, its
     length in the header's ``measurements_bytes``), then the pickled results; results that
     cannot be pickled are left out with an error in the log (the job itself succeeded)."""
     pickled = b""
@@ -98,7 +98,7 @@ def encode_report(outcome: ExecutionOutcome, results: dict[str, list], metrics: 
             pickled = cloudpickle.dumps(results)
         except Exception as e:  # noqa: BLE001 - say why the results cannot travel
             log.error("job %s: the results on member %d cannot be pickled: %s", outcome.job_id, outcome.member, e)
-    packed = packed_measurements_json(measurements or [])
+    packed = packed_measurements_json(measurements or {"tags": [], "rows": []})
     return {**outcome.to_header(), "metrics": metrics, "measurements_bytes": len(packed)}, packed + pickled
 
 
@@ -240,6 +240,10 @@ class JobExecution:
         """This member's measurements of the execution (see :mod:`jet.execution.measurements`)."""
         return execution_measurements(self)
 
+    def packed_measurements(self) -> PackedMeasurements:
+        """:meth:`measurements` in their wire form."""
+        return packed_execution_measurements(self)
+
     def _restore_entries(self, restore: dict[str, Any]):
         store = self._store
         if "export" in restore:
@@ -366,7 +370,7 @@ class JobExecution:
                       self.execution_id, self.member_index, outcome.tasklet, outcome.error, outcome.traceback)
         # A cancelled execution reports what its list sinks held: a streaming job ends so.
         results = self.plan.results if outcome.ok or outcome.cancelled else {}
-        self.report = encode_report(outcome, results, self.figures(), self.measurements())
+        self.report = encode_report(outcome, results, self.figures(), self.packed_measurements())
         self._on_done(outcome, self)
 
 

@@ -478,7 +478,7 @@ class Member:
     def _execution_metrics(self, peer: int, header: dict, blob: bytes) -> dict:
         execution = self._execution(header)
         if header.get("measurements"):
-            return {"measurements": pack_measurements(execution.measurements())}
+            return {"measurements": execution.packed_measurements()}
         return {"metrics": execution.figures()}
 
     def _execution_state(self, peer: int, header: dict, blob: bytes) -> dict | tuple[dict, bytes]:

@@ -18,7 +18,7 @@ the producer's outbound ordinal.
 from __future__ import annotations
 
 import json
-from typing import Any, Iterable, Iterator, Mapping
+from typing import Any, Iterable, Iterator, Mapping, Sequence
 
 from jet.execution.vertex_metrics import BACK_PRESSURED_TIME_MS, JET_NAMES, back_pressured_ms, now_ms, processor_metrics
 
@@ -59,7 +59,12 @@ def processor_measurements(tasklets: Iterable[Any], base_tags: Mapping[str, str]
 
 
 PackedMeasurements = dict[str, list]
-"""``{"tags": [tag set, ...], "rows": [[metric, value, index of its tag set], ...]}``."""
+"""``{"tags": [tag set, ...], "rows": [[metric, value, index of its tag set], ...]}``, and
+optionally ``"remote": [group, ...]``, measurements that differ only in their ``remote_member``
+tag (a distributed edge's figures, one set per remote member: :func:`remote_group`), unpacked
+after the rows."""
+
+REMOTE_MEMBER_TAG = "remote_member"
 
 
 def pack_measurements(measurements: Iterable[Measurement]) -> PackedMeasurements:
@@ -80,19 +85,37 @@ def pack_measurements(measurements: Iterable[Measurement]) -> PackedMeasurements
     return {"tags": tag_sets, "rows": rows}
 
 
-def packed_measurements_json(measurements: Iterable[Measurement]) -> bytes:
-    """:func:`pack_measurements` as JSON bytes: how an end report carries them, so that the
+def remote_group(tags: Mapping[str, str], metrics: Sequence[str]) -> dict[str, Any]:
+    """An empty group of a packed ``"remote"`` section: the measurements ``metrics`` with
+    ``tags`` plus a ``remote_member`` tag, for each remote member :func:`add_remote` adds."""
+    return {"tags": dict(tags), "metrics": list(metrics), "members": [], "values": []}
+
+
+def add_remote(group: dict[str, Any], remote_member: int | str, values: Iterable[int]) -> None:
+    """The group's measurements for ``remote_member``: ``values`` in the order of its metrics."""
+    group["members"].append(str(remote_member))
+    group["values"].append([int(value) for value in values])
+
+
+def packed_measurements_json(packed: PackedMeasurements) -> bytes:
+    """Packed measurements as JSON bytes: how an end report carries them, so that the
     coordinator keeps them as they came and decodes them only when asked (a member's k - 1
     remote edges make every report's measurements grow with k, and there are k reports)."""
-    return json.dumps(pack_measurements(measurements), separators=(",", ":")).encode("utf-8")
+    return json.dumps(packed, separators=(",", ":")).encode("utf-8")
 
 
 def unpack_measurements(packed: PackedMeasurements | bytes | None) -> list[Measurement]:
-    """Inverse of :func:`pack_measurements` (each measurement gets a tag dict of its own), or of
-    :func:`packed_measurements_json`."""
+    """Inverse of :func:`pack_measurements` and of the ``remote`` groups (each measurement gets
+    a tag dict of its own), from the packed form or its :func:`packed_measurements_json`."""
     if not packed:
         return []
     if isinstance(packed, (bytes, bytearray)):
         packed = json.loads(packed)
     tag_sets = packed["tags"]
-    return [measurement(metric, value, tag_sets[index]) for metric, value, index in packed["rows"]]
+    result = [measurement(metric, value, tag_sets[index]) for metric, value, index in packed["rows"]]
+    for group in packed.get("remote", ()):
+        metrics = group["metrics"]
+        for remote_member, values in zip(group["members"], group["values"]):
+            tags = {**group["tags"], REMOTE_MEMBER_TAG: remote_member}
+            result.extend(measurement(metric, value, tags) for metric, value in zip(metrics, values))
+    return result
