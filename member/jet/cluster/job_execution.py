@@ -28,14 +28,14 @@ from jet.cluster import messages
 from jet.cluster.distributed_plan import DistributedExecutionPlan, check_execution_members
 from jet.cluster.edge_metrics import execution_measurements, packed_execution_measurements, plan_figures
 from jet.cluster.network import MemberNetwork
-from jet.cluster.packets import PacketFormatError
 from jet.cluster.observables import Publisher, register_publisher, unregister_publisher
+from jet.cluster.packets import PacketFormatError
 from jet.core.dag import DAG
 from jet.core.edge import EdgeConfig
 from jet.core.partitioner import PARTITION_COUNT
 from jet.execution.errors import JobCancelledError, JobFailedError, MemberLostError
 from jet.execution.job_future import ExecutionFuture
-from jet.execution.measurements import PackedMeasurements, packed_measurements_json
+from jet.execution.measurements import PackedMeasurements, pack_measurements, packed_measurements_json
 from jet.execution.plan import MemberTopology
 from jet.execution.progress_log import ProgressLog, is_streaming
 from jet.execution.service import TaskletExecutionService
@@ -98,7 +98,7 @@ def encode_report(outcome: ExecutionOutcome, results: dict[str, list], metrics: 
             pickled = cloudpickle.dumps(results)
         except Exception as e:  # noqa: BLE001 - say why the results cannot travel
             log.error("job %s: the results on member %d cannot be pickled: %s", outcome.job_id, outcome.member, e)
-    packed = packed_measurements_json(measurements or {"tags": [], "rows": []})
+    packed = packed_measurements_json(measurements or pack_measurements([]))
     return {**outcome.to_header(), "metrics": metrics, "measurements_bytes": len(packed)}, packed + pickled
 
 
