@@ -8,6 +8,7 @@ import pytest
 from jet.cluster.heartbeat import HeartbeatMonitor, SilentPeerError
 from jet.cluster.member import Member
 from jet.cluster.settings import MemberSettings
+from jet.cluster.grpc_link import GrpcFrameLink
 from jet.cluster.transport import FrameLink
 from tests.cluster.cluster_support import wait_until
 from tests.cluster.member_loss_support import (HEARTBEAT_TIMEOUT_MS, REJOIN_WAIT_S, log_lines, quick_cluster,
@@ -63,7 +64,7 @@ def test_a_member_that_stops_in_order_stays_down_and_one_that_crashes_is_restart
 def test_the_heartbeat_monitor_fails_only_the_links_silent_past_the_timeout():
     now = [100.0]
     lost = []
-    quiet, chatty = (FrameLink(peer, None, lambda peer, error: lost.append((peer, error))) for peer in (1, 2))
+    quiet, chatty = (GrpcFrameLink(peer, None, lambda peer, error: lost.append((peer, error))) for peer in (1, 2))
     quiet.last_message_at, chatty.last_message_at = 94.9, 99.0
     monitor = HeartbeatMonitor(lambda: [quiet, chatty], interval_ms=1000, timeout_ms=5000, clock=lambda: now[0])
     assert monitor.beat() == [quiet]
@@ -71,7 +72,7 @@ def test_the_heartbeat_monitor_fails_only_the_links_silent_past_the_timeout():
     assert peer == 1 and isinstance(error, SilentPeerError) and quiet.closed and not chatty.closed
     assert "nothing arrived from member 1 for 5.1 s (heartbeat timeout 5000 ms)" in str(error)
     assert chatty.pending_frames() == 1
-    assert next(chatty._outgoing_messages()) == b"", "a heartbeat is an empty message"
+    assert next(chatty.outgoing_messages()) == b"", "a heartbeat is an empty message"
 
 
 def test_a_link_that_sent_a_frame_within_the_interval_gets_no_heartbeat():

@@ -3,9 +3,9 @@
 ``send(frame)`` queues a frame (it never blocks), incoming frames go to ``on_frame(peer_index,
 frame)`` on the link's reader thread in order, and when the link breaks ``on_connection_lost
 (peer_index, error)`` is called once (not after a local ``close()``). Every message from the peer
-(a batch of frames, or a heartbeat carrying none) refreshes ``last_message_at``. This class carries
-its frames in gRPC messages (a client's stream, :mod:`jet.cluster.transport`); members' links are
-:class:`jet.cluster.tcp_links.TcpLink`, the same with a socket underneath.
+(a batch of frames, or a heartbeat carrying none) refreshes ``last_message_at``. What carries the
+frames is a subclass's: :class:`jet.cluster.grpc_link.GrpcFrameLink` (a client's gRPC stream) or
+:class:`jet.cluster.tcp_links.TcpLink` (a member's socket).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import queue
 import struct
 import threading
 import time
-from typing import Callable, Iterable, Iterator
+from typing import Callable
 
 import grpc
 
@@ -44,8 +44,7 @@ class FrameLink:
         self._lock = threading.Lock()
         self._closed = False
         self._cancel: Callable[[], object] | None = None
-        self._set_status: Callable[[grpc.StatusCode, str], None] | None = None
-        """The serving side's way to end the call with a status (instead of cancelling it)."""
+        """How the transport is torn down when the link fails."""
         self.closed_event = threading.Event()
         """Set once the link is closed, locally or by a failure."""
         self.established = threading.Event()
@@ -106,47 +105,9 @@ class FrameLink:
                     size += len(item)
         return batch, False
 
-    def _outgoing_messages(self) -> Iterator[bytes]:
-        """gRPC messages of queued frames, each ``u32 length | frame`` (a heartbeat alone: empty)."""
-        pack_length = FRAME_LENGTH.pack
-        while (item := self._outgoing.get()) is not CLOSE:
-            batch, closing = self._take_batch(item)
-            frames = [frame for frame in batch if frame is not HEARTBEAT]
-            yield b"".join(part for frame in frames for part in (pack_length(len(frame)), frame))
-            if closing:
-                return
-
-    def _read_loop(self, incoming: Iterable[bytes]) -> None:
-        on_frame = self._on_frame or no_frame_handler
-        unpack_length = FRAME_LENGTH.unpack_from
-        clock, established = time.monotonic, self.established
-        try:
-            for message in incoming:
-                self.last_message_at = clock()
-                if not established.is_set():
-                    established.set()
-                offset, end = 0, len(message)
-                while offset < end:
-                    if offset + 4 > end or offset + 4 + (length := unpack_length(message, offset)[0]) > end:
-                        raise PacketFormatError(f"a message from member {self.peer_index} ends inside a frame")
-                    offset += 4
-                    on_frame(self.peer_index, message[offset:offset + length])
-                    offset += length
-            error: BaseException = ConnectionError(f"member {self.peer_index} closed the stream")
-        except grpc.RpcError as e:
-            error = ConnectionError(f"stream with member {self.peer_index} broke: {describe_rpc_error(e)}")
-            error.__cause__ = e
-        except Exception as e:  # the frame handler failed (e.g. PacketFormatError): drop the peer
-            code, details = self._refusal(e)
-            if self._set_status is not None:  # tell the peer why, rather than cancelling
-                self._set_status(code, details)
-                self._finish(e, cancel=False)
-                return
-            error = e
-        self._finish(error)
-
     def _refusal(self, error: Exception) -> tuple[grpc.StatusCode, str]:
-        """What the peer is told when the frame handler raised ``error`` on its frame (logged)."""
+        """What the peer is told when the frame handler raised ``error`` on its frame (logged),
+        in gRPC's status codes, which the socket links' reasons use too."""
         logger.warning("closing the stream with member %d: frame handler raised %r", self.peer_index, error)
         code = grpc.StatusCode.PERMISSION_DENIED if isinstance(error, PermissionError) \
             else grpc.StatusCode.INVALID_ARGUMENT
@@ -173,15 +134,3 @@ class FrameLink:
 
 def no_frame_handler(peer_index: int, frame: bytes) -> None:
     raise RuntimeError(f"a frame from member {peer_index} arrived, but no frame handler is registered")
-
-
-def describe_rpc_error(error: grpc.RpcError) -> str:
-    if isinstance(error, grpc.Call):
-        return f"{error.code().name}: {error.details()}"
-    return "the call was cancelled or the peer went away"
-
-
-def start_reader(link: FrameLink, incoming: Iterable[bytes], name: str) -> threading.Thread:
-    thread = threading.Thread(target=link._read_loop, args=(incoming,), name=name, daemon=True)
-    thread.start()
-    return thread

@@ -13,7 +13,8 @@ cloudpickled by the caller and are decoded by the handler only, i.e. only after 
 One index has at most one live stream or link. Streams, links and clients' control calls are
 bounded (:mod:`jet.cluster.server_limits`) so members' calls always get a thread.
 
-Either end of a stream or link is a :class:`~jet.cluster.frame_link.FrameLink`. A link does not
+Either end of a stream or link is a :class:`~jet.cluster.frame_link.FrameLink`
+(:class:`~jet.cluster.grpc_link.GrpcFrameLink` for a stream). A link does not
 reconnect itself: a lost connection fails the executions over it, and the member layer
 (:mod:`jet.cluster.membership`) dials a new link when the peer is back.
 
@@ -35,8 +36,8 @@ from typing import Callable, Iterator
 import grpc
 
 from jet.cluster.auth import Caller, ClusterAuthInterceptor, TlsConfig, call_metadata, caller_of
-from jet.cluster.frame_link import (ConnectionLostCallback, FrameCallback, FrameLink, describe_rpc_error,
-                                    start_reader)
+from jet.cluster.frame_link import ConnectionLostCallback, FrameCallback, FrameLink
+from jet.cluster.grpc_link import GrpcFrameLink, describe_rpc_error
 from jet.cluster.packets import PacketFormatError
 from jet.cluster.tcp_links import (LinkListener, TcpLink, TicketBook, TlsSession, decode_link_offer, dial_link,
                                    encode_link_offer, send_refusal)
@@ -260,9 +261,8 @@ class MemberServer:
             context.abort(grpc.StatusCode.PERMISSION_DENIED,
                           f"this server accepts frame streams from members only, not from {caller}")
         give_back = self._slot(self._client_streams, caller, "client", context)
-        link = FrameLink(caller.index, self.on_client_frame, lambda index, error: self._lost(link, error))
-        link._cancel = context.cancel
-        link._set_status = lambda code, details: (context.set_code(code), context.set_details(details))
+        link = GrpcFrameLink(caller.index, self.on_client_frame, lambda index, error: self._lost(link, error))
+        link.bind(context.cancel, lambda code, details: (context.set_code(code), context.set_details(details)))
         if not self._register(link):
             give_back()
             context.abort(grpc.StatusCode.ALREADY_EXISTS, _refuse_second_stream(caller))
@@ -275,8 +275,8 @@ class MemberServer:
             terminated()
             return iter(())
         link.send_heartbeat()  # the first message: tells the dialling side its stream was accepted
-        start_reader(link, request_iterator, f"jet-recv-{caller.index}")
-        return _giving_back(link._outgoing_messages(), give_back)
+        link.start_reader(request_iterator, f"jet-recv-{caller.index}")
+        return _giving_back(link.outgoing_messages(), give_back)
 
     def _open_link(self, request: bytes, context: grpc.ServicerContext) -> bytes:
         """A member asks to link: refused as its stream used to be, or the listener's port and a ticket."""
@@ -425,10 +425,10 @@ class PeerConnection:
             threading.Thread(target=self._open_link, args=(self.link, tls), name=f"jet-recv-{peer_index}",
                              daemon=True).start()
             return
-        self.link = FrameLink(peer_index, on_frame, on_connection_lost)
-        call = self._channel.stream_stream(STREAM_METHOD)(self.link._outgoing_messages(), metadata=self._metadata)
-        self.link._cancel = call.cancel
-        start_reader(self.link, call, f"jet-recv-{peer_index}")
+        link = self.link = GrpcFrameLink(peer_index, on_frame, on_connection_lost)
+        call = self._channel.stream_stream(STREAM_METHOD)(link.outgoing_messages(), metadata=self._metadata)
+        link.bind(call.cancel)
+        link.start_reader(call, f"jet-recv-{peer_index}")
 
     def _open_link(self, link: TcpLink, tls: TlsConfig | None) -> None:
         """Ask the peer for a ticket, connect, and carry ``link`` (as its reader) until it ends."""
