@@ -96,8 +96,8 @@ PROBE_PLAN_MEMBERS = 4
 
 
 class ProbeSourceP(Processor):
-    """The tiny job's source that first does the probe's fixed work, timed on its own thread,
-    and appends the CPU microseconds to ``path`` (the members run on this machine)."""
+    """A source that emits nothing and only does the probe's fixed work, timed on its own thread,
+    appending the CPU microseconds to ``path`` (the members run on this machine)."""
 
     def __init__(self, path: str) -> None:
         self._path = path
@@ -113,7 +113,7 @@ class ProbeSourceP(Processor):
 
 
 def probe(path: str) -> DAG:
-    """The tiny job with the probe in its source."""
+    """The tiny job's DAG with the probe as its source."""
     dag = DAG()
     source = dag.new_vertex("source", lambda: ProbeSourceP(path), 1)
     sink = dag.new_vertex("sink", noop_p(), 1)

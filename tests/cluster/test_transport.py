@@ -3,7 +3,7 @@
 import pathlib
 import pickle
 import socket
-import ssl
+import struct
 import threading
 import time
 
@@ -277,6 +277,25 @@ def test_a_tls_link_carries_large_frames_both_ways_in_order(server, connect, tls
     assert back.wait(len(sent)) == [(0, frame[::-1]) for frame in sent]
 
 
+class WritesHeldUntilRead:
+    """A socket whose writes wait until it next reads: after a TLS handshake it still holds the
+    handshake's last message, which then goes out in one write with what follows."""
+
+    def __init__(self, sock: socket.socket) -> None:
+        self.sock, self.held = sock, b""
+
+    def sendall(self, data: bytes) -> None:
+        self.held += data
+
+    def recv(self, size: int) -> bytes:
+        self.sock.sendall(self.take())
+        return self.sock.recv(size)
+
+    def take(self) -> bytes:
+        held, self.held = self.held, b""
+        return held
+
+
 def test_a_ticket_sent_with_the_last_tls_handshake_message_is_read_at_once(tls_config):
     # A dialler sends its ticket right after its handshake: the listener's last handshake read
     # can take the ticket with it. It must come out of TLS's buffer, not wait for more bytes.
@@ -289,17 +308,12 @@ def test_a_ticket_sent_with_the_last_tls_handshake_message_is_read_at_once(tls_c
     listener = LinkListener("127.0.0.1", 0, tls_config.server_ssl_context(), greeted).start()
     sock = socket.create_connection(("127.0.0.1", listener.port), timeout=WAIT_S)
     try:
+        held = WritesHeldUntilRead(sock)
         session = TlsSession(tls_config.client_ssl_context(), server_side=False, server_hostname="localhost")
-        while True:  # the handshake, holding back its last message
-            try:
-                session._ssl.do_handshake()
-                break
-            except ssl.SSLWantReadError:
-                if session._outgoing.pending:
-                    sock.sendall(session._outgoing.read())
-                session._incoming.write(sock.recv(65536))
+        session.handshake(held)
+        assert held.held, "the handshake's last message is held back"
         ticket = bytes(range(32))
-        sock.sendall(session.encrypt(ticket + b"\x00\x00\x00\x02ok"))  # that message, the ticket, a frame
+        sock.sendall(held.take() + session.encrypt(ticket + b"\x00\x00\x00\x02ok"))  # that message, the ticket, a frame
         assert arrived.wait(1, timeout_s=5) == [(ticket, b"\x00\x00\x00\x02ok")]
     finally:
         sock.close()
@@ -388,6 +402,21 @@ def test_authenticated_peer_with_a_broken_message_is_dropped(server):
     assert frames.wait(1) == [(4, b"ok")]
     [(peer, error)] = lost.wait(1)
     assert peer == 4 and isinstance(error, PacketFormatError) and "ends inside a frame" in str(error)
+    sock.close()
+
+
+@pytest.mark.parametrize("record, message", [
+    (struct.pack(">I", (1 << 28) + 1), "sent a record of 268435457 bytes"),
+    (struct.pack(">II", 0xFFFFFFFF, (1 << 28) + 1), "sent a reason of 268435457 bytes"),
+])
+def test_a_link_record_claiming_more_than_the_limit_drops_the_peer_before_it_is_buffered(server, record, message):
+    frames, lost = Recorder(), Recorder()
+    member0 = server(on_frame=frames, on_connection_lost=lost)
+    sock = raw_link(member0.port, 4)
+    sock.sendall(b"\x00\x00\x00\x02ok" + record)
+    assert frames.wait(1) == [(4, b"ok")]
+    [(peer, error)] = lost.wait(1)
+    assert peer == 4 and isinstance(error, PacketFormatError) and message in str(error)
     sock.close()
 
 
@@ -488,7 +517,7 @@ def test_client_streams_go_to_their_own_handler_and_are_refused_without_one(serv
     except ConnectionError:
         pass  # the server refused the stream before this frame went out
     [(peer, error)] = lost.wait(1)
-    assert "PERMISSION_DENIED" in str(error) and "from members only" in str(error)
+    assert "PERMISSION_DENIED" in str(error) and "serves no client streams" in str(error)
 
 
 def test_a_stream_handler_refusal_reaches_the_peer_as_its_status(server, connect):

@@ -273,11 +273,14 @@ class TcpLink(FrameLink):
                 while end - offset >= 4:
                     length = unpack(pending, offset)[0]
                     if length == _REASON_MARK:
-                        if end - offset < 8 or end - offset - 8 < unpack(pending, offset + 4)[0]:
+                        if end - offset < 8:
                             break
                         size = unpack(pending, offset + 4)[0]
-                        reason = bytes(pending[offset + 8:offset + 8 + size]).decode("utf-8", "replace")
-                        raise _PeerEnded(reason)
+                        if size > MAX_RECORD_BYTES:
+                            raise PacketFormatError(f"member {peer} sent a reason of {size} bytes")
+                        if end - offset - 8 < size:
+                            break
+                        raise _PeerEnded(bytes(pending[offset + 8:offset + 8 + size]).decode("utf-8", "replace"))
                     if length > MAX_RECORD_BYTES:
                         raise PacketFormatError(f"member {peer} sent a record of {length} bytes")
                     if end - offset - 4 < length:

@@ -259,7 +259,7 @@ class MemberServer:
         if self.on_client_frame is None:
             logger.warning("refused a stream from %s: this member serves no client streams", caller)
             context.abort(grpc.StatusCode.PERMISSION_DENIED,
-                          f"this server accepts frame streams from members only, not from {caller}")
+                          f"this member serves no client streams; {caller}'s stream is refused")
         give_back = self._slot(self._client_streams, caller, "client", context)
         link = GrpcFrameLink(caller.index, self.on_client_frame, lambda index, error: self._lost(link, error))
         link.bind(context.cancel, lambda code, details: (context.set_code(code), context.set_details(details)))
@@ -268,7 +268,7 @@ class MemberServer:
             context.abort(grpc.StatusCode.ALREADY_EXISTS, _refuse_second_stream(caller))
 
         def terminated() -> None:
-            link._finish(ConnectionError(f"stream from member {caller.index} terminated"))
+            link.fail(ConnectionError(f"stream from member {caller.index} terminated"))
             give_back()
 
         if not context.add_callback(terminated):
@@ -440,9 +440,9 @@ class PeerConnection:
             dial_link(link, host, port, ticket, tls.client_ssl_context() if tls else None,
                       tls.server_name if tls else None)
         except grpc.RpcError as e:
-            link._finish(ConnectionError(f"stream with member {self.peer_index} broke: {describe_rpc_error(e)}"))
+            link.fail(ConnectionError(f"stream with member {self.peer_index} broke: {describe_rpc_error(e)}"))
         except (OSError, ValueError, PacketFormatError) as e:
-            link._finish(ConnectionError(f"could not link to member {self.peer_index} at {host}: {e}"))
+            link.fail(ConnectionError(f"could not link to member {self.peer_index} at {host}: {e}"))
 
     def send(self, frame: bytes) -> None:
         """Queue one frame for the peer; raises ``ConnectionError`` once the stream is closed."""
