@@ -8,7 +8,11 @@ Writes a Parquet dataset of ``rows`` rows (key long, value double) once, then in
 2. Spark -> Jet -> Spark: Spark reads the Parquet and streams it into a job on ``members``
    member processes of ``jet.local_cluster`` (started before the clock, as the SparkSession
    is; ``--in-process`` runs them in this process instead), Jet groups and aggregates, Spark
-   reads the job's sink and writes Parquet.
+   reads the job's sink and writes Parquet. The key and the summed value are getters of the
+   row's columns, so the aggregation folds Spark's Arrow batches whole, in Arrow
+   (jet.core.batch_fold);
+2b. the same with a value function that is no plain getter (``--only ...,rowfn``): every row
+   becomes a tuple and goes through the Python functions, as RDD's rows do;
 3. Spark -> Jet ``map_batches`` -> Spark (``--only ...,batches``): Spark's Arrow batches go whole into a
    ``map_batches`` stage that groups each batch with pyarrow (partial sums and counts per key),
    then Jet groups the partials by key and sums them;
@@ -79,7 +83,7 @@ def main() -> None:
     parser.add_argument("--members", type=int, default=2)
     parser.add_argument("--keys", type=int, default=1000)
     parser.add_argument("--dir", default=None)
-    parser.add_argument("--only", default="spark,jet,batches,floor,rdd,pandas")
+    parser.add_argument("--only", default="spark,jet,rowfn,batches,floor,rdd,pandas")
     parser.add_argument("--in-process", action="store_true",
                         help="run the members in this process (tests/spark/harness.py) instead of as"
                              " member processes of jet.local_cluster, as jet run does")
@@ -131,7 +135,7 @@ def main() -> None:
 
     only = set(args.only.split(","))
     cluster = None
-    if not args.in_process and only & {"jet", "batches"}:
+    if not args.in_process and only & {"jet", "rowfn", "batches"}:
         import jet
 
         cluster = jet.local_cluster(members=args.members)  # started before the clock, like Spark's session
@@ -142,18 +146,28 @@ def main() -> None:
         else:
             cluster.new_job(pipeline).join(3600)
 
-    if "jet" in only:
-        jet_out = str(work / "jet-out")
+    def grouped_sum(value_fn, out: str) -> Pipeline:
         pipeline = Pipeline.create()
         (pipeline.read_from(Sources.spark("parquet", source))
          .grouping_key(lambda row: row[0])
-         .aggregate(AggregateOperations.all_of(AggregateOperations.summing(lambda row: row[1]),
+         .aggregate(AggregateOperations.all_of(AggregateOperations.summing(value_fn),
                                                AggregateOperations.counting()))
          .map(lambda entry: (entry[0], entry[1][0], entry[1][1]))
-         .write_to(Sinks.spark("parquet", jet_out, schema="key long, total double, count long")))
+         .write_to(Sinks.spark("parquet", out, schema="key long, total double, count long")))
+        return pipeline
+
+    if "jet" in only:  # getters of columns: the aggregation folds Spark's batches in Arrow
+        jet_out = str(work / "jet-out")
+        pipeline = grouped_sum(lambda row: row[1], jet_out)
         print(f"Jet run starting (pid {os.getpid()})", flush=True)
         measure(f"Spark -> Jet ({args.members} members) -> Spark", jet_out, lambda: run_jet(pipeline))
         outputs["jet"] = jet_out
+    if "rowfn" in only:  # a value function that is no plain getter: a Python call per row
+        rowfn_out = str(work / "rowfn-out")
+        rowfn_pipeline = grouped_sum(lambda row: row[1] + 0.0, rowfn_out)
+        measure(f"Spark -> Jet, rows through Python functions ({args.members} members) -> Spark", rowfn_out,
+                lambda: run_jet(rowfn_pipeline))
+        outputs["rowfn"] = rowfn_out
     if "batches" in only:
         batches_out = str(work / "batches-out")
         pipeline = Pipeline.create()
@@ -216,7 +230,7 @@ def main() -> None:
     spark.stop()
 
 
-CONTENDERS = ("jet", "batches", "floor", "rdd", "pandas")
+CONTENDERS = ("jet", "rowfn", "batches", "floor", "rdd", "pandas")
 _TIMING_ROW = re.compile(r"^\| (.+) \| ([0-9.]+) s \| [0-9,]+ \|$")
 
 

@@ -6,6 +6,7 @@ from collections import _count_elements  # type: ignore[attr-defined]
 from dataclasses import dataclass, replace
 from typing import Any, Callable, Iterable
 
+from jet.core.batch_fold import COUNTED_ROWS, BatchAggregation, summed_column
 from jet.core.functions import map_each, whole_item
 
 _MISSING = object()
@@ -37,6 +38,10 @@ class AggregateOperation:
                                      the frame that leaves instead of recombining every frame
     export(acc) -> result            like ``finish`` but leaves ``acc`` usable and unshared
                                      (early window results); None means ``finish``
+
+    And one lets a grouped aggregation fold whole Arrow batches in C++ (see
+    :mod:`jet.core.batch_fold`): ``batch_aggregation``, the Arrow sums and counts an accumulator
+    is made of, when its values are columns a getter reads.
     """
 
     create: Callable[[], Any]
@@ -48,6 +53,7 @@ class AggregateOperation:
     name: str = "aggregate"
     deduct: Callable[[Any, Any], Any] | None = None
     export: Callable[[Any], Any] | None = None
+    batch_aggregation: BatchAggregation | None = None
 
     def __post_init__(self) -> None:
         for field_name in ("create", "accumulate", "finish"):
@@ -124,7 +130,8 @@ def counting() -> AggregateOperation:
     return AggregateOperation(
         create=int, accumulate=lambda acc, _item: acc + 1, combine=_add,
         accumulate_chunk=lambda acc, items: acc + len(items),
-        accumulate_keyed_chunk=_count_keyed, name="counting", deduct=_subtract)
+        accumulate_keyed_chunk=_count_keyed, name="counting", deduct=_subtract,
+        batch_aggregation=COUNTED_ROWS)
 
 
 def summing(value_fn: Callable[[Any], Any] = _identity) -> AggregateOperation:
@@ -137,4 +144,5 @@ def summing(value_fn: Callable[[Any], Any] = _identity) -> AggregateOperation:
     return AggregateOperation(
         create=int, accumulate=lambda acc, item: acc + value_fn(item), combine=_add,
         accumulate_chunk=lambda acc, items: acc + sum(map_each(value_fn, items)),
-        accumulate_keyed_chunk=accumulate_keyed, name="summing", deduct=_subtract)
+        accumulate_keyed_chunk=accumulate_keyed, name="summing", deduct=_subtract,
+        batch_aggregation=summed_column(value_fn))

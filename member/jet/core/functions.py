@@ -42,10 +42,9 @@ _UNKNOWN = object()
 _twins: "weakref.WeakKeyDictionary[Any, Any]" = weakref.WeakKeyDictionary()
 
 
-def getter_twin(fn: Any) -> Callable[[Any], Any] | None:
-    """The C callable that computes what ``fn`` does when ``fn`` is a plain getter:
-    ``operator.itemgetter(k)`` for ``lambda x: x[k]`` (``k`` a constant int or str),
-    ``operator.attrgetter(name)`` for ``lambda x: x.name``; None for anything else."""
+def _getter_form(fn: Any) -> tuple[str, Any] | None:
+    """``("item", k)`` for ``lambda x: x[k]`` (``k`` a constant int or str), ``("attr", name)``
+    for ``lambda x: x.name``; None for anything else."""
     code = getattr(fn, "__code__", None)
     if (code is None or code.co_argcount != 1 or code.co_kwonlyargcount or code.co_flags & _STAR_ARGS
             or getattr(fn, "__closure__", None)):
@@ -55,11 +54,29 @@ def getter_twin(fn: Any) -> Callable[[Any], Any] | None:
     if len(ops) == 4 and ops[0] == ("LOAD_FAST", argument) and ops[1][0] == "LOAD_CONST" \
             and ops[2][0] == "BINARY_SUBSCR" and ops[3][0] == "RETURN_VALUE" \
             and type(ops[1][1]) in (int, str):
-        return operator.itemgetter(ops[1][1])
+        return "item", ops[1][1]
     if len(ops) == 3 and ops[0] == ("LOAD_FAST", argument) and ops[1][0] == "LOAD_ATTR" \
             and ops[2][0] == "RETURN_VALUE":
-        return operator.attrgetter(ops[1][1])
+        return "attr", ops[1][1]
     return None
+
+
+def getter_twin(fn: Any) -> Callable[[Any], Any] | None:
+    """The C callable that computes what ``fn`` does when ``fn`` is a plain getter:
+    ``operator.itemgetter(k)`` for ``lambda x: x[k]`` (``k`` a constant int or str),
+    ``operator.attrgetter(name)`` for ``lambda x: x.name``; None for anything else."""
+    form = _getter_form(fn)
+    if form is None:
+        return None
+    kind, what = form
+    return operator.itemgetter(what) if kind == "item" else operator.attrgetter(what)
+
+
+def getter_item(fn: Any) -> int | str | None:
+    """``k`` when ``fn`` is ``lambda x: x[k]`` with ``k`` a constant int or str, else None: the
+    column a row's getter reads, for stages that can work on whole columns."""
+    form = _getter_form(fn)
+    return form[1] if form is not None and form[0] == "item" else None
 
 
 def map_each(fn: Callable[[Any], Any], items: list) -> Iterable[Any]:

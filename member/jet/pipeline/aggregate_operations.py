@@ -6,6 +6,7 @@ import heapq
 from typing import Any, Callable, Iterable
 
 from jet.core.aggregate import AggregateOperation, counting, summing
+from jet.core.batch_fold import COUNTED_ROWS, BatchAggregation, all_of_batches, summed_column
 from jet.core.functions import map_each, whole_item
 
 class _Nothing:
@@ -43,7 +44,15 @@ def _averaging(value_fn: Callable[[Any], Any]) -> AggregateOperation:
         combine=lambda a, b: (a[0] + b[0], a[1] + b[1]),
         finish=lambda acc: acc[0] / acc[1] if acc[1] else None,
         accumulate_chunk=accumulate_chunk, accumulate_keyed_chunk=accumulate_keyed,
-        name="averaging", deduct=_deduct_average)
+        name="averaging", deduct=_deduct_average, batch_aggregation=_averaged_column(value_fn))
+
+
+def _averaged_column(value_fn: Callable[[Any], Any]) -> BatchAggregation | None:
+    summed = summed_column(value_fn)
+    if summed is None:
+        return None
+    return BatchAggregation(summed.parts + COUNTED_ROWS.parts,
+                            lambda acc, figures: (acc[0] + figures[0], acc[1] + figures[1]))
 
 
 def _deduct_average(acc: tuple, other: tuple) -> tuple:
@@ -141,7 +150,8 @@ def _all_of(operations: tuple[AggregateOperation, ...]) -> AggregateOperation:
         accumulate_chunk=lambda acc, items: [op.fold_chunk(a, items) for op, a in zip(operations, acc)],
         name="all_of(" + ", ".join(op.name for op in operations) + ")", deduct=deduct,
         export=lambda acc: tuple(op.export_fn(a) for op, a in zip(operations, acc)),
-        accumulate_keyed_chunk=_all_of_keyed(operations, accumulate))
+        accumulate_keyed_chunk=_all_of_keyed(operations, accumulate),
+        batch_aggregation=all_of_batches([op.batch_aggregation for op in operations]))
 
 
 def _all_of_keyed(operations: tuple[AggregateOperation, ...],

@@ -3,6 +3,10 @@
 - A source whose supplier can emit ``pyarrow.RecordBatch``es (a ``columnar`` field, as the Spark
   source's has) gets ``columnar=True`` when its only consumer is a ``map_batches`` stage whose
   input is not rebalanced by key: the batches go into the stage whole.
+- It does too when its only consumer is a grouped aggregation (two stages, not rebalanced) whose
+  key and operation read columns of its rows (:mod:`jet.core.batch_fold`; the supplier's
+  ``row_type`` says whether rows are read by position or by name): the batches go whole to the
+  aggregation's first stage, which folds them in Arrow.
 - ``map_batches`` fuses with the stateless stages around it into one vertex, like a chain of
   maps: consecutive ``map_batches`` pass batches to each other, and the rows the stages after
   them need are made in the same vertex.
@@ -15,6 +19,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+from jet.core.batch_fold import KeyedBatchFolder
 from jet.core.processors.batches import BatchFunction, batch_chain_p
 from jet.pipeline.transforms import Transform
 
@@ -34,9 +39,27 @@ def takes_batches(consumer: Transform, upstream: Transform) -> bool:
 
 
 def takes_columnar_input(source: Transform) -> bool:
-    """Whether a source's only consumer is a ``map_batches`` stage that can take its batches."""
-    return (len(source.downstream) == 1 and source.downstream[0].kind == "map_batches"
-            and takes_batches(source.downstream[0], source))
+    """Whether a source's only consumer can take its batches: a ``map_batches`` stage, or a
+    grouped aggregation that folds them (:func:`batch_row_type`)."""
+    if len(source.downstream) != 1:
+        return False
+    consumer = source.downstream[0]
+    if consumer.kind == "map_batches":
+        return takes_batches(consumer, source)
+    return batch_row_type(consumer, source) is not None
+
+
+def batch_row_type(consumer: Transform, source: Transform) -> str | None:
+    """The row type of ``source``'s batches when ``consumer`` is a two-stage grouped aggregation
+    whose first stage folds them in Arrow (key and operation read columns of such rows)."""
+    row_type = getattr(getattr(source.connector, "supplier", None), "row_type", None)
+    operation = consumer.operation
+    if (consumer.kind != "group_aggregate" or row_type is None or consumer.inputs[0].rebalance
+            or operation.combine is None):
+        return None
+    folder = KeyedBatchFolder.for_operation(consumer.key_fn, operation.batch_aggregation,
+                                            operation.create, row_type)
+    return None if folder is None else row_type
 
 
 def batch_function(stage: Transform, name: str) -> BatchFunction:

@@ -3,7 +3,9 @@
 - Consecutive stateless stages (map, filter, flat-map, peek) with one downstream each, equal
   parallelism and no rebalance between them fuse into one vertex ``fused(a, b, ...)``.
 - A grouped aggregation is ``<name>-prepare`` (local partitioned edge, fast local hash) then
-  ``<name>`` (distributed partitioned edge on the stable hash of the key).
+  ``<name>`` (distributed partitioned edge on the stable hash of the key). When its key and
+  values are columns of a Spark source's rows, the source's batches go whole to any local
+  ``<name>-prepare``, which folds them in Arrow (``columnar_planning``).
 - A global aggregation is ``<name>-prepare`` then one combining processor in the whole
   cluster over a distributed all-to-one edge.
 - A hash join broadcasts the lookup side to ``<name>-collector`` on every member, which feeds
@@ -29,7 +31,8 @@ from jet.core.functions import entry_key
 from jet.core.partitioner import HASH_PARTITIONER
 from jet.core.processors import (TransformP, accumulate_by_key_p, accumulate_p, aggregate_by_key_p,
                                  aggregate_p, combine_by_key_p, combine_p)
-from jet.pipeline.columnar_planning import BatchChainPlanning, batch_function, takes_columnar_input
+from jet.pipeline.columnar_planning import (BatchChainPlanning, batch_function, batch_row_type,
+                                            takes_columnar_input)
 from jet.pipeline.join_processors import HashJoinCollectP, HashJoinP, TimestampedHashJoinP
 from jet.pipeline.stream_planner import StreamPlanning, chain_p, watermark_frame_ms
 from jet.pipeline.transforms import Input, Transform
@@ -212,12 +215,19 @@ class Planner(BatchChainPlanning, StreamPlanning):
             self._connect_input(source, vertex, keyed=True, pairs=False,
                                 setup=lambda e: e.partitioned(key_fn).distributed())
         else:
-            prepare = self._vertex(f"{name}-prepare", accumulate_by_key_p(key_fn, operation), lp)
+            # whole batches go to any local first stage; rows to the one their key hashes to
+            row_type = batch_row_type(transform, source.transform) if self._sends_batches(source.transform) else None
+            prepare = self._vertex(f"{name}-prepare", accumulate_by_key_p(key_fn, operation, row_type), lp)
             vertex = self._vertex(name, combine_by_key_p(operation), lp)
             self._connect_input(source, prepare, keyed=True, pairs=False,
-                                setup=lambda e: e.partitioned(key_fn, HASH_PARTITIONER))
+                                setup=lambda e: e if row_type else e.partitioned(key_fn, HASH_PARTITIONER))
             self._connect(prepare, vertex, lambda e: e.partitioned(entry_key).distributed())
         self.output_vertex[transform] = vertex
+
+    def _sends_batches(self, transform: Transform) -> bool:
+        """Whether ``transform`` is planned as a source vertex that emits RecordBatches."""
+        return (transform.kind == "source"
+                and getattr(self.output_vertex[transform].processor_supplier, "columnar", False) is True)
 
     def _plan_aggregate(self, transform: Transform) -> None:
         name, operation = self.names[transform], transform.operation

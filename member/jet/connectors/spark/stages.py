@@ -73,10 +73,16 @@ class SparkWriteSpec:
 class SparkSourceSupplier:
     """The processor supplier of a Spark source vertex; carries the Spark side's recipe, so the
     drivers find it in a DAG as well as in a Pipeline. With ``columnar`` (set by the planner when
-    a ``map_batches`` stage is the source's only consumer) the processors emit RecordBatches."""
+    the source's only consumer takes whole batches: a ``map_batches`` stage, or a grouped
+    aggregation that folds them in Arrow) the processors emit RecordBatches."""
 
     spec: SparkReadSpec
     columnar: bool = False
+
+    @property
+    def row_type(self) -> str:
+        """What a row is when the batches become rows: "tuple" or "dict" (by column name)."""
+        return self.spec.row_type
 
     def __call__(self) -> SparkSourceP:
         return SparkSourceP(columnar=self.columnar)

@@ -13,6 +13,8 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from jet.core.aggregate import AggregateOperation
+from jet.core.batch_fold import KeyedBatchFolder
+from jet.core.columnar import batch_to_rows, is_batch
 from jet.core.inbox import Inbox
 from jet.core.processors.base import ChunkEmittingProcessor, Supplier
 from jet.core.processors.snapshot_state import (global_key, is_own_share, merge_keyed, own_key, tagged,
@@ -50,17 +52,29 @@ class _KeyedStateP(ChunkEmittingProcessor):
 
 
 class AccumulateByKeyP(_KeyedStateP):
-    """First stage of a grouped aggregation: emits (key, accumulator) per key at the end."""
+    """First stage of a grouped aggregation: emits (key, accumulator) per key at the end.
 
-    def __init__(self, key_fn: Callable[[Any], Any], aggregate: AggregateOperation) -> None:
+    With ``batch_row_type`` its items are ``pyarrow.RecordBatch``es standing for rows of that
+    type ("tuple" or "dict"): a batch is folded in Arrow when the key and the operation read
+    columns (:mod:`jet.core.batch_fold`), else its rows are folded as any rows are.
+    """
+
+    def __init__(self, key_fn: Callable[[Any], Any], aggregate: AggregateOperation,
+                 batch_row_type: str | None = None) -> None:
         self._key_fn = key_fn
         self._aggregate = aggregate
         self._accumulators: dict = {}
         self._entries: list | None = None
         self._pending: list = []
         self._gather = aggregate.accumulate_keyed_chunk is not None
+        self._batch_row_type = batch_row_type
+        self._batch_folder = None if batch_row_type is None else KeyedBatchFolder.for_operation(
+            key_fn, aggregate.batch_aggregation, aggregate.create, batch_row_type)
 
     def process(self, ordinal: int, inbox: Inbox) -> None:
+        if self._batch_row_type is not None:
+            self._fold_batches(inbox.take_chunk())
+            return
         if not self._gather:
             self._aggregate.fold_keyed_chunk(self._accumulators, self._key_fn, inbox.take_chunk())
             return
@@ -73,6 +87,16 @@ class AccumulateByKeyP(_KeyedStateP):
         if self._pending:
             pending, self._pending = self._pending, []
             self._aggregate.fold_keyed_chunk(self._accumulators, self._key_fn, pending)
+
+    def _fold_batches(self, items: list) -> None:
+        folder, pending = self._batch_folder, self._pending
+        for item in items:
+            if not is_batch(item):
+                pending.append(item)
+            elif folder is None or not folder.fold(self._accumulators, item):
+                pending += batch_to_rows(item, self._batch_row_type)
+        if pending and (not self._gather or len(pending) >= KEYED_FOLD_ITEMS):
+            self.fold_pending()
 
     def complete(self) -> bool:
         if self._entries is None:
@@ -211,9 +235,11 @@ class CombineP(_GlobalStateP):
         return self.emit_list(self._output)
 
 
-def accumulate_by_key_p(key_fn: Callable[[Any], Any], aggregate: AggregateOperation) -> Supplier:
-    """Grouped aggregation, stage one (local): emits (key, accumulator) entries."""
-    return lambda: AccumulateByKeyP(key_fn, aggregate)
+def accumulate_by_key_p(key_fn: Callable[[Any], Any], aggregate: AggregateOperation,
+                        batch_row_type: str | None = None) -> Supplier:
+    """Grouped aggregation, stage one (local): emits (key, accumulator) entries. With
+    ``batch_row_type`` it takes RecordBatches of rows of that type (see :class:`AccumulateByKeyP`)."""
+    return lambda: AccumulateByKeyP(key_fn, aggregate, batch_row_type)
 
 
 def combine_by_key_p(aggregate: AggregateOperation) -> Supplier:
