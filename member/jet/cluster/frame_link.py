@@ -64,13 +64,17 @@ class FrameLink:
         if self._closed:
             raise ConnectionError(f"the stream to member {self.peer_index} is closed")
         self.last_frame_sent_at = time.monotonic()
-        self._outgoing.put(frame)
+        self._put(frame)
 
     def send_heartbeat(self) -> None:
         """Queue a heartbeat: an empty message, skipped when it would travel with frames anyway."""
         if self._closed:
             raise ConnectionError(f"the stream to member {self.peer_index} is closed")
-        self._outgoing.put(HEARTBEAT)
+        self._put(HEARTBEAT)
+
+    def _put(self, item: object) -> None:
+        """Queue ``item`` for the transport's writer."""
+        self._outgoing.put(item)
 
     def fail(self, error: BaseException) -> None:
         """Declare the link lost: cancel the stream and call ``on_connection_lost`` with ``error``
@@ -122,7 +126,7 @@ class FrameLink:
             self._closed = True
         if cancel and self._cancel is not None:
             self._cancel()  # before the stream can end normally: the peer sees a cancelled call
-        self._outgoing.put(CLOSE)
+        self._put(CLOSE)
         self.closed_event.set()
         if error is not None and self._on_connection_lost is not None:
             try:
