@@ -73,3 +73,15 @@ def test_a_null_value_fails_the_job_as_the_rows_would(spark, tmp_path):
      .write_to(Sinks.list("sums")))
     with pytest.raises(JobFailedError, match="unsupported operand type.*NoneType"):
         run_with_spark(spark, pipeline, members=2)
+
+
+def test_a_getter_of_a_column_the_rows_do_not_have_fails_the_job_with_the_users_error(spark, tmp_path):
+    source = str(tmp_path / "narrow.parquet")
+    spark.range(0, 50, numPartitions=1).selectExpr("id % 3 AS key", "id AS value").write.parquet(source)
+    pipeline = Pipeline.create()
+    (pipeline.read_from(Sources.spark("parquet", source))
+     .grouping_key(lambda row: row[0]).aggregate(A.summing(lambda row: row[5]))
+     .write_to(Sinks.list("sums")))
+    with pytest.raises(JobFailedError, match="IndexError: tuple index out of range") as failure:
+        run_with_spark(spark, pipeline, members=2)
+    assert "lambda row: row[5]" in str(failure.value)  # the user's own frame, with its line
