@@ -65,10 +65,10 @@ class SpscQueue:
     # -- consumer side -----------------------------------------------------------------
     def poll(self) -> Any:
         """Remove and return the next chunk or special item; None when empty."""
-        try:
-            entry = self._entries.popleft()
-        except IndexError:
+        entries = self._entries
+        if not entries:  # the only consumer: what is there now stays until it takes it
             return None
+        entry = entries.popleft()
         self._consumed += len(entry) if type(entry) is list else 1
         return entry
 

@@ -125,25 +125,29 @@ class CooperativeWorker:
                 self._wakeup.wait()
                 self._wakeup.clear()
                 continue
-            made_progress = False
+            made_progress = finished = False
+            ended: list[TaskletTracker] = []  # removed after the pass: one list rebuild, not one each
             for tracker in trackers:
                 if tracker.stealing_worker is not None:
                     self._give_away(tracker)
                     continue
                 if tracker.future.failure is not None:
-                    self._remove(tracker)
+                    ended.append(tracker)
                     _drop(tracker)
                     continue
                 state = _run_once(tracker)
                 if state is None:
-                    self._remove(tracker)
+                    ended.append(tracker)
                 elif state & DONE_BIT:
-                    self._remove(tracker)
+                    ended.append(tracker)
                     _drop(tracker)
-                    self._try_steal()
-                    made_progress = True
+                    finished = made_progress = True
                 elif state:
                     made_progress = True
+            if ended:
+                self._remove_all(ended)
+                if finished:
+                    self._try_steal()
             if made_progress:
                 idle_count = 0
                 if self.is_parking:
@@ -187,6 +191,10 @@ class CooperativeWorker:
 
     def _remove(self, tracker: TaskletTracker) -> None:
         self.trackers = [t for t in self.trackers if t is not tracker]
+
+    def _remove_all(self, ended: list[TaskletTracker]) -> None:
+        gone = {id(tracker) for tracker in ended}
+        self.trackers = [t for t in self.trackers if id(t) not in gone]
 
     def _give_away(self, tracker: TaskletTracker) -> None:
         thief = tracker.stealing_worker
