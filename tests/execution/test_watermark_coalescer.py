@@ -140,3 +140,76 @@ def test_idle_is_the_max_timestamp():
 def test_a_queue_active_again_cancels_the_idle_still_pending():
     _, answers = run(2, [(0, wm(1)), (1, wm(2)), (1, IDLE), (0, IDLE), (0, wm(3)), (0, HISTORY)])
     assert answers == [NO_NEW_WM, wm(1), NO_NEW_WM, wm(2), wm(3), NO_NEW_WM]
+
+
+def _reference_outputs(operations, queue_count):
+    """What a coalescer answers, recomputed from scratch after every step (the minimum over the
+    queues not idle, never going back; top wm then IDLE once all are idle or done)."""
+    wms, idle = [MIN_TIMESTAMP] * queue_count, [False] * queue_count
+    coalesced, top, all_idle, outputs = MIN_TIMESTAMP, MIN_TIMESTAMP, False, []
+    for kind, queue, value in operations:
+        if kind == "event":
+            if idle[queue]:
+                idle[queue], all_idle = False, False
+            outputs.append(None)
+            continue
+        if kind == "wm" and value == MAX_TIMESTAMP:
+            idle[queue] = True
+        elif kind == "wm":
+            idle[queue], all_idle, wms[queue], top = False, False, value, max(top, value)
+        else:
+            wms[queue] = MAX_TIMESTAMP
+        if all_idle:
+            outputs.append(NO_NEW_WM)
+            continue
+        active = [wm for wm, is_idle in zip(wms, idle) if not is_idle]
+        minimum = min(active, default=MAX_TIMESTAMP)
+        if minimum < MAX_TIMESTAMP:
+            outputs.append(Watermark(minimum) if minimum > coalesced else NO_NEW_WM)
+            coalesced = max(coalesced, minimum)
+            continue
+        all_idle = True
+        some_not_done = any(wm < MAX_TIMESTAMP for wm in wms)
+        if top > coalesced:
+            coalesced = top
+            outputs.append(Watermark(top))
+        else:
+            outputs.append(IDLE_MESSAGE if some_not_done else NO_NEW_WM)
+    return outputs
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_random_observations_answer_as_recomputing_from_scratch(seed):
+    """Watermarks, IDLEs, events and DONEs in random order on 2-6 queues (the coalescer keeps a
+    count of queues without a watermark instead of a pass over all of them per DONE)."""
+    import random
+
+    rng = random.Random(seed)
+    queue_count = rng.randint(2, 6)
+    coalescer = create_coalescer(queue_count)
+    last, done, operations = [MIN_TIMESTAMP] * queue_count, set(), []
+    for _ in range(60):
+        queue = rng.randrange(queue_count)
+        if queue in done:
+            continue
+        roll = rng.random()
+        if roll < 0.1:
+            operations.append(("done", queue, None))
+            done.add(queue)
+        elif roll < 0.3:
+            operations.append(("event", queue, None))
+        elif roll < 0.45 and last[queue] < MAX_TIMESTAMP:
+            operations.append(("wm", queue, MAX_TIMESTAMP))
+        elif last[queue] < MAX_TIMESTAMP:
+            last[queue] = max(last[queue], 0) + rng.randint(1, 5)
+            operations.append(("wm", queue, last[queue]))
+    outputs = []
+    for kind, queue, value in operations:
+        if kind == "event":
+            coalescer.observe_event(queue)
+            outputs.append(None)
+        elif kind == "done":
+            outputs.append(coalescer.queue_done(queue))
+        else:
+            outputs.append(coalescer.observe_wm(queue, Watermark(value)))
+    assert outputs == _reference_outputs(operations, queue_count)

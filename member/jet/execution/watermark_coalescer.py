@@ -117,7 +117,7 @@ class StandardCoalescer(WatermarkCoalescer):
     asked for cancels it (Jet would still send it, marking an active input idle downstream).
     """
 
-    __slots__ = ("queue_wms", "is_idle", "all_inputs_idle", "idle_message_pending")
+    __slots__ = ("queue_wms", "is_idle", "all_inputs_idle", "idle_message_pending", "_unset")
 
     def __init__(self, queue_count: int, names: Sequence[str] | None = None) -> None:
         super().__init__(names)
@@ -125,11 +125,19 @@ class StandardCoalescer(WatermarkCoalescer):
         self.is_idle = [False] * queue_count
         self.all_inputs_idle = False
         self.idle_message_pending = False
+        self._unset = queue_count
+        """Queues neither idle nor done that have no watermark yet: while there is one, the
+        minimum is MIN_TIMESTAMP and nothing is forwarded (a batch job's DONEs then cost O(1),
+        not a pass over every queue each)."""
+
+    def _is_unset(self, queue: int) -> bool:
+        return not self.is_idle[queue] and self.queue_wms[queue] == MIN_TIMESTAMP
 
     def observe_wm(self, queue: int, watermark: Watermark) -> Watermark | None:
         value = watermark.timestamp
         if self.queue_wms[queue] >= value:
             raise self._order_error(queue, self.queue_wms[queue], value)
+        was_unset = self._is_unset(queue)
         if value == MAX_TIMESTAMP:
             self.is_idle[queue] = True
         else:
@@ -138,14 +146,17 @@ class StandardCoalescer(WatermarkCoalescer):
             self.queue_wms[queue] = value
             if value > self.top_observed_wm:
                 self.top_observed_wm = value
+        self._unset -= was_unset
         return self._check_observed_wms()
 
     def observe_event(self, queue: int) -> None:
         if self.is_idle[queue]:
             self.is_idle[queue] = False
             self.all_inputs_idle = self.idle_message_pending = False
+            self._unset += self._is_unset(queue)
 
     def queue_done(self, queue: int) -> Watermark | None:
+        self._unset -= self._is_unset(queue)
         self.queue_wms[queue] = MAX_TIMESTAMP
         return self._check_observed_wms()
 
@@ -156,8 +167,8 @@ class StandardCoalescer(WatermarkCoalescer):
         return NO_NEW_WM
 
     def _check_observed_wms(self) -> Watermark | None:
-        if self.all_inputs_idle:
-            return NO_NEW_WM  # the all-idle answer was already given
+        if self.all_inputs_idle or self._unset:
+            return NO_NEW_WM  # the all-idle answer was already given, or the minimum is MIN_TIMESTAMP
         wms, idle = self.queue_wms, self.is_idle
         minimum = min((wm for wm, is_idle in zip(wms, idle) if not is_idle), default=MAX_TIMESTAMP)
         if minimum < MAX_TIMESTAMP:
