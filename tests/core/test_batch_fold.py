@@ -16,7 +16,7 @@ from jet.core.test_support import TestSupport
 
 
 def _folder(key_fn, operation, row_type="tuple"):
-    return KeyedBatchFolder.for_operation(key_fn, operation.batch_aggregation, operation.create, row_type)
+    return KeyedBatchFolder.for_operation(key_fn, operation, row_type)
 
 
 def _python_groups(rows, key_of, value_of):

@@ -250,31 +250,20 @@ class TcpLink(FrameLink):
         if last:
             self._socket.close()
 
-    def send(self, frame: bytes) -> None:
-        """Queue one frame, or write it at once when the writer is idle and the socket takes it
-        whole without waiting: a frame then costs no wake-up of the writer thread (which would
-        also have to take the GIL from the tasklets). Never blocks."""
-        if not self._writer_idle:
-            super().send(frame)
-            return
-        if self._closed:
-            raise ConnectionError(f"the stream to member {self.peer_index} is closed")
-        self.last_frame_sent_at = time.monotonic()
-        record = FRAME_LENGTH.pack(len(frame)) + frame
-        with self._queueing:
-            if not self._writer_idle:  # the writer has work: behind it, in order
-                self._outgoing.put(frame)
-                return
-            try:
-                sent = self._socket.send(record, socket.MSG_DONTWAIT)
-            except OSError:  # full (the writer waits for room) or broken (the writer finds out)
-                sent = 0
-            if sent < len(record):
-                self._writer_idle = False
-                self._outgoing.put(_Unsent(record[sent:]))
-
     def _put(self, item: object) -> None:
+        """Queue ``item`` for the writer; a frame is written at once instead when the writer is
+        idle and the socket takes it whole without waiting: it then costs no wake-up of the
+        writer thread (which would also have to take the GIL from the tasklets). Never blocks."""
         with self._queueing:
+            if self._writer_idle and type(item) is bytes:
+                record = FRAME_LENGTH.pack(len(item)) + item
+                try:
+                    sent = self._socket.send(record, socket.MSG_DONTWAIT)
+                except OSError:  # full (the writer waits for room) or broken (the writer finds out)
+                    sent = 0
+                if sent == len(record):
+                    return
+                item = _Unsent(record[sent:])
             self._writer_idle = False
             self._outgoing.put(item)
 

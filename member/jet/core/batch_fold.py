@@ -26,6 +26,8 @@ from jet.core.functions import getter_item
 if TYPE_CHECKING:
     import pyarrow
 
+    from jet.core.aggregate import AggregateOperation
+
 _MISSING = object()
 _INT64_MAX = 2 ** 63 - 1
 
@@ -84,17 +86,18 @@ class KeyedBatchFolder:
         self._create = create
 
     @staticmethod
-    def for_operation(key_fn: Callable[[Any], Any], aggregation: BatchAggregation | None,
-                      create: Callable[[], Any], row_type: str) -> "KeyedBatchFolder | None":
-        """A folder when ``key_fn`` and the aggregation read columns the way rows of
-        ``row_type`` ("tuple": by position, "dict": by name) are read; else None."""
+    def for_operation(key_fn: Callable[[Any], Any], operation: "AggregateOperation",
+                      row_type: str) -> "KeyedBatchFolder | None":
+        """A folder when ``key_fn`` and the operation's ``batch_aggregation`` read columns the
+        way rows of ``row_type`` ("tuple": by position, "dict": by name) are read; else None."""
+        aggregation = operation.batch_aggregation
         if aggregation is None:
             return None
         wanted = int if row_type == "tuple" else str if row_type == "dict" else None
         columns = [getter_item(key_fn)] + [column for column, _ in aggregation.parts if column is not None]
         if wanted is None or any(type(column) is not wanted for column in columns):
             return None
-        return KeyedBatchFolder(columns[0], aggregation, create)
+        return KeyedBatchFolder(columns[0], aggregation, operation.create)
 
     def fold(self, accumulators: dict, batch: "pyarrow.RecordBatch") -> bool:
         """Fold ``batch`` into ``accumulators``; False (and nothing folded) when the batch has

@@ -189,17 +189,14 @@ class CooperativeWorker:
             _abandon(tracker)
         self.trackers = []
 
-    def _remove(self, tracker: TaskletTracker) -> None:
-        self.trackers = [t for t in self.trackers if t is not tracker]
-
     def _remove_all(self, ended: list[TaskletTracker]) -> None:
-        gone = {id(tracker) for tracker in ended}
-        self.trackers = [t for t in self.trackers if id(t) not in gone]
+        gone = set(ended)  # trackers hash by identity
+        self.trackers = [t for t in self.trackers if t not in gone]
 
     def _give_away(self, tracker: TaskletTracker) -> None:
         thief = tracker.stealing_worker
         tracker.stealing_worker = None
-        self._remove(tracker)
+        self._remove_all([tracker])
         self.given_count += 1
         thief.add(tracker, stolen=True)
 

@@ -53,12 +53,10 @@ def batch_row_type(consumer: Transform, source: Transform) -> str | None:
     """The row type of ``source``'s batches when ``consumer`` is a two-stage grouped aggregation
     whose first stage folds them in Arrow (key and operation read columns of such rows)."""
     row_type = getattr(getattr(source.connector, "supplier", None), "row_type", None)
-    operation = consumer.operation
     if (consumer.kind != "group_aggregate" or row_type is None or consumer.inputs[0].rebalance
-            or operation.combine is None):
+            or consumer.operation.combine is None):
         return None
-    folder = KeyedBatchFolder.for_operation(consumer.key_fn, operation.batch_aggregation,
-                                            operation.create, row_type)
+    folder = KeyedBatchFolder.for_operation(consumer.key_fn, consumer.operation, row_type)
     return None if folder is None else row_type
 
 

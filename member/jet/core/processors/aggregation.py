@@ -69,7 +69,7 @@ class AccumulateByKeyP(_KeyedStateP):
         self._gather = aggregate.accumulate_keyed_chunk is not None
         self._batch_row_type = batch_row_type
         self._batch_folder = None if batch_row_type is None else KeyedBatchFolder.for_operation(
-            key_fn, aggregate.batch_aggregation, aggregate.create, batch_row_type)
+            key_fn, aggregate, batch_row_type)
 
     def process(self, ordinal: int, inbox: Inbox) -> None:
         if self._batch_row_type is not None:
