@@ -8,7 +8,7 @@ import types
 
 from jet.cluster import messages
 from jet.cluster.distributed_plan import DistributedExecutionPlan, partition_owners
-from jet.cluster.edge_metrics import packed_execution_measurements
+from jet.cluster.edge_metrics import packed_execution_measurements, plan_figures
 from jet.cluster.job_execution import ExecutionOutcome, decode_report, encode_report
 from jet.cluster.packets import PacketFormatError
 from jet.core import DAG, Edge
@@ -118,3 +118,13 @@ def test_a_remote_member_adds_a_few_numbers_to_the_packed_measurements_not_a_tag
     sizes = [len(packed_measurements_json(packed_execution_measurements(member_execution(k), 1000)))
              for k in (4, 16)]
     assert (sizes[1] - sizes[0]) / 12 < 60  # two short lists of small numbers per remote member
+
+
+def test_a_members_vertex_figures_add_up_its_senders_and_receivers_over_the_remote_members():
+    figures = plan_figures(member_execution(4).plan, 1000)
+    remotes = (0, 2, 3)
+    assert figures["source"]["distributedBytesOut"] == sum(100 * r for r in remotes)
+    assert figures["source"]["distributedItemsOut"] == sum(3 * r for r in remotes)
+    assert figures["sink"]["distributedItemsIn"] == sum(5 * r for r in remotes)
+    assert figures["sink"]["distributedBytesIn"] == 0
+    assert "distributedItemsIn" not in figures["source"] and "distributedItemsOut" not in figures["sink"]

@@ -34,6 +34,7 @@ from jet.execution.outbound import (BroadcastCollector, OutboundCollector, Round
 from jet.execution.plan import ExecutionPlan, MemberTopology, owned_partition_table
 from jet.execution.queues import UNBOUNDED, SpscQueue
 from jet.execution.snapshot_context import SnapshotContext
+from jet.execution.tasklet_group import grouped
 
 
 def partition_owners(member_count: int) -> list[int]:
@@ -135,15 +136,25 @@ class DistributedExecutionPlan(ExecutionPlan):
                              if position != topology.member_index}
         self._relay_receivers: dict[tuple[int, int, int], ReceiverTasklet] = {}
         self._senders_per_edge: dict[tuple[int, int], int] = {}
+        self._edge_names: dict[tuple[int, int], str] = {}
         self.done_relay = DoneRelay(execution_id, self.members[topology.member_index], self.members,
                                     network.send_frame, self._relay_receivers, self._senders_per_edge)
         """Carries the DONE of this member's senders that no frame can carry (see done_relay)."""
 
     def build(self) -> list:
-        """Processor tasklets, then the receivers and senders of the distributed edges."""
+        """Processor tasklets, then the receivers and senders of the distributed edges: those of
+        one edge in one group per cooperative thread (see :mod:`jet.execution.tasklet_group`)."""
         tasklets = super().build()
         relay = [RelayCompletionTasklet(self.done_relay)] if self.senders and self.done_relay.is_relay_member else []
-        return tasklets + list(self.receivers.values()) + list(self.senders.values()) + relay
+        return (tasklets + self._edge_groups("receivers", self.receivers)
+                + self._edge_groups("senders", self.senders) + relay)
+
+    def _edge_groups(self, kind: str, tasklets: dict[tuple[int, int, int, int], Any]) -> list:
+        per_edge: dict[tuple[int, int], list] = {}
+        for (_, vertex_id, ordinal, _), tasklet in tasklets.items():
+            per_edge.setdefault((vertex_id, ordinal), []).append(tasklet)
+        return [group for edge, edge_tasklets in per_edge.items()
+                for group in grouped(f"{kind}({self._edge_names[edge]})", edge_tasklets, self.cooperative_threads)]
 
     def _wire_edge(self, edge: Edge, instreams: dict, collectors: dict) -> None:
         if not edge.is_distributed() or not self.remote_members:
@@ -171,6 +182,7 @@ class DistributedExecutionPlan(ExecutionPlan):
                 ReceiveWindow(config.receive_window_multiplier, self.period_ns))
             self._relay_receivers[(vertex_id, ordinal, m)] = self.receivers[key]
         self._senders_per_edge[(vertex_id, ordinal)] = len(self.remote_members)
+        self._edge_names[(vertex_id, ordinal)] = f"{source}->{dest}"
         relay = self.done_relay
         sender_queues = {m: [SpscQueue(capacity, name=f"{source}#{i}->member{m}")
                              for i in range(upstream)] for m in self.remote_members}

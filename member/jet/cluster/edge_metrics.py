@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import Any, Iterator
 
-from jet.execution.measurements import (Measurement, PackedMeasurements, add_remote, execution_tags, pack_measurements,
+from jet.execution.measurements import (Measurement, PackedMeasurements, execution_tags, pack_measurements,
                                         processor_measurements, remote_group, unpack_measurements)
 from jet.execution.vertex_metrics import (DISTRIBUTED_BYTES_IN, DISTRIBUTED_BYTES_OUT, DISTRIBUTED_ITEMS_IN,
                                           DISTRIBUTED_ITEMS_OUT, Metrics, now_ms, vertex_metrics)
@@ -30,45 +30,56 @@ SENDER_METRICS = (DISTRIBUTED_BYTES_OUT, DISTRIBUTED_PACKETS_OUT, DISTRIBUTED_IT
 RECEIVER_METRICS = (DISTRIBUTED_BYTES_IN, DISTRIBUTED_PACKETS_IN, DISTRIBUTED_ITEMS_IN, RECEIVE_WINDOW)
 
 
-def _edge_of(plan: Any, key: tuple[int, int, int, int]) -> tuple[str, int, str, int]:
-    """(producer, its outbound ordinal, consumer, remote member) of a sender's or receiver's key."""
-    _, vertex_id, dest_ordinal, remote = key
-    dest = plan.order[vertex_id].name
-    for edge in plan.dag.edges:
-        if edge.dest.name == dest and edge.dest_ordinal == dest_ordinal:
-            return edge.source.name, edge.source_ordinal, dest, remote
-    raise KeyError(f"no edge into ordinal {dest_ordinal} of vertex {dest!r}")
+EdgeNames = tuple[str, int, str]
+"""(producer, its outbound ordinal, consumer) of a distributed edge."""
 
 
-def sender_figures(sender: Any) -> dict[str, int]:
-    return {DISTRIBUTED_BYTES_OUT: sender.bytes_sent, DISTRIBUTED_PACKETS_OUT: sender.packets_sent,
-            DISTRIBUTED_ITEMS_OUT: sender.items_sent}
+def _edges_by_destination(plan: Any) -> dict[tuple[int, int], EdgeNames]:
+    """Each edge of ``plan``'s DAG by (destination vertex id, destination ordinal), the middle
+    of a sender's or receiver's key."""
+    ids = {vertex.name: i for i, vertex in enumerate(plan.order)}
+    return {(ids[edge.dest.name], edge.dest_ordinal): (edge.source.name, edge.source_ordinal, edge.dest.name)
+            for edge in plan.dag.edges}
 
 
-def receiver_figures(receiver: Any) -> dict[str, int]:
-    return {DISTRIBUTED_BYTES_IN: receiver.bytes_received, DISTRIBUTED_PACKETS_IN: receiver.packets_received,
-            DISTRIBUTED_ITEMS_IN: receiver.items_received, RECEIVE_WINDOW: receiver.window.window_compressed}
+def _edge_sides(plan: Any) -> Iterator[tuple[EdgeNames, bool, list[tuple[int, Any]]]]:
+    """Per distributed edge of ``plan``, its senders and then its receivers: the edge, whether
+    they send, and ``(remote member, tasklet)`` for each. Per edge, not per tasklet: a report
+    reads every one of them at each job's end, and there are 2(k - 1) per edge."""
+    senders, receivers = getattr(plan, "senders", {}), getattr(plan, "receivers", {})
+    if not senders and not receivers:
+        return
+    edges = _edges_by_destination(plan)
+    for tasklets, sends in ((senders, True), (receivers, False)):
+        sides: dict[tuple[int, int], list[tuple[int, Any]]] = {}
+        for (_, vertex_id, ordinal, remote), tasklet in list(tasklets.items()):
+            sides.setdefault((vertex_id, ordinal), []).append((remote, tasklet))
+        for key, members in sides.items():
+            yield edges[key], sends, members
 
 
-def _distributed(plan: Any) -> Iterator[tuple[tuple[str, int, str, int], bool, dict[str, int]]]:
-    """Per sender and receiver of ``plan``: its edge, whether it sends, and its figures."""
-    for key, sender in list(getattr(plan, "senders", {}).items()):
-        yield _edge_of(plan, key), True, sender_figures(sender)
-    for key, receiver in list(getattr(plan, "receivers", {}).items()):
-        yield _edge_of(plan, key), False, receiver_figures(receiver)
+def sender_values(sender: Any) -> list[int]:
+    """A sender's figures, in the order of :data:`SENDER_METRICS`."""
+    return [sender.bytes_sent, sender.packets_sent, sender.items_sent]
+
+
+def receiver_values(receiver: Any) -> list[int]:
+    """A receiver's figures, in the order of :data:`RECEIVER_METRICS`."""
+    return [receiver.bytes_received, receiver.packets_received, receiver.items_received,
+            receiver.window.window_compressed]
 
 
 def plan_figures(plan: Any, wall_ms: int | None = None) -> dict[str, Metrics]:
     """Each vertex's figures on this member: its processors' and its distributed edges' items
     and bytes (``Out`` on the producer, ``In`` on the consumer)."""
     extra = []
-    for (source, _, dest, _), sends, figures in _distributed(plan):
+    for (source, _, dest), sends, members in _edge_sides(plan):
         if sends:
-            extra.append((source, {DISTRIBUTED_BYTES_OUT: figures[DISTRIBUTED_BYTES_OUT],
-                                   DISTRIBUTED_ITEMS_OUT: figures[DISTRIBUTED_ITEMS_OUT]}))
+            extra.append((source, {DISTRIBUTED_BYTES_OUT: sum(s.bytes_sent for _, s in members),
+                                   DISTRIBUTED_ITEMS_OUT: sum(s.items_sent for _, s in members)}))
         else:
-            extra.append((dest, {DISTRIBUTED_BYTES_IN: figures[DISTRIBUTED_BYTES_IN],
-                                 DISTRIBUTED_ITEMS_IN: figures[DISTRIBUTED_ITEMS_IN]}))
+            extra.append((dest, {DISTRIBUTED_BYTES_IN: sum(r.bytes_received for _, r in members),
+                                 DISTRIBUTED_ITEMS_IN: sum(r.items_received for _, r in members)}))
     return vertex_metrics(plan.tasklets, wall_ms, extra)
 
 
@@ -88,14 +99,12 @@ def packed_execution_measurements(execution: Any, wall_ms: int | None = None) ->
     packed = pack_measurements(processor_measurements(list(plan.tasklets), base,
                                                       now_ms() if wall_ms is None else wall_ms))
     groups: list[dict] = []
-    group_key = None
-    for (source, ordinal, dest, remote), _, figures in _distributed(plan):
-        key = (source, ordinal, dest, tuple(figures))
-        if key != group_key:  # a plan keeps an edge's senders (and receivers) together
-            group_key = key
-            groups.append(remote_group({**base, "vertex": source, "ordinal": str(ordinal), "to_vertex": dest},
-                                       figures))
-        add_remote(groups[-1], remote, figures.values())
+    for (source, ordinal, dest), sends, members in _edge_sides(plan):
+        metrics, values = (SENDER_METRICS, sender_values) if sends else (RECEIVER_METRICS, receiver_values)
+        group = remote_group({**base, "vertex": source, "ordinal": str(ordinal), "to_vertex": dest}, metrics)
+        group["members"] = [str(remote) for remote, _ in members]
+        group["values"] = [values(tasklet) for _, tasklet in members]
+        groups.append(group)
     if groups:
         packed["remote"] = groups
     return packed

@@ -30,6 +30,7 @@ from jet.cluster.edge_metrics import execution_measurements, packed_execution_me
 from jet.cluster.network import MemberNetwork
 from jet.cluster.observables import Publisher, register_publisher, unregister_publisher
 from jet.cluster.packets import PacketFormatError
+from jet.cluster.report_threads import report_threads
 from jet.core.dag import DAG
 from jet.core.edge import EdgeConfig
 from jet.core.partitioner import PARTITION_COUNT
@@ -45,7 +46,6 @@ from jet.job_config import ProcessingGuarantee
 from jet.snapshot.store import SnapshotStore
 
 log = logging.getLogger("jet.cluster.job_execution")
-REPORT_THREAD_PREFIX = "jet.execution-report-"
 CLEANUP_WAIT_S = 5.0
 """How long cleanup waits for a still-running execution to stop after cancelling it."""
 
@@ -341,9 +341,19 @@ class JobExecution:
 
     def _completed(self, future: ExecutionFuture) -> None:
         """On the thread that finished the last tasklet (a cooperative worker, usually): hand
-        the report over to a thread of its own at once."""
-        threading.Thread(target=self._finish, args=(future,), daemon=True,
-                         name=f"{REPORT_THREAD_PREFIX}{self.execution_id}").start()
+        the report over to a report thread at once (starting a thread per execution cost the
+        worker more than the rest of a tiny job's completion)."""
+        try:
+            report_threads().submit(self._finish_logged, future)
+        except RuntimeError:  # the interpreter is shutting down: no new threads
+            self._finish_logged(future)
+
+    def _finish_logged(self, future: ExecutionFuture) -> None:
+        try:
+            self._finish(future)
+        except Exception:  # a pool would keep it in a future nobody reads
+            log.exception("job %s: the end report of execution %d on member %d failed", self.job_id,
+                          self.execution_id, self.member_index)
 
     def _finish(self, future: ExecutionFuture) -> None:
         if self._progress_log is not None:

@@ -47,6 +47,8 @@ class ReceiverTasklet:
         self._expected_frames: int | None = None
         """From a DONE notice (:mod:`jet.cluster.done_relay`): the sender is done after this many frames."""
         self._finished = False
+        self._quiet = False
+        """The last call left nothing in hand: only a frame or a DONE notice can give it work."""
 
     def enqueue(self, frame: bytes) -> None:
         """Network thread: a frame for this receiver arrived."""
@@ -91,9 +93,12 @@ class ReceiverTasklet:
     def call(self) -> int:
         if self._finished:
             return WAS_ALREADY_DONE
+        if self._quiet and not self.frames and self._expected_frames is None:
+            return NO_PROGRESS  # most calls of most receivers, with many members: keep them cheap
         progress = False
         collector = self._collector
         if not collector.flush():
+            self._quiet = False
             return NO_PROGRESS
         while True:
             if self._pending is not None:
@@ -137,6 +142,8 @@ class ReceiverTasklet:
             if collector.offer_special(DONE_ITEM):
                 self._finished = True
                 return DONE
+        self._quiet = (self._pending is None and self._pending_watermark is None and not collector.has_pending
+                       and not self._done_received)
         return MADE_PROGRESS if progress else NO_PROGRESS
 
     def __repr__(self) -> str:

@@ -76,6 +76,8 @@ class SenderTasklet:
         buffer = self._buffer
         if not buffer and self._watermark is None and self._barrier is None and not self._input_done:
             stream = self._stream
+            if not stream.may_have_input():
+                return NO_PROGRESS  # most calls of most senders, with many members: keep them cheap
             result = stream.drain_to(buffer)
             progress = bool(result & PROGRESS_BIT)
             self._input_done = bool(result & DONE_BIT)

@@ -95,6 +95,16 @@ class InboundEdgeStream:
             return MADE_PROGRESS
         return MADE_PROGRESS if progress else NO_PROGRESS
 
+    def may_have_input(self) -> bool:
+        """Whether :meth:`drain_to` could move anything now: an entry in a live queue, or a
+        coalesced idle message due. A cheap test for readers that are mostly idle."""
+        if self._coalescer.idle_message_pending:
+            return True
+        for queue in self._queues:
+            if not queue.is_empty():
+                return True
+        return False
+
     def _on_special(self, queue: SpscQueue, item: SpecialItem) -> int | None:
         """Handle DONE or a watermark from ``queue``; a ProgressState when the drain must stop."""
         index = self._queue_index[queue]

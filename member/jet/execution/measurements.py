@@ -87,14 +87,9 @@ def pack_measurements(measurements: Iterable[Measurement]) -> PackedMeasurements
 
 def remote_group(tags: Mapping[str, str], metrics: Sequence[str]) -> dict[str, Any]:
     """An empty group of a packed ``"remote"`` section: the measurements ``metrics`` with
-    ``tags`` plus a ``remote_member`` tag, for each remote member :func:`add_remote` adds."""
+    ``tags`` plus a ``remote_member`` tag; for each remote member its caller appends the member
+    to ``members`` and its values, in the order of ``metrics``, to ``values``."""
     return {"tags": dict(tags), "metrics": list(metrics), "members": [], "values": []}
-
-
-def add_remote(group: dict[str, Any], remote_member: int | str, values: Iterable[int]) -> None:
-    """The group's measurements for ``remote_member``: ``values`` in the order of its metrics."""
-    group["members"].append(str(remote_member))
-    group["values"].append([int(value) for value in values])
 
 
 def packed_measurements_json(packed: PackedMeasurements) -> bytes:
