@@ -140,7 +140,6 @@ class Member:
         if self.coordinator is not None:
             self.metrics.watch_jobs(self.coordinator.records)
         self._lock = threading.Lock()
-        self._reports = ThreadPoolExecutor(max_workers=4, thread_name_prefix="jet-report")
         self.connected = self.membership.all_joined
         """Set while the streams with every other member are up."""
         self.stopped = threading.Event()
@@ -265,7 +264,6 @@ class Member:
         self.server.stop(1.0)
         self.network.stop()
         self.calls.close()
-        self._reports.shutdown(wait=False, cancel_futures=True)
         self.service.shutdown()
 
     def _say_leaving(self) -> None:
@@ -520,10 +518,8 @@ class Member:
                 self.executions.pop(execution.execution_id, None)
                 self._undelivered[execution.execution_id] = execution.report
             execution.cleanup()
-        try:
-            self._reports.submit(self._send_report, outcome, execution.report_payload(), execution.execution_id)
-        except RuntimeError:  # the member is shutting down: the coordinator sees it lost
-            log.debug("member %d is stopping; the report of job %s is not sent", self.index, outcome.job_id)
+        # Sent from this report thread itself: one hand-over between threads per job, not two.
+        self._send_report(outcome, execution.report_payload(), execution.execution_id)
 
     def _send_report(self, outcome: ExecutionOutcome, payload: bytes, execution_id: int) -> None:
         """Send an end report, retrying with backoff for ``report_retry_ms``; after that the

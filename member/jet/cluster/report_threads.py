@@ -1,9 +1,11 @@
-"""The few threads that build the end reports of a member's executions.
+"""The few threads that build and send the end reports of a member's executions.
 
 An execution's report (its figures, measurements and results, encoded) is built off the
-cooperative thread that finished its last tasklet. A thread started per execution cost that
-worker more than the rest of a tiny job's completion, and each member ran one per job; these
-threads are reused from job to job instead.
+cooperative thread that finished its last tasklet, and sent to the coordinator from the same
+thread, retried for ``report_retry_ms`` when it does not get through. A thread started per
+execution, handing the report to a pool of senders, cost each member two thread hand-overs per
+job and its worker more than the rest of a tiny job's completion; these threads are reused from
+job to job instead.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 REPORT_THREAD_PREFIX = "jet.execution-report"
 REPORT_THREADS = 4
-"""At most this many reports are built at once; more wait for a thread."""
+"""At most this many reports are built or sent at once; more wait for a thread."""
 
 _pool: ThreadPoolExecutor | None = None
 _pool_lock = threading.Lock()
