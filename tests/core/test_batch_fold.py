@@ -3,6 +3,7 @@ folding the same rows, and the batches it must leave to the row path."""
 
 from __future__ import annotations
 
+import decimal
 import math
 import random
 
@@ -74,15 +75,86 @@ def test_dict_rows_read_columns_by_name():
     assert folder.fold(accumulators, batch) and accumulators == {"u1": 8, "u2": 4}
 
 
+class _Counted:
+    """A value function that counts its calls."""
+
+    def __init__(self, fn):
+        self.fn, self.calls = fn, 0
+
+    def __call__(self, row):
+        self.calls += 1
+        return self.fn(row)
+
+
+@pytest.mark.parametrize("row_type", ["tuple", "dict"])
+def test_computed_values_are_summed_in_arrow_as_python_sums_them(row_type):
+    rng = random.Random(11)
+    rows = [(rng.randrange(30), rng.randint(-10**9, 10**9), rng.uniform(-5, 5)) for _ in range(3000)]
+    read = (lambda r, i: r[i]) if row_type == "tuple" else (lambda r, i: r["kif"[i]])
+    int_value, float_value = _Counted(lambda r: read(r, 1) * 3 - 1), _Counted(lambda r: read(r, 2) * 1.5)
+    operation = A.all_of(A.summing(int_value), A.averaging(float_value), A.counting())
+    key = (lambda r: r[0]) if row_type == "tuple" else (lambda r: r["k"])
+    folder = _folder(key, operation, row_type)
+    accumulators: dict = {}
+    batches = [_batch(rows[i:i + 500], ["k", "i", "f"], [pa.int64(), pa.int64(), pa.float64()])
+               for i in range(0, len(rows), 500)]
+    assert all(folder.fold(accumulators, batch) for batch in batches)
+    assert int_value.calls == float_value.calls == len(rows)  # once per row, as the row path calls them
+    ints = _python_groups(rows, lambda r: r[0], lambda r: r[1] * 3 - 1)
+    floats = _python_groups(rows, lambda r: r[0], lambda r: r[2] * 1.5)
+    assert set(accumulators) == set(ints)
+    for k, acc in accumulators.items():
+        total, mean, count = operation.finish(acc)
+        assert (total, count) == (ints[k][0], ints[k][1]) and type(total) is int
+        assert math.isclose(mean, floats[k][0] / floats[k][1], rel_tol=1e-9, abs_tol=1e-9)
+
+
+@pytest.mark.parametrize("value_fn, expected_type", [
+    (lambda r: r[1] > 2, int),                                   # booleans: Python adds them as 1 and 0
+    (lambda r: decimal.Decimal(r[1]) / 4, decimal.Decimal),      # decimals: exact
+    (lambda r: 2 ** 62 + r[1], int),                             # sums past int64: Python's big ints
+    (lambda r: 2 ** 70 if r[1] == 3 else r[1], int),             # a value past int64
+    (lambda r: float(r[1]) if r[1] % 2 else r[1], float),        # ints and floats mixed
+], ids=["bool", "decimal", "sum-past-int64", "value-past-int64", "mixed"])
+def test_computed_values_arrow_would_add_differently_are_added_row_by_row_as_python_does(value_fn, expected_type):
+    rows = [(k % 3, k) for k in range(40)]
+    counted = _Counted(value_fn)
+    operation = A.all_of(A.summing(counted), A.counting())
+    accumulators = {0: [5, 1]}  # a key that already holds a row
+    assert _folder(lambda r: r[0], operation).fold(accumulators, _batch(rows, ["k", "v"], [pa.int64(), pa.int64()]))
+    assert counted.calls == len(rows)
+    expected = {0: [5, 1], 1: [0, 0], 2: [0, 0]}
+    for row in rows:  # the row path's order: each value added to its key's running sum
+        expected[row[0]] = [expected[row[0]][0] + value_fn(row), expected[row[0]][1] + 1]
+    assert accumulators == expected and type(accumulators[1][0]) is expected_type
+
+
+def test_a_computed_values_error_is_the_users_and_leaves_the_accumulators_as_they_were():
+    def value(row):
+        return 1 / (row[1] - 7)
+
+    accumulators = {0: 1.0}
+    with pytest.raises(ZeroDivisionError):
+        _folder(lambda r: r[0], A.summing(value)).fold(
+            accumulators, _batch([(0, k) for k in range(10)], ["k", "v"], [pa.int64(), pa.int64()]))
+    assert accumulators == {0: 1.0}
+
+
+def test_a_batch_left_to_the_row_path_calls_no_value_function():
+    counted = _Counted(lambda r: r[1] * 2)
+    batch = _batch([(1.5, 2), (2.5, 3)], ["k", "v"], [pa.float64(), pa.int64()])  # float keys: rows
+    assert not _folder(lambda r: r[0], A.summing(counted)).fold({}, batch)
+    assert counted.calls == 0
+
+
 @pytest.mark.parametrize("row_type, key_fn, operation", [
     ("tuple", lambda r: r[0] + 1, A.counting()),                       # the key is computed
-    ("tuple", lambda r: r[0], A.summing(lambda r: r[1] * 2)),          # a value is computed
     ("tuple", lambda r: r[0], A.to_list()),                            # no Arrow form
     ("tuple", lambda r: r[0], A.all_of(A.counting(), A.to_list())),
     ("tuple", lambda r: r["k"], A.counting()),                         # tuple rows read by position
     ("dict", lambda r: r[0], A.counting()),                            # dict rows read by name
     ("dict", lambda r: r["k"], A.summing(lambda r: r[1])),
-], ids=["computed-key", "computed-value", "to_list", "all_of-with-to_list", "name-on-tuples",
+], ids=["computed-key", "to_list", "all_of-with-to_list", "name-on-tuples",
         "position-on-dicts", "position-value-on-dicts"])
 def test_no_folder_unless_the_key_and_every_value_is_a_column_of_such_rows(row_type, key_fn, operation):
     assert _folder(key_fn, operation, row_type) is None

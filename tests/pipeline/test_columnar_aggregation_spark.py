@@ -41,6 +41,26 @@ def test_grouped_sums_counts_and_means_on_member_processes_match_spark_sql(spark
         assert math.isclose(mean, expected[key][2], rel_tol=1e-12)
 
 
+def test_computed_values_of_batches_match_spark_sql(spark, tmp_path):
+    """A value computed by a Python function per row, summed and averaged in Arrow."""
+    source = str(tmp_path / "computed.parquet")
+    spark.range(0, 20_000, numPartitions=2).selectExpr(
+        "id % 13 AS key", "id % 101 AS amount", "CAST(id % 89 AS DOUBLE) / 3 AS price").write.parquet(source)
+    pipeline = Pipeline.create()
+    (pipeline.read_from(Sources.spark("parquet", source))
+     .grouping_key(lambda row: row[0])
+     .aggregate(A.all_of(A.summing(lambda row: row[1] * 2 + 1), A.averaging(lambda row: row[2] * 1.5)))
+     .write_to(Sinks.list("groups")))
+    assert pipeline.to_dag(1).get_vertex(f"spark-parquet({source})").processor_supplier.columnar
+    got = dict(run_with_spark(spark, pipeline, members=2)["groups"])
+    expected = {row[0]: tuple(row[1:]) for row in spark.sql(
+        f"SELECT key, sum(amount * 2 + 1), avg(price * 1.5) FROM parquet.`{source}` GROUP BY key").collect()}
+    assert set(got) == set(expected) and len(got) == 13
+    for key, (total, mean) in got.items():
+        assert total == expected[key][0] and type(total) is int
+        assert math.isclose(mean, expected[key][1], rel_tol=1e-12)
+
+
 def _python_sums(path: str, key: str, value: str) -> dict:
     table = pq.read_table(path)
     sums: dict = {}

@@ -6,7 +6,7 @@ from collections import _count_elements  # type: ignore[attr-defined]
 from dataclasses import dataclass, replace
 from typing import Any, Callable, Iterable
 
-from jet.core.batch_fold import COUNTED_ROWS, BatchAggregation, summed_column
+from jet.core.batch_fold import COUNTED_ROWS, BatchAggregation, summed_values
 from jet.core.functions import map_each, whole_item
 
 _MISSING = object()
@@ -145,4 +145,4 @@ def summing(value_fn: Callable[[Any], Any] = _identity) -> AggregateOperation:
         create=int, accumulate=lambda acc, item: acc + value_fn(item), combine=_add,
         accumulate_chunk=lambda acc, items: acc + sum(map_each(value_fn, items)),
         accumulate_keyed_chunk=accumulate_keyed, name="summing", deduct=_subtract,
-        batch_aggregation=summed_column(value_fn))
+        batch_aggregation=summed_values(value_fn))

@@ -6,7 +6,7 @@ import heapq
 from typing import Any, Callable, Iterable
 
 from jet.core.aggregate import AggregateOperation, counting, summing
-from jet.core.batch_fold import COUNTED_ROWS, BatchAggregation, all_of_batches, summed_column
+from jet.core.batch_fold import COUNTED_ROWS, BatchAggregation, all_of_batches, summed_values
 from jet.core.functions import map_each, whole_item
 
 class _Nothing:
@@ -44,14 +44,11 @@ def _averaging(value_fn: Callable[[Any], Any]) -> AggregateOperation:
         combine=lambda a, b: (a[0] + b[0], a[1] + b[1]),
         finish=lambda acc: acc[0] / acc[1] if acc[1] else None,
         accumulate_chunk=accumulate_chunk, accumulate_keyed_chunk=accumulate_keyed,
-        name="averaging", deduct=_deduct_average, batch_aggregation=_averaged_column(value_fn))
+        name="averaging", deduct=_deduct_average, batch_aggregation=_averaged_values(value_fn))
 
 
-def _averaged_column(value_fn: Callable[[Any], Any]) -> BatchAggregation | None:
-    summed = summed_column(value_fn)
-    if summed is None:
-        return None
-    return BatchAggregation(summed.parts + COUNTED_ROWS.parts,
+def _averaged_values(value_fn: Callable[[Any], Any]) -> BatchAggregation:
+    return BatchAggregation(summed_values(value_fn).parts + COUNTED_ROWS.parts,
                             lambda acc, figures: (acc[0] + figures[0], acc[1] + figures[1]))
 
 
