@@ -6,9 +6,12 @@ For each member count, starts ``jet.local_cluster(k)`` and runs back to back tin
 items from a source, through ``edges - 1`` maps, into a sink) whose edges are all local
 (``edges`` 0) or all distributed (1 or 2), each kind twice, alternating, after five warm-up
 jobs. Prints the wall time per job and the CPU of every member process (all threads, from
-``/proc/<pid>/stat``) per member per job. The difference between 0 and 1 or 2 distributed edges,
-divided by ``k - 1``, is what one distributed edge costs per remote member per job: its sender
-and receiver tasklets, their queues, their frames and figures.
+``/proc/<pid>/stat``) per member per job, and apart from it the coordinator's (member 0's) and
+the mean of the others'. The difference between 0 and 1 or 2 distributed edges, divided by
+``k - 1``, is what one distributed edge costs per remote member per job: its sender and receiver
+tasklets, their queues, their frames and figures. The coordinator's CPU per job is the part of a
+job's round trip that one process does for every member (plans sent, reports taken): on a
+machine with a core per member, the round trip is that plus one member's own share.
 """
 
 from __future__ import annotations
@@ -60,8 +63,8 @@ def main() -> None:
     parser.add_argument("--members", type=int, nargs="+", default=[8, 16])
     parser.add_argument("--jobs", type=int, default=150)
     args = parser.parse_args()
-    print("| members | distributed edges | ms per job | CPU ms per member per job |")
-    print("| ---: | ---: | ---: | ---: |")
+    print("| members | distributed edges | ms per job | CPU ms per member per job | coordinator | other members |")
+    print("| ---: | ---: | ---: | ---: | ---: | ---: |")
     for k in args.members:
         with tempfile.TemporaryDirectory() as logs, jet.local_cluster(k, log_dir=logs) as cluster:
             pids = [member.pid for member in cluster.members]
@@ -69,12 +72,16 @@ def main() -> None:
                 for _ in range(5):
                     cluster.new_job(chain(edges)).join(60)
                 time.sleep(0.5)
-                cpu_before, started = process_cpu_s(pids), time.perf_counter()
+                coordinator_before, others_before = process_cpu_s(pids[:1]), process_cpu_s(pids[1:])
+                started = time.perf_counter()
                 for _ in range(args.jobs):
                     cluster.new_job(chain(edges)).join(60)
-                elapsed, cpu = time.perf_counter() - started, process_cpu_s(pids) - cpu_before
-                print(f"| {k} | {edges} | {elapsed / args.jobs * 1000:.1f} | "
-                      f"{cpu / args.jobs / k * 1000:.2f} |", flush=True)
+                elapsed = time.perf_counter() - started
+                coordinator = process_cpu_s(pids[:1]) - coordinator_before
+                others = process_cpu_s(pids[1:]) - others_before
+                per_job_ms = 1000 / args.jobs
+                print(f"| {k} | {edges} | {elapsed * per_job_ms:.1f} | {(coordinator + others) * per_job_ms / k:.2f} | "
+                      f"{coordinator * per_job_ms:.2f} | {others * per_job_ms / max(k - 1, 1):.2f} |", flush=True)
 
 
 if __name__ == "__main__":

@@ -99,8 +99,8 @@ class ExecutionDriver:
         with self._changed:  # a member starts within its init: its report may come before the round ends
             execution.awaiting = {m for m in members if m not in self._lost}
             execution.init_sent = True
-        inits = {m: self._start_call(m, messages.INIT, messages.encode_message(
-            {**plan, "member_index": m}, run.dag_bytes), init_s) for m in members}
+        payloads = messages.encode_message_per_value(plan, run.dag_bytes, "member_index", members)
+        inits = {m: self._start_call(m, messages.INIT, payloads[m], init_s) for m in members}
         for member, future in inits.items():
             if not self._call_ok(run, execution, member, messages.INIT, future, init_s):
                 with self._changed:

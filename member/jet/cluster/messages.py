@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import struct
-from typing import Any
+from typing import Any, Iterable
 
 from jet.cluster.packets import PacketFormatError
 
@@ -57,6 +57,22 @@ def encode_message(header: dict[str, Any], blob: bytes = b"") -> bytes:
     """One control payload: a JSON ``header`` and an optional binary ``blob``."""
     data = json.dumps(header, separators=(",", ":")).encode("utf-8")
     return _LENGTH.pack(len(data)) + data + blob
+
+
+def encode_message_per_value(header: dict[str, Any], blob: bytes, key: str,
+                             values: Iterable[Any]) -> dict[Any, bytes]:
+    """``encode_message({**header, key: value}, blob)`` for each of ``values``, encoding the
+    rest of the header once: the coordinator sends every member the same plan but its index, and
+    JSON-encoding the whole plan (its partition table among it) per member was a cost per member
+    per job."""
+    rest = {name: value for name, value in header.items() if name != key}
+    common = json.dumps(rest, separators=(",", ":"))
+    head = common[:-1] + ("," if rest else "") + json.dumps(key) + ":"
+    result = {}
+    for value in values:
+        data = (head + json.dumps(value, separators=(",", ":")) + "}").encode("utf-8")
+        result[value] = _LENGTH.pack(len(data)) + data + blob
+    return result
 
 
 def decode_message(payload: bytes) -> tuple[dict[str, Any], bytes]:
