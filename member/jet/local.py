@@ -18,9 +18,13 @@ from typing import Any, Mapping
 
 from jet.cluster.client import Job, as_dag
 from jet.cluster.local_cluster import LocalCluster as _MembersOnly
-from jet.connectors.spark.driver import start_spark_side
+from jet.connectors.spark.driver import job_ended, start_spark_side
 from jet.connectors.spark.streaming_driver import stop_spark_streams
 from jet.execution.errors import JobTimeoutError
+
+
+SPARK_SIDE_GRACE_S = 10.0
+"""How long a failed job's ``join`` waits for its Spark side to end."""
 
 
 class LocalJob:
@@ -38,6 +42,11 @@ class LocalJob:
             raise  # still running: so are its streams
         except BaseException:
             stop_spark_streams(self._job.id)
+            # A failed job leaves Spark's tasks failing on their own (at INFO: the job's failure is
+            # the error); let Spark finish them before this process may exit under it, or Spark
+            # logs errors and stacks of its own about a vanished driver.
+            job_ended(self._job.id)
+            self._spark_side.join(SPARK_SIDE_GRACE_S)
             raise
         stop_spark_streams(self._job.id)
         self._spark_side.join(timeout)  # Spark sinks finish writing after the job

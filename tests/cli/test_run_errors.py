@@ -94,3 +94,36 @@ def test_a_missing_file_the_job_file_opens_is_not_taken_for_a_missing_job_file(t
     assert f"job rejected: {job} raised an error while defining its job:" in result.stderr
     assert "No such file or directory: '/no/such/settings.yaml'" in result.stderr
     assert "does not exist" not in result.stderr
+
+
+SPARK_VALUE_FAILS = '''
+from jet import AggregateOperations as A, Pipeline, Sinks, Sources
+
+def price(row):
+    return row[1] / (row[1] - 500.0)
+
+pipeline = Pipeline.create()
+(pipeline.read_from(Sources.spark("parquet", {source!r}))
+ .grouping_key(lambda row: row[0])
+ .aggregate(A.summing(price))
+ .write_to(Sinks.logger()))
+'''
+
+
+def test_a_user_error_in_a_job_reading_spark_leaves_no_spark_error_behind(tmp_path):
+    """The job fails with the user's error; Spark's write into the ended job stops at INFO, and
+    `jet run` waits for it, so Spark logs no errors or Java stacks of its own about the exit."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    source = tmp_path / "in.parquet"
+    pq.write_table(pa.table({"k": [i % 5 for i in range(1000)], "v": [float(i) for i in range(1000)]}), source)
+    job = write_job(tmp_path, "spark_fails.py", SPARK_VALUE_FAILS.format(source=str(source)))
+    result = jet("run", "--members", "2", job, timeout=300)
+    assert result.returncode == 1, result.stderr[-3000:]
+    err = result.stderr
+    report = err[err.index("job failed"):]
+    assert "in price" in report and "ZeroDivisionError: float division by zero" in report, report
+    assert not re.search(r"^\s+at (org|java|scala)\.", err, re.MULTILINE), err[-4000:]
+    assert [line for line in err.splitlines() if " ERROR " in line and "jet." not in line] == [], err[-4000:]
+    assert "stopped: its job ended first" in err, err[-4000:]

@@ -242,6 +242,18 @@ def read_sink(spark: Any, spec: SparkWriteSpec, options: JetOptions) -> None:
 
 _REPORTED = "_jet_spark_stage_reported"
 """Set on an error a stage has logged and aborted its job with, so it is not said twice."""
+_ENDED_JOBS: dict[str, None] = {}
+"""Jobs this process saw end before their Spark side (the last few, in order)."""
+_ENDED_JOBS_KEPT = 256
+
+
+def job_ended(job_id: str) -> None:
+    """The caller saw ``job_id`` end (failed or cancelled) while its Spark side may still run: a
+    Spark stage of it that fails from now on fails because of that, which is no error of its own."""
+    _ENDED_JOBS[job_id] = None
+    while len(_ENDED_JOBS) > _ENDED_JOBS_KEPT:
+        del _ENDED_JOBS[next(iter(_ENDED_JOBS))]
+
 
 
 def _report_stage_failure(error: BaseException, kind: str, options: JetOptions, owners: dict[int, int]) -> None:
@@ -249,7 +261,7 @@ def _report_stage_failure(error: BaseException, kind: str, options: JetOptions, 
     that failed because its job had already ended (another stage failed, the job was cancelled)
     says so at INFO: the job's own failure is the error."""
     reason = spark_failure_message(error)
-    if _vertex_ended(options, kind):
+    if options.job in _ENDED_JOBS or _vertex_ended(options, kind):
         log.info("Spark %s %r stopped: its job ended first (%s)", kind, options.vertex, reason.splitlines()[0])
     else:
         log.error("Spark %s %r failed: %s", kind, options.vertex, reason)
