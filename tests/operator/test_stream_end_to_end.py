@@ -99,14 +99,19 @@ async def test_the_example_streaming_jetjob_counts_windows_until_it_is_deleted(
         response = await k8s.post(COLLECTION, json=document)
         assert response.status in (200, 201), await response.text()
         await wait_phase(k8s, "Running", name, timeout=45)
-        await eventually(lambda: len(WINDOW_LINE.findall(kubelet.logs())) >= 3, 45, what="three window counts")
+        await eventually(lambda: len(WINDOW_LINE.findall(kubelet.logs())) >= 4, 45, what="four window counts")
         await eventually(lambda: re.search(r"progress \S+: in=[\d,]+ out=[\d,]+ rate=", kubelet.logs()), 30,
                          what="progress lines")
         windows = WINDOW_LINE.findall(kubelet.logs())
         assert all(int(end) - int(start) == 1000 and int(start) % 1000 == 0 for start, end, _ in windows), windows
         rate = int(document["spec"]["pipeline"]["args"][0])
         # The stream's events are due at a fixed rate: a whole window holds a second's worth of them.
-        assert [int(n) for _, _, n in windows[1:]] == [rate] * (len(windows) - 1), kubelet.logs()
+        # Each member's source starts at its own first call, some ms after the other's: when one
+        # starts just before a second ends, the other starts in the next one, so the first two
+        # windows may hold part of a second's events; every later window is whole.
+        counts = [int(n) for _, _, n in windows]
+        assert all(0 < n <= rate for n in counts[:2]), kubelet.logs()
+        assert counts[2:] == [rate] * (len(counts) - 2), kubelet.logs()
         assert phases_seen(k8s, name)[-1] == "Running"
         processes = kubelet.processes()
 
