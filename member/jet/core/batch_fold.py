@@ -100,6 +100,8 @@ class KeyedBatchFolder:
         self._aggregation = aggregation
         self._create = create
         self._row_type = row_type
+        self._computed = [index for index, (_, function) in enumerate(aggregation.parts) if function == "sum_of"]
+        """The parts whose values a function computes per row."""
 
     @staticmethod
     def for_operation(key_fn: Callable[[Any], Any], operation: "AggregateOperation",
@@ -130,10 +132,9 @@ class KeyedBatchFolder:
                 if values is None or not _sums_like_python(values, batch.num_rows):
                     return False
             arrays.append(values)
-        computed = [index for index, (_, function) in enumerate(parts) if function == "sum_of"]
-        if computed:  # from here on the batch is folded: each function is called once per row
+        if self._computed:  # from here on the batch is folded: each function is called once per row
             rows = batch_to_rows(batch, self._row_type)
-            results = {index: list(map(parts[index][0], rows)) for index in computed}
+            results = {index: list(map(parts[index][0], rows)) for index in self._computed}
             for index, values in results.items():
                 arrays[index] = _exact_array(values)
                 if arrays[index] is None:
