@@ -29,8 +29,8 @@ sys.path[:0] = [str(ROOT / "member"), str(ROOT)]
 
 import cloudpickle  # noqa: E402
 
-from jet.cluster.distributed_plan import DistributedExecutionPlan, partition_owners  # noqa: E402
-from jet.cluster.network import MemberNetwork  # noqa: E402
+from jet.cluster.edges.distributed_plan import DistributedExecutionPlan, partition_owners  # noqa: E402
+from jet.cluster.edges.network import MemberNetwork  # noqa: E402
 from jet.core import DAG, Edge  # noqa: E402
 from jet.core.processors import items_source_p, noop_p  # noqa: E402
 from jet.execution.plan import MemberTopology  # noqa: E402

@@ -6,7 +6,7 @@ Two processes share a bidirectional stream. The client's user thread sends a sma
 waits until the server's echo reaches it, ``--messages`` times (a ping-pong: every message pays
 its wake-ups, as a control call or a short job's frames do). The threads are as the members':
 
-- ``sync``: gRPC's sync API as ``jet.cluster.transport`` uses it. The client's sends go through
+- ``sync``: gRPC's sync API as ``jet.cluster.links.transport`` uses it. The client's sends go through
   a queue that a request generator drains (gRPC's ``consume_request_iterator`` thread), a reader
   thread takes the responses (gRPC's channel spin thread completes each read); the server's
   reader thread takes the requests and its response generator (a gRPC pool thread) the echoes;

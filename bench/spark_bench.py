@@ -51,7 +51,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "member"), str(ROOT)]
 
 from jet.connectors import Sinks, Sources  # noqa: E402
-from jet.connectors.spark.driver import spark_session  # noqa: E402
+from jet.spark.session import spark_session  # noqa: E402
 from jet.pipeline import Pipeline  # noqa: E402
 from jet.pipeline.aggregate_operations import AggregateOperations  # noqa: E402
 

@@ -2,8 +2,8 @@
 
     python bench/transport_bench.py [--frames 20000] [--frame-bytes 16384] [--tls] [--rounds 3]
 
-The parent opens a :class:`~jet.cluster.transport.PeerConnection` to a child process running a
-:class:`~jet.cluster.transport.MemberServer` that counts frames; the final frame ``END`` is answered
+The parent opens a :class:`~jet.cluster.links.transport.PeerConnection` to a child process running a
+:class:`~jet.cluster.links.transport.MemberServer` that counts frames; the final frame ``END`` is answered
 with the count, so the time covers every frame arriving in the other process.
 """
 
@@ -20,8 +20,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "member"))
 
-from jet.cluster.auth import TlsConfig, write_self_signed_tls  # noqa: E402
-from jet.cluster.transport import MemberServer, PeerConnection  # noqa: E402
+from jet.cluster.links.auth import TlsConfig, write_self_signed_tls  # noqa: E402
+from jet.cluster.links.transport import MemberServer, PeerConnection  # noqa: E402
 
 TOKEN = "bench-token"
 MEMBER_KEY = "bench-member-key"

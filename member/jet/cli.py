@@ -18,10 +18,11 @@ from jet.core.dag import DagValidationError
 from jet.execution import JobFailedError, JobTimeoutError, default_cooperative_threads
 from jet.job_config import JobConfig, ProcessingGuarantee
 from jet.job_file import JobFileError, check_job_file, load_job, load_job_dag, to_dag
-from jet.launcher import DEFAULT_LOCAL_MEMBERS
+from jet.cluster.local import DEFAULT_LOCAL_MEMBERS
 from jet.job_command import job as job_command
 from jet.run_logging import brief_member_logs, configure_logging
-from jet.run_output import SHOWN_ITEMS, failure_report, print_results, write_json_lines
+from jet.execution.tracebacks import failure_report
+from jet.run_output import SHOWN_ITEMS, print_results, write_json_lines
 
 if TYPE_CHECKING:
     from jet.local_run import ClusterBoot, RunOutcome
@@ -307,7 +308,7 @@ def _job_entrypoint(path: str) -> str:
 
 def _has_spark_stages(path: str, args: tuple[str, ...], entrypoint: str) -> bool:
     """Whether the job FILE defines reads or writes through Spark (it is loaded, not run)."""
-    from jet.connectors.spark.driver import spark_stages
+    from jet.spark.job_stages import spark_stages
 
     try:
         job = load_job(path, args, entrypoint)
@@ -335,8 +336,8 @@ def manifest(file: str, name: str, replicas: int, image: str | None, entrypoint:
 
     Relative paths in FILE resolve in the member's working directory, /home/jet in the
     project's image, which carries examples/ with their data."""
-    from jet_operator.constants import DEFAULT_IMAGE
-    from jet_operator.manifest import build_jetjob_manifest
+    from jet.contract import DEFAULT_IMAGE
+    from jet.jetjob_manifest import build_jetjob_manifest
 
     entrypoint = entrypoint or _job_entrypoint(file)
     if with_spark is None:
@@ -389,7 +390,7 @@ def member(port: int | None, http_port: int | None, link_port: int | None, host:
     from jet.cluster.member_main import run_member
     import jet.connectors.spark.hub  # noqa: F401 - answers Spark requests from the start, "not yet" before a job
     if exit_with_parent:
-        from jet.cluster.parent_watch import exit_with_parent as watch_parent
+        from jet.cluster.local.parent_watch import exit_with_parent as watch_parent
         watch_parent()
     job_supplier = (lambda: load_job_file(pipeline, args, entrypoint, threads)) if pipeline else None
     config = (job_config(job_name or os.path.splitext(os.path.basename(pipeline))[0], guarantee, snapshot_interval,
@@ -424,9 +425,11 @@ def _spark_driver_options(command):
 def _run_spark_driver(kind: str, pipeline_file: str, entrypoint: str, members: str, token_file: str | None,
                       job_id: str, master: str, confs: tuple[str, ...], ready_timeout: float,
                       args: tuple[str, ...]) -> None:
-    from jet.cluster.auth import load_cluster_token
-    from jet.connectors.spark.driver import load_pipeline, run_spark_side, spark_session
+    from jet.cluster.links.auth import load_cluster_token
+    from jet.spark.job_stages import load_pipeline
 
+    from jet.spark.runner import run_spark_side
+    from jet.spark.session import spark_session
     conf = {}
     for entry in confs:
         key, sep, value = entry.partition("=")
@@ -444,7 +447,7 @@ def _run_spark_driver(kind: str, pipeline_file: str, entrypoint: str, members: s
         run_spark_side(spark, pipeline, [m.strip() for m in members.split(",") if m.strip()], token, job_id,
                        sources=kind == "source", sinks=kind == "sink", ready_timeout_s=ready_timeout)
     except Exception as error:  # noqa: BLE001 - the job was told; say why and fail
-        from jet.connectors.spark.driver import spark_failure_message
+        from jet.spark.session import spark_failure_message
         click.echo(f"spark-{kind} failed: {spark_failure_message(error)}", err=True)
         sys.exit(1)
     finally:

@@ -15,7 +15,7 @@ from collections import defaultdict, deque
 from contextlib import contextmanager
 from typing import Any, Iterator
 
-from jet.cluster.observables import observable_names, register_publisher, unregister_publisher
+from jet.cluster.executions.observables import observable_names, register_publisher, unregister_publisher
 
 log = logging.getLogger("jet.run")
 

@@ -13,10 +13,7 @@ from __future__ import annotations
 import os
 import sys
 
-#: Members `jet run` starts by default: one per core, each with one cooperative thread. On the
-#: 2-core benchmark machine 2 members ran word count over 100 MB in 6.7 s against 8.8 s for one
-#: member in this process (bench/README.md).
-DEFAULT_LOCAL_MEMBERS = os.cpu_count() or 1
+from jet.cluster.local import DEFAULT_LOCAL_MEMBERS
 
 
 def main() -> None:
@@ -24,7 +21,7 @@ def main() -> None:
     then run :func:`jet.cli.main`; such a run then ends without the interpreter's finalization."""
     with_members = boots_members(sys.argv[1:], DEFAULT_LOCAL_MEMBERS)
     if with_members:
-        from jet.cluster import forked_members
+        from jet.cluster.local import forked_members
 
         forked_members.prestart()
     from jet.cli import main as cli_main

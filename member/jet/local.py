@@ -17,9 +17,10 @@ import threading
 from typing import Any, Mapping
 
 from jet.cluster.client import Job, as_dag
-from jet.cluster.local_cluster import LocalCluster as _MembersOnly
-from jet.connectors.spark.driver import job_ended, start_spark_side
-from jet.connectors.spark.streaming_driver import stop_spark_streams
+from jet.cluster.local.local_cluster import LocalCluster as _MembersOnly
+from jet.spark.batch_side import job_ended
+from jet.spark.runner import start_spark_side
+from jet.spark.stream_side import stop_spark_streams
 from jet.execution.errors import JobTimeoutError
 
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from jet.cluster import forked_members
+from jet.cluster.local import forked_members
 from jet.core import DAG
 from jet.execution import JobTimeoutError
 from jet.execution.runner import start
@@ -123,7 +123,7 @@ def run_locally(dag: DAG, name: str, members: int, threads: int, timeout: float 
     ``ui``: the job runs on member processes (one at least), the line of :func:`dashboard_line` is
     printed once they are up, and they stay up after the job ended (the caller closes ``boot``)
     unless the run is interrupted."""
-    from jet.connectors.spark.driver import spark_stages
+    from jet.spark.job_stages import spark_stages
 
     config = config or JobConfig(name)
     streaming = is_streaming(dag)

@@ -15,7 +15,7 @@ from typing import Iterator
 
 #: Set by ``jet run`` for the members it starts (``JET_*`` variables are member settings).
 BRIEF_MEMBER_LOG_ENV = "JETRUN_BRIEF_MEMBER_LOG"
-_COORDINATOR_LOGGER = "jet.cluster.coordinator"
+_COORDINATOR_LOGGER = "jet.cluster.coordination.coordinator"
 
 
 class OneLineErrors(logging.Filter):

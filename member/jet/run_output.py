@@ -6,8 +6,6 @@ import json
 from pathlib import Path
 from typing import Any, TextIO
 
-from jet.execution import JobFailedError
-from jet.execution.tracebacks import ENGINE_FRAMES_HEADER
 
 SHOWN_ITEMS = 20
 
@@ -57,25 +55,3 @@ def write_json_lines(results: dict[str, list], path: str | Path) -> int:
     return lines
 
 
-def failure_report(failure: JobFailedError, engine_frames: bool = False) -> str:
-    """One message for a failed job: where it failed (stage, processor, member), then the
-    traceback with the user's frames first (which ends with the error itself); the engine
-    frames that called the user's code only when ``engine_frames``."""
-    where = _where(failure.tasklet, getattr(failure, "member_index", None))
-    text = failure.traceback_text
-    if not engine_frames and ENGINE_FRAMES_HEADER in text:
-        text = text[:text.index(ENGINE_FRAMES_HEADER)] + "(engine frames not shown: --log-level DEBUG shows them)"
-    text = text.rstrip("\n")
-    if not text:  # e.g. a cancel: the message is all there is
-        return f"job failed{where}: {failure}"
-    return f"job failed{where}:\n{text}"
-
-
-def _where(tasklet: str, member: int | None) -> str:
-    """`` in stage 'map', processor #0, on member 1`` for a processor's tasklet ``map#0``."""
-    stage, _, processor = tasklet.rpartition("#")
-    if stage and processor.isdigit():
-        place = f" in stage {stage!r}, processor #{processor}"
-    else:
-        place = f" in {tasklet}" if tasklet else ""
-    return place + (f", on member {member}" if member is not None else "")

@@ -2,9 +2,10 @@
 
 from typing import Final
 
-API_GROUP: Final = "jet.dev"
-API_VERSION: Final = "v1alpha1"
-KIND: Final = "JetJob"
+from jet.contract import (API_GROUP, API_VERSION, DEFAULT_ENTRYPOINT, DEFAULT_IMAGE, ENV_CLUSTER_TOKEN_FILE,  # noqa: F401
+                          ENV_MEMBER_KEY_FILE, ENV_TLS_CA_FILE, ENV_TLS_CERT_FILE, ENV_TLS_KEY_FILE, HEALTH_PATH,
+                          JOB_PATH, KIND, MEMBER_HTTP_PORT, MEMBER_PORT)
+
 PLURAL: Final = "jetjobs"
 SHORT_NAME: Final = "jjob"
 
@@ -34,10 +35,6 @@ ANNOTATION_JOB_ID: Final = f"{API_GROUP}/job-id"  # on Spark driver pods: the jo
 
 # The member process contract (see docs/operator.md).
 MEMBER_CONTAINER: Final = "member"
-MEMBER_PORT: Final = 5701
-MEMBER_HTTP_PORT: Final = 8080
-HEALTH_PATH: Final = "/healthz"
-JOB_PATH: Final = "/job"
 JET_COMMAND: Final = "jet"
 PYTHON_HASH_SEED: Final = "0"
 
@@ -57,11 +54,6 @@ MEMBER_TLS_DIR: Final = "/var/run/jet/tls"
 CA_DIR: Final = "/var/run/jet/ca"
 
 # The environment the member and client processes read their credentials from.
-ENV_CLUSTER_TOKEN_FILE: Final = "JET_CLUSTER_TOKEN_FILE"
-ENV_MEMBER_KEY_FILE: Final = "JET_MEMBER_KEY_FILE"
-ENV_TLS_CERT_FILE: Final = "JET_TLS_CERT_FILE"
-ENV_TLS_KEY_FILE: Final = "JET_TLS_KEY_FILE"
-ENV_TLS_CA_FILE: Final = "JET_TLS_CA_FILE"
 
 MEMBER_CONFIG_KEY: Final = "member.yaml"
 MEMBER_CONFIG_FILE: Final = f"/etc/jet/{MEMBER_CONFIG_KEY}"
@@ -88,5 +80,3 @@ SPARK_BLOCK_MANAGER_PORT: Final = 7079
 JET_UID: Final = 10001
 JET_GID: Final = 10001
 
-DEFAULT_IMAGE: Final = "ghcr.io/jet-on-k8s/jet:0.1.0"
-DEFAULT_ENTRYPOINT: Final = "pipeline"

@@ -45,8 +45,8 @@ class ClusterAccess:
 
 @contextlib.contextmanager
 def _client(access: ClusterAccess) -> Iterator[Any]:
-    import jet  # the member package: in the operator's image (same image as the members)
-    from jet.cluster.auth import TlsConfig
+    from jet.cluster.client import connect  # the member package: in the operator's image too
+    from jet.cluster.links.auth import TlsConfig
 
     with tempfile.TemporaryDirectory(prefix="jet-operator-") as directory:
         tls = None
@@ -54,7 +54,7 @@ def _client(access: ClusterAccess) -> Iterator[Any]:
             ca_file = Path(directory) / "ca.crt"
             ca_file.write_text(access.ca_pem)
             tls = TlsConfig(cert_file="", key_file="", ca_file=str(ca_file), server_name=access.server_name)
-        with jet.connect([access.address], access.token, tls) as client:
+        with connect([access.address], access.token, tls) as client:
             yield client
 
 

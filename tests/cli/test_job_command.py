@@ -5,7 +5,7 @@ import json
 import pytest
 
 import jet
-from jet.cluster.job_state import JobStatus
+from jet.cluster.coordination.job_state import JobStatus
 from jet.core import DAG, Edge
 from jet.core.processors import map_p
 
@@ -76,7 +76,7 @@ def test_unknown_jobs_and_wrong_tokens_have_their_exit_codes(cluster):
 
 
 def test_an_unreachable_cluster_exits_3_once_the_timeout_is_over():
-    from jet.cluster.local_cluster import free_ports
+    from jet.cluster.local.local_cluster import free_ports
     port = free_ports(1)[0]  # nothing listens there
     # The subprocess bound (20 s) is below the client's default call timeout (30 s): a command
     # that ignored --timeout would not finish in it.

@@ -7,7 +7,7 @@ import subprocess
 import urllib.request
 from pathlib import Path
 
-from jet.cluster.local_cluster import free_ports
+from jet.cluster.local.local_cluster import free_ports
 
 from tests.cli.support import jet, jet_command, jet_env, write_job
 from tests.cluster.cluster_support import wait_until

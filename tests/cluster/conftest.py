@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from jet.cluster.auth import TlsConfig, write_self_signed_tls
+from jet.cluster.links.auth import TlsConfig, write_self_signed_tls
 
 PEER_SCRIPT = Path(__file__).with_name("peer_process.py")
 MEMBER_ROOT = Path(__file__).resolve().parents[2] / "member"
@@ -49,7 +49,7 @@ def tls_config(tmp_path_factory) -> TlsConfig:
 
 
 def _local_cluster(tmp_path_factory, members: int):
-    from jet.cluster.local_cluster import LocalCluster
+    from jet.cluster.local.local_cluster import LocalCluster
     return LocalCluster(members, log_dir=tmp_path_factory.mktemp(f"cluster{members}-logs"))
 
 

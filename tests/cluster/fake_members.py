@@ -13,12 +13,12 @@ from dataclasses import dataclass, field
 
 import cloudpickle
 
-from jet.cluster import messages
-from jet.cluster.coordinator import JobCoordinator
-from jet.cluster.job_execution import ExecutionOutcome
-from jet.cluster.job_state import JobStatus
-from jet.cluster.job_store import JobStore
-from jet.cluster.settings import ControlSettings
+from jet.cluster.links import messages
+from jet.cluster.coordination.coordinator import JobCoordinator
+from jet.cluster.executions.job_execution import ExecutionOutcome
+from jet.cluster.coordination.job_state import JobStatus
+from jet.cluster.coordination.job_store import JobStore
+from jet.cluster.executions.control_settings import ControlSettings
 from jet.core import DAG, Edge
 from jet.core.processors import items_source_p
 from jet.connectors.sinks import ListResultSinkP

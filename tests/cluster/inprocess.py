@@ -3,8 +3,8 @@ passed and decoded exactly as over gRPC, minus the socket)."""
 
 from __future__ import annotations
 
-from jet.cluster.distributed_plan import DistributedExecutionPlan, partition_owners
-from jet.cluster.network import MemberNetwork
+from jet.cluster.edges.distributed_plan import DistributedExecutionPlan, partition_owners
+from jet.cluster.edges.network import MemberNetwork
 import time
 
 from jet.core import DAG, Edge, EdgeConfig, Processor

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from jet.cluster.local_cluster import LocalCluster
+from jet.cluster.local.local_cluster import LocalCluster
 from jet.core import DAG, Edge
 from jet.core.functions import whole_item
 from jet.core.processors import items_source_p

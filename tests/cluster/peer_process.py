@@ -9,7 +9,7 @@ Runs until killed or until its stdin closes.
 import sys
 import threading
 
-from jet.cluster.transport import MemberServer, PeerConnection
+from jet.cluster.links.transport import MemberServer, PeerConnection
 
 
 def main(argv: list[str]) -> None:

@@ -9,7 +9,7 @@ import pathlib
 import re
 from pathlib import Path
 
-from jet.cluster.chunk_packets import encode_chunk
+from jet.cluster.edges.chunk_packets import encode_chunk
 from jet.core import DAG, Edge, Processor
 from tests.cluster.cluster_support import json_sink, wait_until
 

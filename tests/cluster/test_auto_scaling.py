@@ -13,13 +13,13 @@ import cloudpickle
 import pytest
 
 import jet
-from jet.cluster.network import MemberNetwork
+from jet.cluster.edges.network import MemberNetwork
 from jet.connectors.observable import ObservableSinkSupplier
 from jet.execution.service import TaskletExecutionService
-from jet.cluster.distributed_plan import DistributedExecutionPlan, partition_owners
-from jet.cluster.job_execution import JobExecution, PlanMessage
-from jet.cluster.job_state import JobStatus
-from jet.cluster.scale_up import ScaleUpTimer
+from jet.cluster.edges.distributed_plan import DistributedExecutionPlan, partition_owners
+from jet.cluster.executions.job_execution import JobExecution, PlanMessage
+from jet.cluster.coordination.job_state import JobStatus
+from jet.cluster.coordination.scale_up import ScaleUpTimer
 from jet.cluster.settings import MemberSettings, SettingsError
 from jet.core import DAG, Edge
 from jet.core.functions import whole_item

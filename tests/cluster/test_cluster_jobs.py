@@ -9,7 +9,7 @@ from collections import Counter
 import pytest
 
 import jet
-from jet.cluster.coordinator import JobStatus
+from jet.cluster.coordination.coordinator import JobStatus
 from jet.core import DAG, HASH_PARTITIONER, DagValidationError, Edge
 from jet.core.aggregate import counting
 from jet.core.functions import entry_key, whole_item

@@ -14,13 +14,13 @@ import grpc
 import pytest
 
 import jet
-from jet.cluster import messages
-from jet.cluster.auth import MEMBER_METADATA_KEY, MEMBER_PROOF_METADATA_KEY, call_metadata, member_proof
+from jet.cluster.links import messages
+from jet.cluster.links.auth import MEMBER_METADATA_KEY, MEMBER_PROOF_METADATA_KEY, call_metadata, member_proof
 from jet.cluster.client import JetClient
-from jet.cluster.coordinator import JobStatus
+from jet.cluster.coordination.coordinator import JobStatus
 from jet.cluster.settings import MemberSettings
-from jet.cluster.stream_calls import encode_call
-from jet.cluster.transport import OPEN_LINK_METHOD, STREAM_METHOD, ControlCallError, PeerConnection
+from jet.cluster.links.stream_calls import encode_call
+from jet.cluster.links.transport import OPEN_LINK_METHOD, STREAM_METHOD, ControlCallError, PeerConnection
 from jet.core import DAG, Edge
 from jet.core.processors import items_source_p, map_p
 from jet.execution.errors import JobFailedError

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 import jet
-from jet.cluster.coordinator import JobStatus
+from jet.cluster.coordination.coordinator import JobStatus
 from jet.connectors.sinks import ListResultSinkP
 from jet.core import DAG, Edge
 from jet.core.processors import items_source_p, noop_p

@@ -2,8 +2,8 @@
 
 import pytest
 
-from jet.cluster import messages
-from jet.cluster.packets import PacketFormatError
+from jet.cluster.links import messages
+from jet.cluster.links.packets import PacketFormatError
 
 
 def test_a_message_decodes_to_its_header_and_blob():

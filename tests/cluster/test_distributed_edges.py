@@ -4,7 +4,7 @@ from collections import Counter, defaultdict
 
 import pytest
 
-from jet.cluster.done_relay import IN_BAND
+from jet.cluster.edges.done_relay import IN_BAND
 from jet.core import DAG, HASH_PARTITIONER, Edge, Processor
 from jet.core.aggregate import counting
 from jet.core.functions import entry_key, whole_item
@@ -103,8 +103,8 @@ def test_two_stage_word_count_equals_the_plain_result(cluster):
 
 
 def test_packets_hold_at_most_the_size_limit_unless_one_item_is_larger():
-    from jet.cluster.chunk_packets import decode_chunk, payload_bytes
-    from jet.cluster.sender import SenderTasklet
+    from jet.cluster.edges.chunk_packets import decode_chunk, payload_bytes
+    from jet.cluster.edges.sender import SenderTasklet
     from jet.execution.inbound import InboundEdgeStream
     from jet.execution.queues import DONE_ITEM, SpscQueue
 
@@ -129,7 +129,7 @@ def test_packets_hold_at_most_the_size_limit_unless_one_item_is_larger():
 def _drain_sender(queue_items: list, special) -> tuple[list, list]:
     """Frames a sender sends for ``queue_items`` followed by ``special`` items (DONE last), and
     what it told its DONE relay."""
-    from jet.cluster.sender import SenderTasklet
+    from jet.cluster.edges.sender import SenderTasklet
     from jet.execution.inbound import InboundEdgeStream
     from jet.execution.queues import SpscQueue
 
@@ -150,7 +150,7 @@ def _drain_sender(queue_items: list, special) -> tuple[list, list]:
 
 
 def test_the_last_items_carry_done_in_their_frame():
-    from jet.cluster.chunk_packets import FLAG_DONE, decode_chunk
+    from jet.cluster.edges.chunk_packets import FLAG_DONE, decode_chunk
     from jet.execution.queues import DONE_ITEM
 
     frames, finished = _drain_sender(list(range(10)), [DONE_ITEM])
@@ -161,7 +161,7 @@ def test_the_last_items_carry_done_in_their_frame():
 
 
 def test_a_done_no_frame_can_carry_goes_to_the_relay_with_the_frames_sent():
-    from jet.cluster.chunk_packets import FLAG_DONE, FLAG_WATERMARK, decode_chunk
+    from jet.cluster.edges.chunk_packets import FLAG_DONE, FLAG_WATERMARK, decode_chunk
     from jet.core.special_items import Watermark
     from jet.execution.queues import DONE_ITEM
 

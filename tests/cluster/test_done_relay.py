@@ -5,11 +5,11 @@ from collections import Counter, defaultdict
 
 import pytest
 
-from jet.cluster.chunk_packets import FLAG_DONE, decode_chunk, encode_chunk
-from jet.cluster.done_relay import IN_BAND, decode_relay_frame, encode_relay_frame
-from jet.cluster.flow_control import ReceiveWindow
-from jet.cluster.packets import FrameType, PacketFormatError, frame_type
-from jet.cluster.receiver import ReceiverTasklet
+from jet.cluster.edges.chunk_packets import FLAG_DONE, decode_chunk, encode_chunk
+from jet.cluster.edges.done_relay import IN_BAND, decode_relay_frame, encode_relay_frame
+from jet.cluster.edges.flow_control import ReceiveWindow
+from jet.cluster.links.packets import FrameType, PacketFormatError, frame_type
+from jet.cluster.edges.receiver import ReceiverTasklet
 from jet.core import DAG, Edge, Processor
 from jet.core.processors import items_source_p
 from jet.execution.outbound import SingleTargetCollector
@@ -103,7 +103,7 @@ class NoticeTaker:
 
 
 def test_the_relay_member_sends_each_member_its_notice_once_all_reported_and_only_then_may_end():
-    from jet.cluster.done_relay import DoneRelay, RelayCompletionTasklet
+    from jet.cluster.edges.done_relay import DoneRelay, RelayCompletionTasklet
 
     sent = []
     edge = (1, 0)
@@ -123,7 +123,7 @@ def test_the_relay_member_sends_each_member_its_notice_once_all_reported_and_onl
 
 
 def test_a_report_to_a_member_that_does_not_relay_is_refused():
-    from jet.cluster.done_relay import DoneRelay
+    from jet.cluster.edges.done_relay import DoneRelay
 
     relay = DoneRelay(5, me=4, members=[2, 4], send_frame=lambda peer, frame: None, receivers={},
                       senders_per_edge={(1, 0): 1})
@@ -134,7 +134,7 @@ def test_a_report_to_a_member_that_does_not_relay_is_refused():
 def test_reports_that_wait_for_others_are_forwarded_at_the_next_flush():
     """A stream's DONE must not wait for the whole edge: a streaming member with nothing to read
     finishes while the others run on, and its stream must leave watermark coalescing."""
-    from jet.cluster.done_relay import DoneRelay, RelayCompletionTasklet
+    from jet.cluster.edges.done_relay import DoneRelay, RelayCompletionTasklet
 
     sent = []
     edge = (1, 0)

@@ -8,7 +8,7 @@ being pickled, B must keep making progress on the one worker thread.
 import threading
 import time
 
-from jet.cluster.coordinator import JobStatus
+from jet.cluster.coordination.coordinator import JobStatus
 from jet.connectors.sinks import ListResultSinkP
 from jet.core import DAG, Edge, Processor
 from tests.cluster.cluster_support import wait_until

@@ -3,8 +3,8 @@
 from hypothesis import given, strategies as st
 import pytest
 
-from jet.cluster.chunk_packets import chunk_footprint
-from jet.cluster.flow_control import (
+from jet.cluster.edges.chunk_packets import chunk_footprint
+from jet.cluster.edges.flow_control import (
     COMPRESSED_SEQ_UNIT_LOG2,
     INITIAL_RECEIVE_WINDOW_COMPRESSED,
     ITEM_FOOTPRINT_OVERHEAD_BYTES,

@@ -8,8 +8,8 @@ import sys
 
 import pytest
 
-from jet.cluster import forked_members
-from jet.cluster.local_cluster import _python_path, free_ports
+from jet.cluster.local import forked_members
+from jet.cluster.local.local_cluster import _python_path, free_ports
 
 from tests.cluster.cluster_support import wait_until
 

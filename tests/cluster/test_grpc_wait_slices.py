@@ -9,14 +9,14 @@ from pathlib import Path
 
 import grpc._common
 
-import jet.cluster.transport as transport
+import jet.cluster.links.transport as transport
 
 MEMBER_ROOT = Path(__file__).resolve().parents[2] / "member"
 SLICE_S = 30.0
 
 BLOCKED_READER = textwrap.dedent(f"""
     import os, signal, threading, time
-    from jet.cluster import transport
+    from jet.cluster.links import transport
     transport.relax_grpc_wait_slices({SLICE_S})
     server = transport.MemberServer(0, "tok", host="127.0.0.1", member_key="key",
                                     on_client_frame=lambda peer, frame: None).start()

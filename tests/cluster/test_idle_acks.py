@@ -3,11 +3,11 @@ a sender not heard from yet or already DONE gets none, so idle and short jobs' s
 
 import threading
 
-from jet.cluster.chunk_packets import encode_chunk
-from jet.cluster.flow_control import ReceiveWindow
-from jet.cluster.network import ACK_REFRESH_ROUNDS, ACK_ROUNDS_ALWAYS, MemberNetwork
-from jet.cluster.packets import decode_ack_packet
-from jet.cluster.receiver import ReceiverTasklet
+from jet.cluster.edges.chunk_packets import encode_chunk
+from jet.cluster.edges.flow_control import ReceiveWindow
+from jet.cluster.edges.network import ACK_REFRESH_ROUNDS, ACK_ROUNDS_ALWAYS, MemberNetwork
+from jet.cluster.links.packets import decode_ack_packet
+from jet.cluster.edges.receiver import ReceiverTasklet
 from jet.execution.outbound import SingleTargetCollector
 from jet.execution.queues import DONE_ITEM, SpscQueue
 from jet.execution.tasklet import DONE

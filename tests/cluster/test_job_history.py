@@ -3,9 +3,10 @@
 import pytest
 
 import jet
-from jet.cluster.coordinator import JobCoordinator, JobStatus
-from jet.cluster.job_history import UnknownJobError
-from jet.cluster.settings import ControlSettings, MemberSettings
+from jet.cluster.coordination.coordinator import JobCoordinator, JobStatus
+from jet.cluster.coordination.job_history import UnknownJobError
+from jet.cluster.executions.control_settings import ControlSettings
+from jet.cluster.settings import MemberSettings
 from jet.connectors.sinks import ListResultSinkP
 from jet.core import DAG, Edge
 from jet.core.processors import items_source_p

@@ -7,7 +7,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from jet.cluster.job_state import JobConfigError, JobStateError, JobStatus
+from jet.cluster.coordination.job_state import JobConfigError, JobStateError, JobStatus
 from jet.snapshot import SnapshotStore
 
 from tests.cluster.cluster_support import wait_until

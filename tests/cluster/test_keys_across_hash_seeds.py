@@ -7,7 +7,7 @@ from collections import Counter
 import pytest
 
 from jet import AggregateOperations, Pipeline, Sinks, Sources
-from jet.cluster.local_cluster import LocalCluster
+from jet.cluster.local.local_cluster import LocalCluster
 from jet.execution.errors import JobFailedError
 from tests.core.key_strategies import Badge
 

@@ -26,7 +26,7 @@ def test_the_member_command_imports_none_of_the_heavy_modules():
 
 
 def test_the_public_names_still_resolve_on_first_use():
-    loaded = _loaded_after("import jet\nfrom jet.connectors.spark import SparkSource\n"
+    loaded = _loaded_after("import jet\nfrom jet.connectors.spark.stages import SparkSource\n"
                            "assert jet.Pipeline.__name__ == 'Pipeline' and jet.Sources.__name__ == 'Sources'\n"
                            "assert SparkSource.__name__ == 'SparkSource' and 'Pipeline' in dir(jet)")
     assert {"jet.pipeline", "jet.connectors.spark.stages"} <= loaded

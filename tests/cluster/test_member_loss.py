@@ -5,11 +5,11 @@ import signal
 
 import pytest
 
-from jet.cluster.heartbeat import HeartbeatMonitor, SilentPeerError
+from jet.cluster.links.heartbeat import HeartbeatMonitor, SilentPeerError
 from jet.cluster.member import Member
 from jet.cluster.settings import MemberSettings
-from jet.cluster.grpc_link import GrpcFrameLink
-from jet.cluster.transport import FrameLink
+from jet.cluster.links.grpc_link import GrpcFrameLink
+from jet.cluster.links.transport import FrameLink
 from tests.cluster.cluster_support import wait_until
 from tests.cluster.member_loss_support import (HEARTBEAT_TIMEOUT_MS, REJOIN_WAIT_S, log_lines, quick_cluster,
                                                run_partitioned_job_on_every_member, wait_logged, wait_rejoined)

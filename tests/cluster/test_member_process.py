@@ -14,7 +14,7 @@ from datetime import datetime
 
 import pytest
 
-from jet.cluster.local_cluster import free_ports
+from jet.cluster.local.local_cluster import free_ports
 from jet.core import DAG, Edge
 from jet.core.processors import items_source_p
 from jet.execution.errors import JobFailedError

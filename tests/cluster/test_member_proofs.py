@@ -3,7 +3,7 @@ accepted before, and no per-index memory where indexes are unbounded."""
 
 from collections import namedtuple
 
-from jet.cluster.auth import ClusterAuthInterceptor, call_metadata, member_proof
+from jet.cluster.links.auth import ClusterAuthInterceptor, call_metadata, member_proof
 
 TOKEN, KEY = "token", "member-key"
 Metadatum = namedtuple("Metadatum", "key value")  # what a gRPC server hands interceptors

@@ -4,8 +4,8 @@ coordinator used to make with a ping round before every execution)."""
 import threading
 import time
 
-from jet.cluster.membership import Membership
-from jet.cluster.transport import FrameLink
+from jet.cluster.links.membership import Membership
+from jet.cluster.links.transport import FrameLink
 
 
 class ControlStandIn:

@@ -11,7 +11,7 @@ import pytest
 import jet
 from jet import Sinks, SourceBuilder, Sources
 from jet.cluster.client import Job
-from jet.cluster.observables import ObservableBuffer, ObservableIterator, ObservableStore, UnknownObservableError
+from jet.cluster.executions.observables import ObservableBuffer, ObservableIterator, ObservableStore, UnknownObservableError
 from jet.core import DAG, Edge
 from jet.execution.errors import JobCancelledError, JobFailedError
 
@@ -82,7 +82,7 @@ def test_the_iterator_yields_every_item_then_raises_the_failure_of_its_job(caplo
                     ({"next": 5, "lost": 0, "ended": True, "job": {"status": "FAILED"}}, [])])
     iterator = ObservableIterator(lambda sequence: next(replies), "out",
                                   lambda job: JobFailedError("job x failed: boom"))
-    with caplog.at_level(logging.WARNING, "jet.cluster.observables"):
+    with caplog.at_level(logging.WARNING, "jet.cluster.executions.observables"):
         assert list(islice(iterator, 3)) == ["a", "b", "e"]
         with pytest.raises(JobFailedError, match="boom"):
             next(iterator)

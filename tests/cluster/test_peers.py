@@ -5,7 +5,7 @@ import socket
 
 import pytest
 
-from jet.cluster.peers import (
+from jet.cluster.links.peers import (
     PeerAddress,
     member_index_from_pod_name,
     parse_address,
@@ -83,7 +83,7 @@ def test_wait_for_peers_backs_off_and_logs_who_it_sees(caplog):
         probed.append(address.host)
         return time_.now >= up_at[address.host]
 
-    with caplog.at_level(logging.INFO, logger="jet.cluster.peers"):
+    with caplog.at_level(logging.INFO, logger="jet.cluster.links.peers"):
         wait_for_peers(peers, 0, timeout_s=30, probe=probe, clock=time_.clock, sleep=time_.sleep)
     assert "m0" not in probed  # never probes itself
     assert time_.sleeps == [0.05, 0.1, 0.2, 0.4, 0.5]

@@ -5,11 +5,11 @@ import logging
 import time
 from concurrent.futures import ThreadPoolExecutor
 
-from jet.cluster import early_frames
-from jet.cluster.chunk_packets import encode_chunk
-from jet.cluster.local_cluster import free_ports
+from jet.cluster.edges import early_frames
+from jet.cluster.edges.chunk_packets import encode_chunk
+from jet.cluster.local.local_cluster import free_ports
 from jet.cluster.member import Member
-from jet.cluster.membership import MAX_DIAL_BACKOFF_S
+from jet.cluster.links.membership import MAX_DIAL_BACKOFF_S
 from jet.cluster.settings import MemberSettings
 from tests.cluster.cluster_support import wait_until
 from tests.cluster.member_loss_support import (HEARTBEAT_INTERVAL_MS, HEARTBEAT_TIMEOUT_MS, log_lines, quick_cluster,
@@ -109,9 +109,9 @@ def test_a_ping_that_waits_for_the_cluster_answers_once_the_late_member_is_up():
 def test_a_ping_with_a_wait_that_is_not_a_number_of_seconds_is_refused_naming_it():
     import pytest
 
-    from jet.cluster import messages
+    from jet.cluster.links import messages
     from jet.cluster.client import JetClient
-    from jet.cluster.transport import ControlCallError
+    from jet.cluster.links.transport import ControlCallError
 
     ports = free_ports(1)
     member = Member(MemberSettings(port=ports[0], http_port=0, host="127.0.0.1", token="t", cooperative_threads=1))

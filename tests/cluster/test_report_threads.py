@@ -4,7 +4,7 @@ member as in any other process."""
 import os
 import threading
 
-from jet.cluster.report_threads import REPORT_THREAD_PREFIX, REPORT_THREADS, report_threads
+from jet.cluster.executions.report_threads import REPORT_THREAD_PREFIX, REPORT_THREADS, report_threads
 
 
 def _report_thread_count() -> int:

@@ -7,8 +7,8 @@ import pytest
 
 import jet
 from jet.cluster.client import JetClient
-from jet.cluster.job_state import JobStatus
-from jet.cluster.local_cluster import LocalCluster
+from jet.cluster.coordination.job_state import JobStatus
+from jet.cluster.local.local_cluster import LocalCluster
 from jet.snapshot import SnapshotStore
 
 from tests.cluster.cluster_support import wait_until
@@ -36,7 +36,7 @@ def test_a_killed_member_restarts_the_job_from_its_last_snapshot(tmp_path):
         job.join(timeout=120)
         assert sorted(job.result()) == list(range(TOTAL))
         coordinator_log = (tmp_path / "member-0.log").read_text()
-        assert "ERROR jet.cluster.coordinator" not in coordinator_log  # a restart is a warning, not an error
+        assert "ERROR jet.cluster.coordination.coordinator" not in coordinator_log  # a restart is a warning, not an error
         assert "ERROR jet.cluster.snapshots" not in coordinator_log
 
 

@@ -2,7 +2,7 @@
 
 import pytest
 
-from jet.cluster.auth import ClusterTokenError, MemberKeyError, load_cluster_token, load_member_key
+from jet.cluster.links.auth import ClusterTokenError, MemberKeyError, load_cluster_token, load_member_key
 from jet.cluster.settings import EdgeDefaults, MemberSettings, SettingsError
 
 

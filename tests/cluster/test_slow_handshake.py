@@ -4,8 +4,8 @@ connect timeout from ``grpc.min_reconnect_backoff_ms``, which once was our 100 m
 import socket
 import threading
 
-from jet.cluster import messages
-from jet.cluster.transport import MemberServer, PeerConnection
+from jet.cluster.links import messages
+from jet.cluster.links.transport import MemberServer, PeerConnection
 
 TOKEN, MEMBER_KEY = "slow-token", "slow-member-key"
 DELAY_S = 0.4

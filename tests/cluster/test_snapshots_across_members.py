@@ -4,10 +4,10 @@ import threading
 
 import pytest
 
-from jet.cluster.chunk_packets import (FLAG_BARRIER, FLAG_TERMINAL, decode_chunk, encode_barrier,
+from jet.cluster.edges.chunk_packets import (FLAG_BARRIER, FLAG_TERMINAL, decode_chunk, encode_barrier,
                                        watermark_timestamp)
-from jet.cluster.distributed_plan import DistributedExecutionPlan, partition_owners
-from jet.cluster.packets import PacketFormatError
+from jet.cluster.edges.distributed_plan import DistributedExecutionPlan, partition_owners
+from jet.cluster.links.packets import PacketFormatError
 from jet.execution.plan import MemberTopology
 from jet.execution.snapshot_context import SnapshotContext
 from jet.execution.snapshot_restore import route_restore_entries

@@ -10,7 +10,7 @@ import urllib.request
 import pytest
 
 import jet
-from jet.cluster.job_state import JobStatus
+from jet.cluster.coordination.job_state import JobStatus
 from jet.snapshot import SnapshotStore
 
 from tests.cluster.cluster_support import wait_until

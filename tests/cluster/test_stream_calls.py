@@ -6,9 +6,9 @@ import threading
 import grpc
 import pytest
 
-from jet.cluster.packets import FrameType, PacketFormatError
-from jet.cluster.stream_calls import StreamCalls, decode_call, decode_reply, encode_call, encode_reply
-from jet.cluster.transport import ControlCallError, decode_control_request, serve_control
+from jet.cluster.links.packets import FrameType, PacketFormatError
+from jet.cluster.links.stream_calls import StreamCalls, decode_call, decode_reply, encode_call, encode_reply
+from jet.cluster.links.transport import ControlCallError, decode_control_request, serve_control
 
 
 def test_call_and_reply_frames_decode_to_what_was_encoded_and_bad_ones_are_refused():

@@ -1,4 +1,4 @@
-"""A member link's writes (jet.cluster.tcp_links.TcpLink): frames written by ``send`` itself while
+"""A member link's writes (jet.cluster.links.tcp_links.TcpLink): frames written by ``send`` itself while
 the writer thread is idle, and by the writer when the socket is full, arrive whole and in each
 sender's order, and ``send`` never blocks, whatever the peer reads."""
 
@@ -8,7 +8,7 @@ import random
 import socket
 import threading
 
-from jet.cluster.tcp_links import TcpLink
+from jet.cluster.links.tcp_links import TcpLink
 
 WAIT_S = 30
 

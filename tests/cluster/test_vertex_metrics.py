@@ -153,7 +153,7 @@ def counts_of(samples, name, vertex):
 
 @pytest.mark.timeout(120)
 def test_a_running_job_shows_on_every_members_metrics_and_in_the_clients_job_metrics(tmp_path_factory):
-    from jet.cluster.local_cluster import LocalCluster
+    from jet.cluster.local.local_cluster import LocalCluster
 
     log_dir = tmp_path_factory.mktemp("progress-logs")
     with LocalCluster(2, log_dir=log_dir, progress_log_interval_ms=200) as cluster:

@@ -7,10 +7,10 @@ from collections import deque
 
 import pytest
 
-from jet.cluster.chunk_packets import (FLAG_WATERMARK, WATERMARK_FOOTPRINT, chunk_footprint,
+from jet.cluster.edges.chunk_packets import (FLAG_WATERMARK, WATERMARK_FOOTPRINT, chunk_footprint,
                                        decode_chunk, encode_chunk, encode_watermark,
                                        watermark_timestamp)
-from jet.cluster.packets import PacketFormatError
+from jet.cluster.links.packets import PacketFormatError
 from jet.core import DAG, Edge
 from jet.core.special_items import IDLE_MESSAGE, MAX_TIMESTAMP, Watermark
 

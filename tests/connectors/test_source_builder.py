@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from jet import SourceBuilder
-from jet.connectors.base import Source, StreamSource
+from jet.pipeline.source_sink import Source, StreamSource
 from jet.connectors.source_builder import ConvenientSourceP, TimestampedSourceBuffer
 from jet.core import DAG, Edge
 from jet.core.processors import list_sink_p

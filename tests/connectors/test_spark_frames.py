@@ -5,8 +5,8 @@ import pyarrow as pa
 import pytest
 
 from jet import Pipeline, Sinks, Sources
-from jet.connectors.spark.datasource import frame_batches
-from jet.connectors.spark.driver import columnar_sources
+from jet.connectors.spark.partition_io import frame_batches
+from jet.spark.job_stages import columnar_sources
 
 
 def batches_of(*sizes: int, start: int = 0) -> list[pa.RecordBatch]:

@@ -3,7 +3,7 @@
 import pytest
 
 import jet
-from jet.cluster.job_state import JobStatus
+from jet.cluster.coordination.job_state import JobStatus
 
 from tests.cluster.cluster_support import wait_until
 from tests.dashboard.support import stream_dag

@@ -2,7 +2,7 @@
 job's page is made of, and which actions are refused."""
 
 from jet.cluster.client import as_dag
-from jet.cluster.job_state import JobStatus
+from jet.cluster.coordination.job_state import JobStatus
 from jet.execution import JobFailedError
 
 import pytest
@@ -125,7 +125,7 @@ def test_the_cluster_shows_every_member_and_only_member_0_has_the_jobs(cluster, 
 
 
 def test_the_read_only_job_status_credential_reads_but_cannot_act(cluster, stream_job):
-    from jet.cluster.auth import job_status_credential
+    from jet.cluster.links.auth import job_status_credential
     port, credential = cluster.http_ports[0], job_status_credential(cluster.token)
     assert request(port, "GET", "/api/jobs", token=credential).status == 200
     refused = request(port, "POST", f"/api/jobs/{stream_job[0].id}/suspend", token=credential, body={})

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from jet.cluster.job_state import JobStatus
+from jet.cluster.coordination.job_state import JobStatus
 from jet.execution import JobFailedError
 
 from tests.dashboard.browser import chromium, missing

@@ -8,9 +8,9 @@ import threading
 
 import pytest
 
-from jet.cluster.chunk_packets import encode_chunk
-from jet.cluster.flow_control import ReceiveWindow
-from jet.cluster.receiver import ReceiverTasklet
+from jet.cluster.edges.chunk_packets import encode_chunk
+from jet.cluster.edges.flow_control import ReceiveWindow
+from jet.cluster.edges.receiver import ReceiverTasklet
 from jet.core import Processor
 from jet.execution import JobCancelledError
 from jet.execution.backoff import BackoffIdleStrategy, parked_workers, wake_parked_workers

@@ -6,11 +6,11 @@ import pytest
 
 import types
 
-from jet.cluster import messages
-from jet.cluster.distributed_plan import DistributedExecutionPlan, partition_owners
-from jet.cluster.edge_metrics import packed_execution_measurements, plan_figures
-from jet.cluster.job_execution import ExecutionOutcome, decode_report, encode_report
-from jet.cluster.packets import PacketFormatError
+from jet.cluster.links import messages
+from jet.cluster.edges.distributed_plan import DistributedExecutionPlan, partition_owners
+from jet.cluster.edges.edge_metrics import packed_execution_measurements, plan_figures
+from jet.cluster.executions.job_execution import ExecutionOutcome, decode_report, encode_report
+from jet.cluster.links.packets import PacketFormatError
 from jet.core import DAG, Edge
 from jet.core.processors import items_source_p, noop_p
 from jet.execution.measurements import (pack_measurements, packed_measurements_json, processor_measurements,

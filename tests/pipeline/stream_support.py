@@ -15,7 +15,7 @@ from typing import Any, Callable
 
 import cloudpickle
 
-from jet.connectors.base import StreamSource
+from jet.pipeline.source_sink import StreamSource
 from jet.core.event_time import EventTimeMapper, EventTimePolicy
 from jet.core.processor import Processor
 from jet.core.special_items import Watermark

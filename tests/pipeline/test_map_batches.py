@@ -8,7 +8,7 @@ import pyarrow.compute as pc
 import pytest
 
 from jet import AggregateOperations as A, Pipeline, Sinks, Sources
-from jet.connectors.base import Sink
+from jet.pipeline.source_sink import Sink
 from jet.execution import JobFailedError, execute
 
 from tests.pipeline.support import run_pipeline

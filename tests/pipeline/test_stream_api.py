@@ -7,7 +7,7 @@ import pytest
 
 import jet
 from jet import AggregateOperation, AggregateOperations as A, Pipeline, Sinks, Sources, WindowDefinition
-from jet.connectors.base import StreamSource
+from jet.pipeline.source_sink import StreamSource
 from jet.core.event_time import DEFAULT_IDLE_TIMEOUT_MS
 from jet.pipeline import (BatchStage, PipelineDefinitionError, StageWithKeyAndWindow, StageWithWindow,
                           StreamSourceStage, StreamStage, StreamStageWithKey)

@@ -11,7 +11,7 @@ from operator import attrgetter
 import pytest
 
 from jet import AggregateOperation, AggregateOperations as A, Pipeline, Sinks, Sources, WindowDefinition
-from jet.connectors.base import StreamSource
+from jet.pipeline.source_sink import StreamSource
 from jet.core.partitioner import HASH_PARTITIONER
 from jet.core.window_results import KeyedWindowResult
 from jet.pipeline.join_processors import TimestampedHashJoinP

@@ -13,7 +13,7 @@ def shared_spark_session() -> Any:
     """The test session's SparkSession, started on first use."""
     global _session
     if _session is None:
-        from jet.connectors.spark.driver import spark_session
+        from jet.spark.session import spark_session
 
         # 4 slots: a job's 2 sink readers (2 members) keep theirs and the writers share the rest
         _session = spark_session("local[4,4]", {"spark.sql.shuffle.partitions": "4",

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import threading
 
-from jet.cluster.transport import MemberServer
+from jet.cluster.links.transport import MemberServer
 
 from tests.cluster.inprocess import InProcessCluster
 
@@ -42,7 +42,7 @@ def run_with_spark(spark, pipeline, members: int = 2, timeout: float = 120, spar
                    on_built=None) -> dict[str, list]:
     """Run ``pipeline`` on in-process members while the Spark side runs in a thread; return the
     job's named results. ``spark_side(spark, pipeline, addresses)`` defaults to run_spark_side."""
-    from jet.connectors.spark.driver import run_spark_side
+    from jet.spark.runner import run_spark_side
 
     cluster = GrpcCluster(members)
     errors: list[BaseException] = []

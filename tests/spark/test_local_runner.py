@@ -38,12 +38,12 @@ def parquet_copy(source, out) -> Pipeline:
 def test_a_spark_session_that_does_not_start_fails_the_job_instead_of_leaving_it_waiting(tmp_path, monkeypatch,
                                                                                         caplog):
     """No Spark session (no JVM, say): the job's Spark vertices are aborted with the reason."""
-    from jet.connectors.spark import driver
+    from jet.spark import runner
 
     def no_session(*args, **kwargs):
         raise RuntimeError("Java gateway process exited before sending its port number")
 
-    monkeypatch.setattr(driver, "spark_session", no_session)
+    monkeypatch.setattr(runner, "spark_session", no_session)
     (tmp_path / "in.parquet").mkdir()  # the submission checks that the input exists
     pipeline = parquet_copy(tmp_path / "in.parquet", tmp_path / "out.parquet")
     with jet.local_cluster(members=2) as cluster:
@@ -51,14 +51,14 @@ def test_a_spark_session_that_does_not_start_fails_the_job_instead_of_leaving_it
         with pytest.raises(JobFailedError, match="the Spark side failed: .*Java gateway process exited"):
             job.join(timeout=120)
         caplog.clear()  # a job already over (as after a stage's own abort) is left alone, quietly
-        driver.abort_spark_vertices(pipeline, cluster.addresses, cluster.token, job.id, "again")
+        runner.abort_spark_vertices(pipeline, cluster.addresses, cluster.token, job.id, "again")
         assert not [r for r in caplog.records if r.levelno >= logging.WARNING], caplog.text
 
 
 def test_a_spark_failure_reads_as_sparks_own_message_and_cause(spark, tmp_path):
     """A Py4J error (Parquet reading a CSV file) gives Spark's error and its cause, not Py4J's
     "An error occurred while calling o38.load." nor the JVM stack."""
-    from jet.connectors.spark.driver import spark_failure_message
+    from jet.spark.session import spark_failure_message
 
     (tmp_path / "lines.csv").write_text("line\nhello world\n")
     with pytest.raises(Exception) as caught:
@@ -79,12 +79,12 @@ def test_a_failing_spark_stage_is_logged_once_and_fails_the_job_with_sparks_mess
             job.join(timeout=120)
         job._spark_side.join(60)
     errors = [r.getMessage() for r in caplog.records
-              if r.name == "jet.connectors.spark.driver" and r.levelno >= logging.ERROR]
+              if r.name == "jet.spark" and r.levelno >= logging.ERROR]
     assert len(errors) == 1 and errors[0].startswith("Spark source"), errors
 
 
 def test_a_spark_message_keeps_its_own_lines_that_begin_with_at():
-    from jet.connectors.spark.driver import spark_failure_message
+    from jet.spark.session import spark_failure_message
 
     error = RuntimeError("An error occurred while calling o7.save.\n: java.lang.IllegalArgumentException: bad"
                          " option\nat least one path is needed\n\tat org.apache.Foo.bar(Foo.java:1)\n\t... 3 more")

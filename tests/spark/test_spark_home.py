@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from jet.connectors.spark.spark_home import ZIP_DIRECTORY, bytecode_spark_home, installed_pyspark
+from jet.spark.spark_home import ZIP_DIRECTORY, bytecode_spark_home, installed_pyspark
 
 pyspark = pytest.importorskip("pyspark")
 

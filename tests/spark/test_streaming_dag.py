@@ -10,7 +10,7 @@ import threading
 import time
 from pathlib import Path
 
-from jet.connectors.spark.streaming_driver import end_spark_streams
+from jet.spark.stream_side import end_spark_streams
 from jet.connectors.spark.streaming_sink import spark_stream_sink
 from jet.connectors.spark.streaming_source import spark_stream_source
 from jet.core.dag import DAG
@@ -25,7 +25,7 @@ CSV_SCHEMA = "key string, ts long, value long"
 def run_dag_with_spark(spark, make_dag, members: int = 2, timeout: float = 240, also=None) -> None:
     """Run ``make_dag()`` on in-process members while the Spark side of its Spark vertices runs
     in a thread; ``also()`` starts with it (e.g. a thread writing files). Raises either side's error."""
-    from jet.connectors.spark.driver import run_spark_side
+    from jet.spark.runner import run_spark_side
 
     cluster = GrpcCluster(members)
     errors: list[BaseException] = []

@@ -13,7 +13,7 @@ import threading
 import time
 
 from jet.connectors.spark.options import JetOptions
-from jet.connectors.spark.streaming_driver import end_spark_streams, forget_stream_control, run_stream_source
+from jet.spark.stream_side import end_spark_streams, forget_stream_control, run_stream_source
 from jet.connectors.spark.streaming_source import spark_stream_source
 
 from tests.spark.harness import JOB_ID, TOKEN, GrpcCluster

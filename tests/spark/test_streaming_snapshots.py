@@ -13,7 +13,7 @@ import itertools
 import pyarrow as pa
 import pytest
 
-from jet.cluster.packets import FrameType
+from jet.cluster.links.packets import FrameType
 from jet.connectors.spark import protocol as p
 from jet.connectors.spark.stream_endpoints import JOB_RESTARTED
 from jet.connectors.spark.streaming_sink import SparkStreamSinkP

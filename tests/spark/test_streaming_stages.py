@@ -7,7 +7,7 @@ import random
 import pytest
 
 from jet import Pipeline, Sinks, Sources
-from jet.connectors.spark.driver import spark_stages
+from jet.spark.job_stages import spark_stages
 from jet.connectors.spark.hub import VertexEndpoints
 from jet.connectors.spark.stream_endpoints import StreamSinkEndpoint
 from jet.connectors.spark.streaming_sink import SparkStreamWriteSpec

@@ -4,7 +4,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from jet.connectors.spark.driver import _write_task_limit, sink_task_count
+from jet.spark.runner import _write_task_limit
+
+from jet.spark.job_stages import sink_task_count
 from jet.core import DAG
 from jet.core.processors import noop_p
 

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from jet.cluster.auth import TlsConfig, write_self_signed_tls
-from jet.cluster.transport import MemberServer
+from jet.cluster.links.auth import TlsConfig, write_self_signed_tls
+from jet.cluster.links.transport import MemberServer
 from jet.connectors.spark import protocol as p
 from jet.connectors.spark.client import JetSparkError, MemberLink
 from jet.connectors.spark.options import JetOptionError, JetOptions

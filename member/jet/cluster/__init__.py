@@ -1,13 +1,18 @@
-"""Across members: flow control, packets, gRPC transport and auth, peers, member settings.
+"""Across members: a job's DAG run by every member of a cluster, in wings by mechanism.
 
-- :mod:`jet.cluster.flow_control` — Jet's adaptive receive window (``ReceiveWindow``, ``SendLimit``)
-- :mod:`jet.cluster.packets` — frame types, the ACK frame codec, ``PacketFormatError``
-- :mod:`jet.cluster.chunk_packets` — CHUNK data frames (one pickled chunk of items)
-- :mod:`jet.cluster.auth` — cluster token, auth interceptor, ``TlsConfig``
-- :mod:`jet.cluster.transport` — ``MemberServer``, ``PeerConnection``, ``FrameLink``
-- :mod:`jet.cluster.peers` — ``--peers`` forms, pod ordinals, ``wait_for_peers``
-- :mod:`jet.cluster.membership` — joined peers and their streams, ``PeerDialer`` (rejoin)
-- :mod:`jet.cluster.heartbeat` — heartbeats on member streams, silent peers declared lost
-- :mod:`jet.cluster.member_supervisor` — the local cluster restarts members that die
-- :mod:`jet.cluster.settings` — ``MemberSettings`` (flags > env > YAML > defaults)
+Each wing is a package whose docstring says what it owns; imports go one way, down this list
+(``tests/test_layers.py`` holds the order and fails on a cycle or an arrow going up):
+
+- :mod:`jet.cluster.links` — how members reach each other: auth, frame links over gRPC or TCP,
+  packets and control messages, membership, heartbeats, peers;
+- :mod:`jet.cluster.edges` — distributed edges: sender and receiver tasklets, flow control, the
+  DONE relay, the member's frame router and a member's distributed execution plan;
+- :mod:`jet.cluster.executions` — a member's part of each job: its executions, their end reports,
+  metrics and observable results;
+- :mod:`jet.cluster.coordination` — member 0's job coordination: jobs, executions, snapshots,
+  restarts and scaling, the job store;
+- the member process (:mod:`~jet.cluster.member`, :mod:`~jet.cluster.member_http`,
+  :mod:`~jet.cluster.member_main`, :mod:`~jet.cluster.settings`) and the client
+  (:mod:`~jet.cluster.client`);
+- :mod:`jet.cluster.local` — the local process supervisor: member processes on this machine.
 """

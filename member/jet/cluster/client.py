@@ -16,14 +16,14 @@ from typing import Any, Mapping, Sequence
 
 import cloudpickle
 
-from jet.cluster import messages
-from jet.cluster.auth import TlsConfig, load_cluster_token
-from jet.cluster.job_history import UnknownJobError
-from jet.cluster.job_state import JobConfigError, JobStateError, JobStatus
-from jet.cluster.observables import READ_WAIT_S, ObservableIterator, UnknownObservableError
-from jet.cluster.transport import ControlCallError, PeerConnection
+from jet.cluster.links import messages
+from jet.cluster.links.auth import TlsConfig, load_cluster_token
+from jet.cluster.coordination.job_history import UnknownJobError
+from jet.cluster.coordination.job_state import JobConfigError, JobStateError, JobStatus, job_failure
+from jet.cluster.executions.observables import READ_WAIT_S, ObservableIterator, UnknownObservableError
+from jet.cluster.links.transport import ControlCallError, PeerConnection
 from jet.core.dag import DAG, DagValidationError
-from jet.execution.errors import JobCancelledError, JobFailedError, JobTimeoutError
+from jet.execution.errors import JobTimeoutError
 from jet.execution.measurements import unpack_measurements
 from jet.job_config import JobConfig
 from jet.snapshot import SnapshotError
@@ -187,16 +187,6 @@ def as_dag(job: Any) -> DAG:
     if callable(preflight):
         preflight()
     return to_dag()
-
-
-def job_failure(info: Mapping[str, Any]) -> JobFailedError:
-    """The error a FAILED job's record stands for, with ``member_index`` set."""
-    failure = info.get("failure") or {}
-    kind = JobCancelledError if failure.get("cancelled") else JobFailedError
-    error = kind(f"job {info.get('name')} ({info.get('jobId')}) failed: {info.get('message')}",
-                 tasklet=failure.get("tasklet", ""), traceback_text=failure.get("traceback", ""))
-    error.member_index = failure.get("member")
-    return error
 
 
 class JetClient:

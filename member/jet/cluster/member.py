@@ -4,7 +4,7 @@ Start-up: the gRPC server and the HTTP endpoint come up first (``/healthz`` answ
 member connects to its peers: of each pair, the lower index dials the higher one and both send their
 frames over that one stream; control calls go to every peer on a channel of their own. Streams are
 watched by heartbeats; a lost one fails the executions over it and is dialled again until the peer
-is back, which then joins again (:mod:`jet.cluster.membership`), so a member that restarts rejoins
+is back, which then joins again (:mod:`jet.cluster.links.membership`), so a member that restarts rejoins
 by itself. Member 0 also runs the :class:`JobCoordinator`. Every job's executions share one
 :class:`TaskletExecutionService`.
 """
@@ -23,24 +23,24 @@ from typing import Any, Callable
 
 import cloudpickle
 
-from jet.cluster import messages
-from jet.cluster.auth import ANYONE, COORDINATOR_ONLY, MEMBERS, Caller, Role
-from jet.cluster.coordinator import (EXECUTION_DONE_STATE, EXECUTION_RUNNING_STATE, JobCoordinator, JobRecord,
+from jet.cluster.links import messages
+from jet.cluster.links.auth import ANYONE, COORDINATOR_ONLY, MEMBERS, Caller, Role
+from jet.cluster.coordination.coordinator import (EXECUTION_DONE_STATE, EXECUTION_RUNNING_STATE, JobCoordinator, JobRecord,
                                     JobStatus)
-from jet.cluster.heartbeat import HeartbeatMonitor, check_heartbeat_settings
-from jet.cluster.job_execution import ExecutionOutcome, JobExecution, PlanMessage, decode_report
-from jet.cluster.job_state import JobConfigError, JobStateError
-from jet.cluster.job_store import JobStore
+from jet.cluster.links.heartbeat import HeartbeatMonitor, check_heartbeat_settings
+from jet.cluster.executions.job_execution import ExecutionOutcome, JobExecution, PlanMessage, decode_report
+from jet.cluster.coordination.job_state import JobConfigError, JobStateError
+from jet.cluster.coordination.job_store import JobStore
 from jet.cluster.member_http import MemberHttpServer, MemberMetrics
-from jet.cluster.membership import Membership, PeerDialer
-from jet.cluster.network import MemberNetwork
-from jet.cluster.observables import READ_MAX_ITEMS, READ_WAIT_S, UnknownObservableError
-from jet.cluster.packets import FrameType, PacketFormatError, frame_type
-from jet.cluster.peers import PeerAddress, parse_peers
-from jet.cluster.server_limits import MEMBER_CALL_THREADS, ServerLimits
+from jet.cluster.links.membership import Membership, PeerDialer
+from jet.cluster.edges.network import MemberNetwork
+from jet.cluster.executions.observables import READ_MAX_ITEMS, READ_WAIT_S, UnknownObservableError
+from jet.cluster.links.packets import FrameType, PacketFormatError, frame_type
+from jet.cluster.links.peers import PeerAddress, parse_peers
+from jet.cluster.links.server_limits import MEMBER_CALL_THREADS, ServerLimits
 from jet.cluster.settings import MemberSettings
-from jet.cluster.stream_calls import StreamCalls
-from jet.cluster.transport import FrameLink, MemberServer, PeerConnection, serve_control
+from jet.cluster.links.stream_calls import StreamCalls
+from jet.cluster.links.transport import FrameLink, MemberServer, PeerConnection, serve_control
 from jet.core.dag import DAG, DagValidationError
 from jet.core.edge import EdgeConfig
 from jet.dashboard.api import DashboardApi

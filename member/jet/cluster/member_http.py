@@ -7,11 +7,11 @@
   "lastRestartCause", "lastSnapshot" ({id, time, bytes, keys, durationMs} or null),
   "snapshotCount"}`` (a failed job's message holds the user's traceback, a suspended one's its cause);
   only with ``Authorization: Bearer <cluster token>`` (or ``Bearer`` the read-only
-  :func:`~jet.cluster.auth.job_status_credential` of the token, which the operator sends), 401 without; 404 on the other members;
+  :func:`~jet.cluster.links.auth.job_status_credential` of the token, which the operator sends), 401 without; 404 on the other members;
 - ``GET /metrics``: Prometheus text (jobs submitted/completed/failed, executions per member, and
   per vertex and processor of the running executions Jet's ``receivedCount``, ``emittedCount``,
   ``topObservedWm``, ``coalescedWm``, ``lastForwardedWm``, ``lastForwardedWmLatency`` and
-  ``lateEventsDropped``: :mod:`jet.cluster.vertex_collector`), and on member 0 per job its restarts
+  ``lateEventsDropped``: :mod:`jet.cluster.executions.vertex_collector`), and on member 0 per job its restarts
   and snapshots (:class:`JobMetricsCollector`), open for scraping (figures only);
 - the web dashboard: ``/`` and ``/ui/...`` (pages), ``/login?token=`` (a session cookie) and the
   JSON API under ``/api/`` (:mod:`jet.dashboard`), all behind the cluster token.
@@ -34,8 +34,8 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
-from jet.cluster.auth import job_status_credential
-from jet.cluster.vertex_collector import VertexMetricsCollector
+from jet.cluster.links.auth import job_status_credential
+from jet.cluster.executions.vertex_collector import VertexMetricsCollector
 from jet.dashboard.api import DashboardApi
 from jet.dashboard.routes import FULL, MAX_BODY_BYTES, READ_ONLY, DashboardRoutes, Reply, json_reply
 

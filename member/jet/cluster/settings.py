@@ -24,9 +24,10 @@ from typing import Any, Callable, Mapping
 
 import yaml
 
-from jet.cluster.auth import MEMBER_KEY_ENV, MEMBER_KEY_FILE_ENV, TlsConfig, load_cluster_token, load_member_key
-from jet.cluster.heartbeat import DEFAULT_HEARTBEAT_INTERVAL_MS, DEFAULT_HEARTBEAT_TIMEOUT_MS
-from jet.cluster.server_limits import DEFAULT_CLIENT_CALLS, DEFAULT_CLIENT_STREAMS
+from jet.cluster.executions.control_settings import ControlSettings
+from jet.cluster.links.auth import MEMBER_KEY_ENV, MEMBER_KEY_FILE_ENV, TlsConfig, load_cluster_token, load_member_key
+from jet.cluster.links.heartbeat import DEFAULT_HEARTBEAT_INTERVAL_MS, DEFAULT_HEARTBEAT_TIMEOUT_MS
+from jet.cluster.links.server_limits import DEFAULT_CLIENT_CALLS, DEFAULT_CLIENT_STREAMS
 from jet.core.edge import (DEFAULT_OUTBOX_CAPACITY, DEFAULT_PACKET_SIZE_LIMIT_BYTES, DEFAULT_QUEUE_SIZE,
                            DEFAULT_RECEIVE_WINDOW_MULTIPLIER)
 from jet.execution.progress_log import DEFAULT_PROGRESS_LOG_INTERVAL_MS
@@ -54,49 +55,6 @@ class EdgeDefaults:
 
 
 @dataclass(frozen=True)
-class ControlSettings:
-    """Bounds of every control-plane wait, the coordinator's job history, and fault injection.
-
-    Given flat (``init_timeout_ms: 60000`` in the file, ``JET_INIT_TIMEOUT_MS`` in the
-    environment) like every other setting."""
-
-    init_timeout_ms: int = 30_000
-    """Coordinator: how long a member may take to build its execution (``init``)."""
-    control_timeout_ms: int = 10_000
-    """Coordinator: the deadline of every other call to a member (start, cancel, complete, state)."""
-    cancel_grace_ms: int = 10_000
-    """Coordinator: after a failure, how long the other members get to report their cancel."""
-    report_wait_ms: int = 30_000
-    """Coordinator: silence from a running member after which it is asked for its execution's
-    state (a finished one's lost report is taken from the answer; no answer fails the job)."""
-    report_retry_ms: int = 60_000
-    """Member: how long it retries sending an execution's end report, with backoff."""
-    max_finished_jobs: int = 1_000
-    """Coordinator: finished jobs (and their results) kept; the oldest are forgotten first."""
-    finished_job_ttl_s: int = 7 * 24 * 3600
-    """Coordinator: seconds a finished job (and its results) is kept after it ended."""
-    fault_drop_reports: int = 0
-    """Fault injection for tests: a member other than member 0 (whose report to itself crosses no
-    network) fails its first N attempts to send an execution report, as if the network lost them."""
-    fault_unanswered_state_queries: int = 0
-    """Fault injection for tests: a member other than member 0 leaves the coordinator's first N
-    questions about an execution's state unanswered (each runs into its deadline)."""
-    snapshot_timeout_ms: int = 60_000
-    """Coordinator: how long each phase of a snapshot may take on the members; a snapshot past it
-    fails and the last good one stays."""
-    member_rejoin_timeout_ms: int = 30_000
-    """Coordinator: after a member is lost, how long a job waits for it to rejoin before it
-    restarts on the members that are up (``auto_scaling``) or is suspended (without)."""
-    restart_delay_ms: int = 500
-    """Coordinator: the pause before a job restarts after a lost member (Jet waits 2 s)."""
-    fault_fail_snapshot_phase1: int = 0
-    """Fault injection for tests: this member fails its first N phase-1 snapshot requests."""
-    scale_up_delay_ms: int = 10_000
-    """Coordinator: after a member joins (a later join starts it again), how long until jobs with
-    ``auto_scaling`` that run on fewer members restart on all (Jet's ``scaleUpDelayMillis``)."""
-
-
-@dataclass(frozen=True)
 class MemberSettings:
     """Everything one member process is configured with."""
 
@@ -107,13 +65,13 @@ class MemberSettings:
     port: int = 5701
     http_port: int = 8080
     link_port: int = 0
-    """The port other members' links connect to (:mod:`jet.cluster.tcp_links`); 0: any free port
+    """The port other members' links connect to (:mod:`jet.cluster.links.tcp_links`); 0: any free port
     (members learn it from each other's ``OpenLink`` answer; a local cluster gives each its own)."""
     host: str | None = None
     """The address the gRPC and the HTTP server bind; ``None``: see :meth:`bind_host`."""
     member_index: int | None = None
     peers: str | None = None
-    """``host:port,...``, a hostfile path, or ``dns:<template with {i}>`` (see :mod:`jet.cluster.peers`)."""
+    """``host:port,...``, a hostfile path, or ``dns:<template with {i}>`` (see :mod:`jet.cluster.links.peers`)."""
     replicas: int | None = None
     """The member count for a ``dns:`` peers template."""
     token: str | None = field(default=None, repr=False)
@@ -165,7 +123,7 @@ class MemberSettings:
 
     def cluster_token(self, environ: Mapping[str, str] | None = None) -> str:
         """The cluster token: this ``token``, else ``$JET_CLUSTER_TOKEN_FILE``'s contents (see
-        :func:`jet.cluster.auth.load_cluster_token`); raises ``ClusterTokenError`` when there is none."""
+        :func:`jet.cluster.links.auth.load_cluster_token`); raises ``ClusterTokenError`` when there is none."""
         return load_cluster_token(self.token, environ)
 
     def has_member_key(self, environ: Mapping[str, str] | None = None) -> bool:
@@ -175,7 +133,7 @@ class MemberSettings:
 
     def member_key_value(self, environ: Mapping[str, str] | None = None) -> str:
         """The member key: this ``member_key``, else ``$JET_MEMBER_KEY_FILE``'s contents (see
-        :func:`jet.cluster.auth.load_member_key`); raises ``MemberKeyError`` when there is none."""
+        :func:`jet.cluster.links.auth.load_member_key`); raises ``MemberKeyError`` when there is none."""
         return load_member_key(self.member_key, environ)
 
     def bind_host(self, environ: Mapping[str, str] | None = None) -> str:

@@ -1,13 +1,13 @@
 """``Sinks.observable(name)``: results a client follows as they come, with ``job.observable(name)``.
 
 The sink processor (one per member by default) hands each batch it receives to its member's
-publisher (:mod:`jet.cluster.observables`), which stores it in member 0's buffer for the job;
+publisher (:mod:`jet.cluster.executions.observables`), which stores it in member 0's buffer for the job;
 the call returns when member 0 has it, so everything is there before the sink completes.
 """
 
 from __future__ import annotations
 
-from jet.cluster.observables import DEFAULT_OBSERVABLE_CAPACITY, publisher_for
+from jet.cluster.executions.observables import DEFAULT_OBSERVABLE_CAPACITY, publisher_for
 from jet.core.inbox import Inbox
 from jet.core.outbox import Outbox
 from jet.core.processor import Context, Processor

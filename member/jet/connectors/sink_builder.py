@@ -30,7 +30,7 @@ from __future__ import annotations
 import copy
 from typing import Any, Callable
 
-from jet.connectors.base import Sink
+from jet.pipeline.source_sink import Sink
 from jet.connectors.source_builder import require_callable, require_parallelism
 from jet.connectors.transactions import UnboundedTransactions, has_tag
 from jet.core.inbox import Inbox

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Sequence
 
-from jet.connectors.base import Sink
+from jet.pipeline.source_sink import Sink
 from jet.connectors.file_sinks import FileSinkP, prepare_directory, to_json
 from jet.connectors.observable import DEFAULT_OBSERVABLE_CAPACITY, ObservableSinkSupplier, check_observable_args
 from jet.core.inbox import Inbox

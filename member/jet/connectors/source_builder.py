@@ -26,7 +26,7 @@ from __future__ import annotations
 import copy
 from typing import Any, Callable, TypeVar
 
-from jet.connectors.base import Source, StreamSource
+from jet.pipeline.source_sink import Source, StreamSource
 from jet.connectors.stream_emitter import StreamEmitter, wall_clock_ms
 from jet.connectors.stream_sources import is_single_instance
 from jet.core.event_time import EventTimePolicy

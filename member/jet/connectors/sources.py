@@ -6,7 +6,7 @@ import codecs
 from collections.abc import Iterable
 from typing import Any, Callable
 
-from jet.connectors.base import Source, StreamSource
+from jet.pipeline.source_sink import Source, StreamSource
 from jet.connectors.file_sources import CsvSourceP, LinesSourceP, matching_files, parse_json_lines
 from jet.connectors.stream_sources import FileWatcherP, ItemStreamP, SocketSourceP, check_directory
 from jet.core.event_time import EventTimePolicy

@@ -1,7 +1,7 @@
 """Unbounded sources: Jet's test item stream, lines of a TCP socket, lines appended to files.
 
 ``Sources.item_stream``, ``Sources.socket`` and ``Sources.file_watcher`` build their
-:class:`~jet.connectors.base.StreamSource` descriptors from the processors here.
+:class:`~jet.pipeline.source_sink.StreamSource` descriptors from the processors here.
 """
 
 from __future__ import annotations

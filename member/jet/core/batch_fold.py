@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from itertools import repeat
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Protocol, Sequence
 
 from jet.core.columnar import batch_to_rows
 from jet.core.functions import getter_item
@@ -36,7 +36,6 @@ from jet.core.functions import getter_item
 if TYPE_CHECKING:
     import pyarrow
 
-    from jet.core.aggregate import AggregateOperation
 
 _MISSING = object()
 _INT64_MAX = 2 ** 63 - 1
@@ -90,6 +89,14 @@ def all_of_batches(aggregations: Sequence[BatchAggregation | None]) -> BatchAggr
     return BatchAggregation(tuple(parts), update)
 
 
+class FoldableOperation(Protocol):
+    """What a folder needs of an aggregate operation (:class:`jet.core.aggregate.AggregateOperation`
+    is one): how Arrow folds its parts, and a new accumulator."""
+
+    batch_aggregation: BatchAggregation | None
+    create: Callable[[], Any]
+
+
 class KeyedBatchFolder:
     """Folds RecordBatches into ``key -> accumulator`` for a key getter and a batch aggregation;
     :meth:`fold` returns False for a batch it cannot fold exactly (fold its rows instead)."""
@@ -104,7 +111,7 @@ class KeyedBatchFolder:
         """The parts whose values a function computes per row."""
 
     @staticmethod
-    def for_operation(key_fn: Callable[[Any], Any], operation: "AggregateOperation",
+    def for_operation(key_fn: Callable[[Any], Any], operation: "FoldableOperation",
                       row_type: str) -> "KeyedBatchFolder | None":
         """A folder when ``key_fn`` and the operation's ``batch_aggregation`` read columns the
         way rows of ``row_type`` ("tuple": by position, "dict": by name) are read; else None."""

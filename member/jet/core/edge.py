@@ -5,12 +5,15 @@ from __future__ import annotations
 import enum
 import uuid
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any, Callable
+from typing import Any, Callable, Protocol
 
 from jet.core.partitioner import DEFAULT_PARTITIONER, Partitioner
 
-if TYPE_CHECKING:
-    from jet.core.dag import Vertex
+
+class Vertex(Protocol):
+    """What an edge needs of its ends (:class:`jet.core.dag.Vertex` is one): its name."""
+
+    name: str
 
 DEFAULT_QUEUE_SIZE = 16384
 """Jet's is 1024 items. Here a queue holds whole chunks: at twice the outbox capacity a full

@@ -19,9 +19,9 @@ import logging
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable
 
-from jet.cluster import messages
-from jet.cluster.job_history import UnknownJobError
-from jet.cluster.job_state import JobStateError
+from jet.cluster.links import messages
+from jet.cluster.coordination.job_history import UnknownJobError
+from jet.cluster.coordination.job_state import JobStateError
 from jet.dashboard.job_view import job_detail
 from jet.dashboard.load import process_load
 from jet.snapshot.errors import SnapshotError

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from jet.cluster.client import job_failure
+from jet.cluster.coordination.job_state import job_failure
 from jet.core.dag import DAG
+from jet.execution.tracebacks import failure_report
 from jet.execution.vertex_metrics import now_ms, watermark_lag_ms
-from jet.run_output import failure_report
 
 
 def depths(dag: DAG) -> dict[str, int]:

@@ -1,7 +1,7 @@
 """One member's metrics of one execution as tagged measurements (Jet's ``JobMetrics``).
 
 A measurement is ``{"metric": Jet name, "value": int, "tags": {...}}``. What ``Job.measurements()``
-returns and what a member's ``/metrics`` exports (:mod:`jet.cluster.vertex_collector`) are the
+returns and what a member's ``/metrics`` exports (:mod:`jet.cluster.executions.vertex_collector`) are the
 same measurements:
 
 - per processor (family ``jet_vertex_<metric>``): every figure of
@@ -9,7 +9,7 @@ same measurements:
 - per outbound ordinal of a processor (family ``jet_edge_<metric>``): ``emittedCount`` and
   ``backPressuredTimeMs``, tags :data:`ORDINAL_TAGS`;
 - per distributed edge and remote member (family ``jet_edge_<metric>``, from
-  :mod:`jet.cluster.edge_metrics`): tags :data:`DISTRIBUTED_TAGS`.
+  :mod:`jet.cluster.edges.edge_metrics`): tags :data:`DISTRIBUTED_TAGS`.
 
 ``processor`` is the processor's index among its vertex's processors on the member; ``ordinal``
 the producer's outbound ordinal.

@@ -38,7 +38,7 @@ key                         merged by               meaning
 
 A watermark that is not there yet is ``MIN_TIMESTAMP``, as in Jet; so is a latency that cannot
 be told (no watermark forwarded yet). The distributed figures come from the senders and receivers
-(:mod:`jet.cluster.edge_metrics`); a vertex without distributed edges has none.
+(:mod:`jet.cluster.edges.edge_metrics`); a vertex without distributed edges has none.
 """
 
 from __future__ import annotations

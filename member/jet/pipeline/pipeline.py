@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from jet.connectors.base import Source, StreamSource
+from jet.pipeline.source_sink import Source, StreamSource
 from jet.core.dag import DAG
 from jet.pipeline.errors import PipelineDefinitionError
 from jet.pipeline.stages import BatchStage

@@ -24,7 +24,7 @@ import logging
 from dataclasses import is_dataclass, replace
 from typing import Any, Callable
 
-from jet.connectors.base import StreamSource
+from jet.pipeline.source_sink import StreamSource
 from jet.core.dag import DAG, LOCAL_PARALLELISM_USE_DEFAULT, Vertex
 from jet.core.edge import Edge
 from jet.core.functions import entry_key

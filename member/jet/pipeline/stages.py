@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Iterable
 
-from jet.connectors.base import Sink
+from jet.pipeline.source_sink import Sink
 from jet.core.aggregate import AggregateOperation
 from jet.core.functions import as_key_fn
 from jet.core.processors.batches import BATCH_FORMATS

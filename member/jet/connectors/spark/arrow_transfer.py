@@ -7,7 +7,7 @@ and the job's modules again, seconds of a small run (bench/README.md). The drive
 same Arrow batches with the same per-task functions, but as ``mapInArrow`` tasks, whose Python
 workers Spark forks from one long-lived daemon:
 
-- writing, each task streams its Spark partition with :func:`~.datasource.send_partition` and
+- writing, each task streams its Spark partition with :func:`~.partition_io.send_partition` and
   returns one row (partition, rows, attempt); the driver collects the rows of the successful
   attempts and sends the members the commit, as the data source's ``commit`` does;
 - reading, ``spark.range(n, numPartitions=n)`` gives one task per sink processor, which pulls
@@ -49,7 +49,7 @@ def write_frame(frame: Any, options: JetOptions, owners: dict[int, int]) -> dict
     def send(batches: Iterator[Any]) -> Iterator[Any]:
         from pyspark import TaskContext
 
-        from jet.connectors.spark.datasource import send_partition
+        from jet.connectors.spark.partition_io import send_partition
 
         context = TaskContext.get()
         partition, attempt = context.partitionId(), context.attemptNumber()

@@ -12,10 +12,10 @@ import threading
 import time
 from typing import Any
 
-from jet.cluster.auth import TlsConfig
-from jet.cluster.flow_control import SendLimit
-from jet.cluster.packets import FrameType
-from jet.cluster.transport import PeerConnection
+from jet.cluster.links.auth import TlsConfig
+from jet.cluster.edges.flow_control import SendLimit
+from jet.cluster.links.packets import FrameType
+from jet.cluster.links.transport import PeerConnection
 from jet.connectors.spark import protocol as p
 from jet.connectors.spark.options import JetOptions
 

@@ -16,10 +16,10 @@ import time
 from collections import deque
 from typing import Any
 
-from jet.cluster.chunk_packets import chunk_footprint
-from jet.cluster.flow_control import ReceiveWindow
-from jet.cluster.network import MemberNetwork, register_default_frame_handler
-from jet.cluster.packets import FrameType
+from jet.cluster.edges.chunk_packets import chunk_footprint
+from jet.cluster.edges.flow_control import ReceiveWindow
+from jet.cluster.edges.network import MemberNetwork, register_default_frame_handler
+from jet.cluster.links.packets import FrameType
 from jet.connectors.spark import protocol as p
 from jet.connectors.spark.arrow_items import ItemSchemaError, count_rows, items_to_batches
 from jet.core.columnar import batch_to_rows, is_batch, prefetch_arrow

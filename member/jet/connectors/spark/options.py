@@ -10,8 +10,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping
 
-from jet.cluster.auth import TlsConfig
-from jet.cluster.peers import parse_address
+from jet.contract import ENV_TLS_CA_FILE
+from jet.cluster.links.auth import TlsConfig
+from jet.cluster.links.peers import parse_address
 
 DEFAULT_READY_TIMEOUT_S = 120.0
 DEFAULT_SEND_TIMEOUT_S = 300.0
@@ -27,7 +28,7 @@ COLUMNAR_CHUNK_ROWS = 65536
 becomes one batch (``jet.core.processors.batches.COALESCE_ROWS``, the most that stage joins),
 and one call of the stage's function (a vectorised group-by costs about the same per call at
 4,096 rows as at 65,536)."""
-TLS_CA_FILE_ENV = "JET_TLS_CA_FILE"
+TLS_CA_FILE_ENV = ENV_TLS_CA_FILE
 
 
 class JetOptionError(ValueError):

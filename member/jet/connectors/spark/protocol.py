@@ -36,7 +36,7 @@ import secrets
 import struct
 from typing import Any
 
-from jet.cluster.packets import FrameType, PacketFormatError
+from jet.cluster.links.packets import FrameType, PacketFormatError
 
 PICKLE_PROTOCOL = 5
 ARROW = "arrow"

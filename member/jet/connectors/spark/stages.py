@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 from urllib.parse import urlparse
 
-from jet.connectors.base import Sink, Source
+from jet.pipeline.source_sink import Sink, Source
 from jet.connectors.spark.processors import DEFAULT_SINK_BUFFER_ITEMS, SparkSinkP, SparkSourceP
 
 SAVE_MODES = ("errorifexists", "error", "append", "overwrite", "ignore")

@@ -25,7 +25,7 @@ from pyspark.sql.datasource import (DataSourceStreamArrowWriter, DataSourceStrea
 
 from jet.connectors.spark import protocol as p
 from jet.connectors.spark.client import JetSparkError, MemberLink, _alive, close_all, connect_all, tell_members
-from jet.connectors.spark.datasource import arrow_schema_ipc, send_partition
+from jet.connectors.spark.partition_io import arrow_schema_ipc, send_partition
 from jet.connectors.spark.options import JetOptions
 
 DURABLE_COMMIT_TIMEOUT_S = 600.0

@@ -26,7 +26,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
-from jet.connectors.base import Sink
+from jet.pipeline.source_sink import Sink
 from jet.connectors.spark import hub as spark_hub
 from jet.connectors.spark.processors import DEFAULT_SINK_BUFFER_ITEMS
 from jet.connectors.spark.stages import check_format, local_input_path

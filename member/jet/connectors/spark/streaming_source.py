@@ -24,7 +24,7 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any
 
-from jet.connectors.base import StreamSource
+from jet.pipeline.source_sink import StreamSource
 from jet.connectors.spark.processors import SparkSourceP, SparkWriteFailedError
 from jet.connectors.spark.stages import check_format, check_local_input
 from jet.connectors.transactions import has_tag

@@ -4,7 +4,7 @@
 ``pyspark.worker`` again (the daemon imports it only after forking, in case importing it starts
 threads). ``pyspark.worker`` starts none (it imports neither pyarrow nor pandas), so this module
 imports it once in the daemon, then runs ``pyspark.daemon`` unchanged: every forked worker
-starts with it loaded. :func:`jet.connectors.spark.driver.spark_session` sets
+starts with it loaded. :func:`jet.spark.session.spark_session` sets
 ``spark.python.daemon.module`` to this module.
 """
 

@@ -1,0 +1,89 @@
+"""What a job does when an execution ends (Jet's ``finalizeJob`` order, ``reference`` 5.6).
+
+1. a user's request: RESTART runs a new execution, SUSPEND suspends, CANCEL (and
+   CANCEL_AND_EXPORT, after its export) fails the job as cancelled;
+2. no failure: the job completed;
+3. a *restartable* failure (a member was lost, or its connection broke): wait up to
+   ``member_rejoin_timeout_ms`` for the lost members, then restart (from the last good snapshot;
+   a job without a guarantee from scratch); when they are not back, a job with ``auto_scaling``
+   restarts on the members that are up (and scales up when members join later), one without
+   ``auto_scaling`` but with a guarantee is suspended;
+4. any failure with ``suspend_on_failure``: suspended, its cause kept;
+5. otherwise the job failed.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+
+from jet.cluster.executions.job_execution import ExecutionOutcome
+from jet.cluster.coordination.job_state import Termination
+from jet.job_config import JobConfig
+
+LOST_MEMBER_ERROR = "MemberLostError"
+LOST_CONNECTION_TASKLET = "connection to member "
+"""How a member names the tasklet of a failure caused by a lost peer (``JobExecution._peer_lost``)."""
+NOT_CONNECTED = "ConnectionError: "
+"""A member refused an execution because a peer's link was down at that moment (init raced a rejoin)."""
+
+
+class Next(enum.Enum):
+    """What the job does next."""
+
+    COMPLETE = "complete"
+    FAIL = "fail"
+    RESTART = "restart"
+    RESTART_AFTER_REJOIN_WAIT = "wait for the lost members, then restart"
+    SUSPEND = "suspend"
+
+
+@dataclass(frozen=True)
+class Decision:
+    next: Next
+    cause: str = ""
+    """Why: the restart's or the suspension's cause, shown in the job's record."""
+    suspend_if_not_whole: bool = False
+    """With RESTART_AFTER_REJOIN_WAIT: suspend when the wait for the members runs out (no
+    auto-scaling), rather than restarting on the members that are up."""
+
+
+def is_restartable(failure: ExecutionOutcome, lost_members: set[int]) -> bool:
+    """Whether an execution's failure came from the cluster, not the job: a member lost while it
+    ran, or a failure that names a lost member or a broken connection to one."""
+    return bool(lost_members) or failure.error.startswith(LOST_MEMBER_ERROR) \
+        or failure.tasklet.startswith(LOST_CONNECTION_TASKLET) or failure.error.startswith(NOT_CONNECTED)
+
+
+def decide(config: JobConfig, requested: Termination | None, failure: ExecutionOutcome | None,
+           lost_members: set[int], restart_cause: str = "") -> Decision:
+    """The job's next step after an execution ended with ``failure`` (None: it completed);
+    ``restart_cause``: why a RESTART was requested when the client did not ask (scaling up)."""
+    if requested is Termination.RESTART:
+        return Decision(Next.RESTART, restart_cause or "restart requested")
+    if requested is Termination.SUSPEND:
+        return Decision(Next.SUSPEND, "suspended by the client")
+    if requested in (Termination.CANCEL, Termination.CANCEL_AND_EXPORT):
+        return Decision(Next.FAIL)
+    if failure is None:
+        return Decision(Next.COMPLETE)
+    cause = f"{failure.error} (on member {failure.member})"
+    if is_restartable(failure, lost_members):
+        if lost_members:
+            cause = f"member(s) {', '.join(map(str, sorted(lost_members)))} lost: {_lost_detail(failure.error)}"
+        if config.auto_scaling:
+            return Decision(Next.RESTART_AFTER_REJOIN_WAIT, cause)
+        if config.processing_guarantee.snapshots:
+            return Decision(Next.RESTART_AFTER_REJOIN_WAIT, cause, suspend_if_not_whole=True)
+    if config.suspend_on_failure:
+        return Decision(Next.SUSPEND, cause)
+    return Decision(Next.FAIL)
+
+
+def _lost_detail(error: str) -> str:
+    """``MemberLostError: member 1 was lost: stream ... broke`` -> ``stream ... broke``."""
+    if error.startswith(LOST_MEMBER_ERROR + ": "):
+        error = error.split(": ", 1)[1]
+        if error.startswith("member ") and " was lost: " in error:
+            error = error.split(" was lost: ", 1)[1]
+    return error
