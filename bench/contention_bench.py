@@ -28,7 +28,6 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "member"), str(ROOT)]
 
 import cloudpickle  # noqa: E402
-
 from jet.cluster.edges.distributed_plan import DistributedExecutionPlan, partition_owners  # noqa: E402
 from jet.cluster.edges.network import MemberNetwork  # noqa: E402
 from jet.core import DAG, Edge  # noqa: E402

@@ -51,9 +51,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "member"), str(ROOT)]
 
 from jet.connectors import Sinks, Sources  # noqa: E402
-from jet.spark.session import spark_session  # noqa: E402
 from jet.pipeline import Pipeline  # noqa: E402
 from jet.pipeline.aggregate_operations import AggregateOperations  # noqa: E402
+from jet.spark.session import spark_session  # noqa: E402
 
 from tests.spark.harness import run_with_spark  # noqa: E402
 

@@ -30,12 +30,10 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "member"), str(ROOT)]
 
 import pyarrow as pa  # noqa: E402
-
+from jet.cluster.links.packets import FrameType  # noqa: E402
 from jet.connectors.spark import protocol as p  # noqa: E402
 from jet.connectors.spark.arrow_items import item_to_row_fn, items_to_batches  # noqa: E402
 from jet.core.columnar import batch_to_rows  # noqa: E402
-from jet.cluster.links.packets import FrameType  # noqa: E402
-
 
 REPEAT = 5
 

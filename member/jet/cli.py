@@ -13,15 +13,15 @@ from typing import TYPE_CHECKING, Any, Iterator
 
 import click
 
+from jet.cluster.local import DEFAULT_LOCAL_MEMBERS
 from jet.core import DAG
 from jet.core.dag import DagValidationError
 from jet.execution import JobFailedError, JobTimeoutError, default_cooperative_threads
+from jet.execution.tracebacks import failure_report
+from jet.job_command import job as job_command
 from jet.job_config import JobConfig, ProcessingGuarantee
 from jet.job_file import JobFileError, check_job_file, load_job, load_job_dag, to_dag
-from jet.cluster.local import DEFAULT_LOCAL_MEMBERS
-from jet.job_command import job as job_command
 from jet.run_logging import brief_member_logs, configure_logging
-from jet.execution.tracebacks import failure_report
 from jet.run_output import SHOWN_ITEMS, print_results, write_json_lines
 
 if TYPE_CHECKING:
@@ -387,8 +387,8 @@ def member(port: int | None, http_port: int | None, link_port: int | None, host:
 
     The cluster token comes from $JET_CLUSTER_TOKEN or the file named by $JET_CLUSTER_TOKEN_FILE,
     the member key (needed when there are peers) from $JET_MEMBER_KEY or $JET_MEMBER_KEY_FILE."""
-    from jet.cluster.member_main import run_member
     import jet.connectors.spark.hub  # noqa: F401 - answers Spark requests from the start, "not yet" before a job
+    from jet.cluster.member_main import run_member
     if exit_with_parent:
         from jet.cluster.local.parent_watch import exit_with_parent as watch_parent
         watch_parent()
@@ -427,7 +427,6 @@ def _run_spark_driver(kind: str, pipeline_file: str, entrypoint: str, members: s
                       args: tuple[str, ...]) -> None:
     from jet.cluster.links.auth import load_cluster_token
     from jet.spark.job_stages import load_pipeline
-
     from jet.spark.runner import run_spark_side
     from jet.spark.session import spark_session
     conf = {}

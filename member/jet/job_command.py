@@ -52,10 +52,10 @@ def job(ctx: click.Context, address: str | None, token_file: str | None, timeout
 
 def _with_client(ctx: click.Context, action: Callable[[Any], None]) -> None:
     """Run ``action(client)``, turning the client's errors into messages and exit codes."""
-    from jet.cluster.links.auth import CredentialsError, load_cluster_token
     from jet.cluster.client import JetClient
     from jet.cluster.coordination.job_history import UnknownJobError
     from jet.cluster.coordination.job_state import JobStateError
+    from jet.cluster.links.auth import CredentialsError, load_cluster_token
     from jet.cluster.links.transport import ControlCallError
     from jet.execution import JobTimeoutError
     from jet.snapshot import SnapshotError

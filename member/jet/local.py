@@ -18,11 +18,10 @@ from typing import Any, Mapping
 
 from jet.cluster.client import Job, as_dag
 from jet.cluster.local.local_cluster import LocalCluster as _MembersOnly
+from jet.execution.errors import JobTimeoutError
 from jet.spark.batch_side import job_ended
 from jet.spark.runner import start_spark_side
 from jet.spark.stream_side import stop_spark_streams
-from jet.execution.errors import JobTimeoutError
-
 
 SPARK_SIDE_GRACE_S = 10.0
 """How long a failed job's ``join`` waits for its Spark side to end."""

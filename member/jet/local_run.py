@@ -17,11 +17,11 @@ from typing import Any
 from jet.cluster.local import forked_members
 from jet.core import DAG
 from jet.execution import JobTimeoutError
+from jet.execution.progress_log import is_streaming
 from jet.execution.runner import start
 from jet.job_config import JobConfig
 from jet.latest_results import LatestResults, observable_names
 from jet.progress import ProgressDisplay
-from jet.execution.progress_log import is_streaming
 
 log = logging.getLogger("jet.run")
 

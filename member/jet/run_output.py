@@ -6,7 +6,6 @@ import json
 from pathlib import Path
 from typing import Any, TextIO
 
-
 SHOWN_ITEMS = 20
 
 

@@ -2,9 +2,22 @@
 
 from typing import Final
 
-from jet.contract import (API_GROUP, API_VERSION, DEFAULT_ENTRYPOINT, DEFAULT_IMAGE, ENV_CLUSTER_TOKEN_FILE,  # noqa: F401
-                          ENV_MEMBER_KEY_FILE, ENV_TLS_CA_FILE, ENV_TLS_CERT_FILE, ENV_TLS_KEY_FILE, HEALTH_PATH,
-                          JOB_PATH, KIND, MEMBER_HTTP_PORT, MEMBER_PORT)
+from jet.contract import (  # noqa: F401
+                          API_GROUP,
+                          API_VERSION,
+                          DEFAULT_ENTRYPOINT,
+                          DEFAULT_IMAGE,
+                          ENV_CLUSTER_TOKEN_FILE,
+                          ENV_MEMBER_KEY_FILE,
+                          ENV_TLS_CA_FILE,
+                          ENV_TLS_CERT_FILE,
+                          ENV_TLS_KEY_FILE,
+                          HEALTH_PATH,
+                          JOB_PATH,
+                          KIND,
+                          MEMBER_HTTP_PORT,
+                          MEMBER_PORT,
+)
 
 PLURAL: Final = "jetjobs"
 SHORT_NAME: Final = "jjob"

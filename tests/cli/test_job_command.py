@@ -2,14 +2,14 @@
 
 import json
 
-import pytest
-
 import jet
+import pytest
 from jet.cluster.coordination.job_state import JobStatus
 from jet.core import DAG, Edge
 from jet.core.processors import map_p
 
-from tests.cli.support import jet as run_jet, jet_env
+from tests.cli.support import jet as run_jet
+from tests.cli.support import jet_env
 from tests.cluster.cluster_support import endless_source, wait_until
 
 

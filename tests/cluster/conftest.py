@@ -6,7 +6,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from jet.cluster.links.auth import TlsConfig, write_self_signed_tls
 
 PEER_SCRIPT = Path(__file__).with_name("peer_process.py")

@@ -12,16 +12,15 @@ import threading
 from dataclasses import dataclass, field
 
 import cloudpickle
-
-from jet.cluster.links import messages
 from jet.cluster.coordination.coordinator import JobCoordinator
-from jet.cluster.executions.job_execution import ExecutionOutcome
 from jet.cluster.coordination.job_state import JobStatus
 from jet.cluster.coordination.job_store import JobStore
 from jet.cluster.executions.control_settings import ControlSettings
+from jet.cluster.executions.outcome import ExecutionOutcome, FailureKind
+from jet.cluster.links import messages
+from jet.connectors.sinks import ListResultSinkP
 from jet.core import DAG, Edge
 from jet.core.processors import items_source_p
-from jet.connectors.sinks import ListResultSinkP
 from jet.snapshot import SnapshotStore
 
 VERTEX = "state"
@@ -70,7 +69,8 @@ class FakeMembers:
                 self._end(execution, member, ExecutionOutcome(header["job_id"], execution, member, ok=True))
         elif msg_type == messages.CANCEL:
             self._end(execution, member, ExecutionOutcome(header["job_id"], execution, member, ok=False,
-                                                          cancelled=True, error="JobCancelledError: cancelled"))
+                                                          cancelled=True, error="JobCancelledError: cancelled",
+                                                          kind=FailureKind.CANCELLED))
         elif msg_type == messages.EXECUTION_STATE:
             reply = {"state": "running"}
         elif msg_type == messages.EXECUTION_METRICS:
@@ -112,7 +112,8 @@ class FakeMembers:
             running = list(self.running.items())
         for (execution, member), job_id in running:
             self._end(execution, member, ExecutionOutcome(job_id, execution, member, ok=not cancelled,
-                                                          cancelled=cancelled))
+                                                          cancelled=cancelled,
+                                                          kind=FailureKind.CANCELLED if cancelled else FailureKind.NONE))
 
 
 def fake_cluster(store_dir, count: int = 2, **control) -> tuple[JobCoordinator, FakeMembers]:

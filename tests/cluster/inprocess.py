@@ -3,10 +3,10 @@ passed and decoded exactly as over gRPC, minus the socket)."""
 
 from __future__ import annotations
 
-from jet.cluster.edges.distributed_plan import DistributedExecutionPlan, partition_owners
-from jet.cluster.edges.network import MemberNetwork
 import time
 
+from jet.cluster.edges.distributed_plan import DistributedExecutionPlan, partition_owners
+from jet.cluster.edges.network import MemberNetwork
 from jet.core import DAG, Edge, EdgeConfig, Processor
 from jet.execution.plan import MemberTopology
 from jet.execution.service import TaskletExecutionService

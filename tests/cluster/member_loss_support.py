@@ -10,6 +10,7 @@ from jet.cluster.local.local_cluster import LocalCluster
 from jet.core import DAG, Edge
 from jet.core.functions import whole_item
 from jet.core.processors import items_source_p
+
 from tests import partition_oracle as oracle
 from tests.cluster.cluster_support import deliveries, json_sink, wait_until
 

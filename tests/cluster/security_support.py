@@ -11,6 +11,7 @@ from pathlib import Path
 
 from jet.cluster.edges.chunk_packets import encode_chunk
 from jet.core import DAG, Edge, Processor
+
 from tests.cluster.cluster_support import json_sink, wait_until
 
 ITEMS_PER_MEMBER = 500

@@ -10,21 +10,21 @@ import threading
 import time
 
 import cloudpickle
-import pytest
-
 import jet
-from jet.cluster.edges.network import MemberNetwork
-from jet.connectors.observable import ObservableSinkSupplier
-from jet.execution.service import TaskletExecutionService
-from jet.cluster.edges.distributed_plan import DistributedExecutionPlan, partition_owners
-from jet.cluster.executions.job_execution import JobExecution, PlanMessage
+import pytest
 from jet.cluster.coordination.job_state import JobStatus
 from jet.cluster.coordination.scale_up import ScaleUpTimer
+from jet.cluster.edges.distributed_plan import DistributedExecutionPlan, partition_owners
+from jet.cluster.edges.network import MemberNetwork
+from jet.cluster.executions.job_execution import JobExecution, PlanMessage
 from jet.cluster.settings import MemberSettings, SettingsError
+from jet.connectors.observable import ObservableSinkSupplier
 from jet.core import DAG, Edge
 from jet.core.functions import whole_item
 from jet.core.processors import items_source_p
+from jet.execution.service import TaskletExecutionService
 from jet.snapshot import SnapshotStore
+
 from tests import partition_oracle as oracle
 from tests.cluster.cluster_support import deliveries, json_sink, wait_until
 from tests.cluster.fake_members import fake_cluster, small_dag

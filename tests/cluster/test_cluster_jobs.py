@@ -6,17 +6,23 @@ import signal
 import time
 from collections import Counter
 
-import pytest
-
 import jet
+import pytest
 from jet.cluster.coordination.coordinator import JobStatus
 from jet.core import DAG, HASH_PARTITIONER, DagValidationError, Edge
 from jet.core.aggregate import counting
 from jet.core.functions import entry_key, whole_item
 from jet.core.processors import accumulate_by_key_p, combine_by_key_p, flat_map_p, items_source_p, map_p
 from jet.execution.errors import JobCancelledError, JobFailedError
-from tests.cluster.cluster_support import (SlowFirstSupplier, deliveries, endless_source, fail_on_member,
-                                           json_sink, wait_until)
+
+from tests.cluster.cluster_support import (
+    SlowFirstSupplier,
+    deliveries,
+    endless_source,
+    fail_on_member,
+    json_sink,
+    wait_until,
+)
 
 LINES = [f"the quick brown fox {i % 7} jumps over the lazy dog {i % 13} the end" for i in range(3000)]
 
@@ -184,6 +190,7 @@ def test_members_talk_tls_when_configured(tls_config, tmp_path):
 
 def test_results_and_metrics_of_a_pipeline_come_from_every_member(cluster3):
     from jet.job_file import load_job, to_dag
+
     from tests.conftest import REPO_ROOT
 
     text = REPO_ROOT / "examples" / "data" / "two-cities.txt"

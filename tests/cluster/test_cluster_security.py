@@ -11,22 +11,29 @@ import struct
 import threading
 
 import grpc
-import pytest
-
 import jet
-from jet.cluster.links import messages
-from jet.cluster.links.auth import MEMBER_METADATA_KEY, MEMBER_PROOF_METADATA_KEY, call_metadata, member_proof
+import pytest
 from jet.cluster.client import JetClient
 from jet.cluster.coordination.coordinator import JobStatus
-from jet.cluster.settings import MemberSettings
+from jet.cluster.links import messages
+from jet.cluster.links.auth import MEMBER_METADATA_KEY, MEMBER_PROOF_METADATA_KEY, call_metadata, member_proof
 from jet.cluster.links.stream_calls import encode_call
 from jet.cluster.links.transport import OPEN_LINK_METHOD, STREAM_METHOD, ControlCallError, PeerConnection
+from jet.cluster.settings import MemberSettings
 from jet.core import DAG, Edge
 from jet.core.processors import items_source_p, map_p
 from jet.execution.errors import JobFailedError
+
 from tests.cluster.cluster_support import deliveries, endless_source, wait_until
-from tests.cluster.security_support import (ITEMS_PER_MEMBER, TouchFile, execution_id, gated_job, open_gate,
-                                            poisoned_data_frame, wait_running)
+from tests.cluster.security_support import (
+    ITEMS_PER_MEMBER,
+    TouchFile,
+    execution_id,
+    gated_job,
+    open_gate,
+    poisoned_data_frame,
+    wait_running,
+)
 
 STREAM_DEADLINE_S = 15
 

@@ -9,14 +9,14 @@ import os
 import time
 from pathlib import Path
 
-import pytest
-
 import jet
+import pytest
 from jet.cluster.coordination.coordinator import JobStatus
 from jet.connectors.sinks import ListResultSinkP
 from jet.core import DAG, Edge
 from jet.core.processors import items_source_p, noop_p
 from jet.execution.errors import JobFailedError
+
 from tests.cluster.cluster_support import wait_until
 
 ITEMS = list(range(1000))

@@ -1,7 +1,6 @@
 """Control payloads: a JSON header and a binary blob; one header encoded for many members."""
 
 import pytest
-
 from jet.cluster.links import messages
 from jet.cluster.links.packets import PacketFormatError
 

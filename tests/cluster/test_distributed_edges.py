@@ -3,7 +3,6 @@
 from collections import Counter, defaultdict
 
 import pytest
-
 from jet.cluster.edges.done_relay import IN_BAND
 from jet.core import DAG, HASH_PARTITIONER, Edge, Processor
 from jet.core.aggregate import counting

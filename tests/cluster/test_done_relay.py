@@ -4,17 +4,17 @@ sends one report and gets at most one notice per edge, and no stream carries a D
 from collections import Counter, defaultdict
 
 import pytest
-
 from jet.cluster.edges.chunk_packets import FLAG_DONE, decode_chunk, encode_chunk
 from jet.cluster.edges.done_relay import IN_BAND, decode_relay_frame, encode_relay_frame
 from jet.cluster.edges.flow_control import ReceiveWindow
-from jet.cluster.links.packets import FrameType, PacketFormatError, frame_type
 from jet.cluster.edges.receiver import ReceiverTasklet
+from jet.cluster.links.packets import FrameType, PacketFormatError, frame_type
 from jet.core import DAG, Edge, Processor
 from jet.core.processors import items_source_p
 from jet.execution.outbound import SingleTargetCollector
 from jet.execution.queues import DONE_ITEM, SpscQueue
 from jet.execution.tasklet import DONE
+
 from tests.cluster.inprocess import InProcessCluster
 
 

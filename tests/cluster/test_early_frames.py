@@ -4,13 +4,13 @@ before this member has registered the execution: they are held, then handed over
 from collections import defaultdict
 
 import pytest
-
 from jet.cluster.edges import early_frames
 from jet.cluster.edges.chunk_packets import decode_chunk, encode_chunk
 from jet.cluster.edges.done_relay import DoneRelay, encode_relay_frame
 from jet.cluster.edges.early_frames import EarlyFrames
 from jet.cluster.edges.network import MemberNetwork
 from jet.cluster.links.packets import FrameType
+
 from tests.cluster.inprocess import InProcessCluster
 from tests.cluster.test_done_relay import broadcast_to_recorders
 

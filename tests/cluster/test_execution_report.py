@@ -11,6 +11,7 @@ import time
 from jet.cluster.coordination.coordinator import JobStatus
 from jet.connectors.sinks import ListResultSinkP
 from jet.core import DAG, Edge, Processor
+
 from tests.cluster.cluster_support import wait_until
 from tests.cluster.member_support import member_in_this_process, submit_one_vertex
 

@@ -1,8 +1,8 @@
 """Jet's receive-window flow control with injected time (mirrors ReceiverTaskletSendLimitTest)."""
 
-from hypothesis import given, strategies as st
 import pytest
-
+from hypothesis import given
+from hypothesis import strategies as st
 from jet.cluster.edges.chunk_packets import chunk_footprint
 from jet.cluster.edges.flow_control import (
     COMPRESSED_SEQ_UNIT_LOG2,

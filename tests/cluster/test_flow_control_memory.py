@@ -1,7 +1,7 @@
 """A slow consumer on the receiving member keeps the receiver's buffer within its window."""
 
-from jet.core import Processor
 from jet.cluster.edges.flow_control import COMPRESSED_SEQ_UNIT_LOG2, INITIAL_RECEIVE_WINDOW_COMPRESSED
+from jet.core import Processor
 
 from tests.cluster.inprocess import InProcessCluster, SlowSink, run_over_one_distributed_edge
 

@@ -7,7 +7,6 @@ import signal
 import sys
 
 import pytest
-
 from jet.cluster.local import forked_members
 from jet.cluster.local.local_cluster import _python_path, free_ports
 

@@ -8,7 +8,6 @@ import textwrap
 from pathlib import Path
 
 import grpc._common
-
 import jet.cluster.links.transport as transport
 
 MEMBER_ROOT = Path(__file__).resolve().parents[2] / "member"

@@ -6,8 +6,8 @@ import threading
 from jet.cluster.edges.chunk_packets import encode_chunk
 from jet.cluster.edges.flow_control import ReceiveWindow
 from jet.cluster.edges.network import ACK_REFRESH_ROUNDS, ACK_ROUNDS_ALWAYS, MemberNetwork
-from jet.cluster.links.packets import decode_ack_packet
 from jet.cluster.edges.receiver import ReceiverTasklet
+from jet.cluster.links.packets import decode_ack_packet
 from jet.execution.outbound import SingleTargetCollector
 from jet.execution.queues import DONE_ITEM, SpscQueue
 from jet.execution.tasklet import DONE

@@ -1,8 +1,7 @@
 """The coordinator keeps a bounded history of finished jobs: a count and an age."""
 
-import pytest
-
 import jet
+import pytest
 from jet.cluster.coordination.coordinator import JobCoordinator, JobStatus
 from jet.cluster.coordination.job_history import UnknownJobError
 from jet.cluster.executions.control_settings import ControlSettings

@@ -6,7 +6,6 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
-
 from jet.cluster.coordination.job_state import JobConfigError, JobStateError, JobStatus
 from jet.snapshot import SnapshotStore
 

@@ -5,10 +5,10 @@ import random
 from collections import Counter
 
 import pytest
-
 from jet import AggregateOperations, Pipeline, Sinks, Sources
 from jet.cluster.local.local_cluster import LocalCluster
 from jet.execution.errors import JobFailedError
+
 from tests.core.key_strategies import Badge
 
 SEEDS = ("11", "22", "33")

@@ -4,15 +4,22 @@ heartbeat timeout; the local cluster restarts a dead member process."""
 import signal
 
 import pytest
-
+from jet.cluster.links.grpc_link import GrpcFrameLink
 from jet.cluster.links.heartbeat import HeartbeatMonitor, SilentPeerError
+from jet.cluster.links.transport import FrameLink
 from jet.cluster.member import Member
 from jet.cluster.settings import MemberSettings
-from jet.cluster.links.grpc_link import GrpcFrameLink
-from jet.cluster.links.transport import FrameLink
+
 from tests.cluster.cluster_support import wait_until
-from tests.cluster.member_loss_support import (HEARTBEAT_TIMEOUT_MS, REJOIN_WAIT_S, log_lines, quick_cluster,
-                                               run_partitioned_job_on_every_member, wait_logged, wait_rejoined)
+from tests.cluster.member_loss_support import (
+    HEARTBEAT_TIMEOUT_MS,
+    REJOIN_WAIT_S,
+    log_lines,
+    quick_cluster,
+    run_partitioned_job_on_every_member,
+    wait_logged,
+    wait_rejoined,
+)
 
 
 def test_a_killed_member_is_lost_through_its_broken_streams_restarted_and_a_new_job_runs_on_all(tmp_path):

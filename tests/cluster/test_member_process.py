@@ -13,11 +13,11 @@ import urllib.request
 from datetime import datetime
 
 import pytest
-
 from jet.cluster.local.local_cluster import free_ports
 from jet.core import DAG, Edge
 from jet.core.processors import items_source_p
 from jet.execution.errors import JobFailedError
+
 from tests.cluster.cluster_support import deliveries, fail_on_member, json_sink, wait_until
 from tests.conftest import REPO_ROOT
 

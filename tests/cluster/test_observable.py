@@ -6,12 +6,16 @@ import logging
 import threading
 from itertools import islice
 
-import pytest
-
 import jet
+import pytest
 from jet import Sinks, SourceBuilder, Sources
 from jet.cluster.client import Job
-from jet.cluster.executions.observables import ObservableBuffer, ObservableIterator, ObservableStore, UnknownObservableError
+from jet.cluster.executions.observables import (
+    ObservableBuffer,
+    ObservableIterator,
+    ObservableStore,
+    UnknownObservableError,
+)
 from jet.core import DAG, Edge
 from jet.execution.errors import JobCancelledError, JobFailedError
 

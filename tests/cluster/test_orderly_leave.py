@@ -3,6 +3,7 @@
 import signal
 
 from jet.cluster.local.local_cluster import LocalCluster
+
 from tests.cluster.cluster_support import wait_until
 
 

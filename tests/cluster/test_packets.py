@@ -4,13 +4,27 @@ import pickle
 import struct
 
 import pytest
-from hypothesis import given, settings, strategies as st
-
-from jet.cluster.edges.chunk_packets import (FLAG_DONE, FLAG_PAIRS, HEADER_BYTES, chunk_footprint,
-                                       decode_chunk, decode_chunk_header, encode_chunk, payload_bytes)
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from jet.cluster.edges.chunk_packets import (
+    FLAG_DONE,
+    FLAG_PAIRS,
+    HEADER_BYTES,
+    chunk_footprint,
+    decode_chunk,
+    decode_chunk_header,
+    encode_chunk,
+    payload_bytes,
+)
 from jet.cluster.edges.flow_control import ITEM_FOOTPRINT_OVERHEAD_BYTES
-from jet.cluster.links.packets import (AckEntry, FrameType, PacketFormatError, decode_ack_packet,
-                                 encode_ack_packet, frame_type)
+from jet.cluster.links.packets import (
+    AckEntry,
+    FrameType,
+    PacketFormatError,
+    decode_ack_packet,
+    encode_ack_packet,
+    frame_type,
+)
 
 
 def test_ack_round_trip():

@@ -4,7 +4,6 @@ import logging
 import socket
 
 import pytest
-
 from jet.cluster.links.peers import (
     PeerAddress,
     member_index_from_pod_name,

@@ -7,13 +7,21 @@ from concurrent.futures import ThreadPoolExecutor
 
 from jet.cluster.edges import early_frames
 from jet.cluster.edges.chunk_packets import encode_chunk
+from jet.cluster.links.membership import MAX_DIAL_BACKOFF_S
 from jet.cluster.local.local_cluster import free_ports
 from jet.cluster.member import Member
-from jet.cluster.links.membership import MAX_DIAL_BACKOFF_S
 from jet.cluster.settings import MemberSettings
+
 from tests.cluster.cluster_support import wait_until
-from tests.cluster.member_loss_support import (HEARTBEAT_INTERVAL_MS, HEARTBEAT_TIMEOUT_MS, log_lines, quick_cluster,
-                                               run_partitioned_job_on_every_member, wait_logged, wait_rejoined)
+from tests.cluster.member_loss_support import (
+    HEARTBEAT_INTERVAL_MS,
+    HEARTBEAT_TIMEOUT_MS,
+    log_lines,
+    quick_cluster,
+    run_partitioned_job_on_every_member,
+    wait_logged,
+    wait_rejoined,
+)
 
 
 def test_a_killed_member_0_is_restarted_the_others_take_its_new_streams_and_a_new_job_runs(tmp_path):
@@ -108,9 +116,8 @@ def test_a_ping_that_waits_for_the_cluster_answers_once_the_late_member_is_up():
 
 def test_a_ping_with_a_wait_that_is_not_a_number_of_seconds_is_refused_naming_it():
     import pytest
-
-    from jet.cluster.links import messages
     from jet.cluster.client import JetClient
+    from jet.cluster.links import messages
     from jet.cluster.links.transport import ControlCallError
 
     ports = free_ports(1)

@@ -3,9 +3,8 @@ the local cluster restarts the process, the member rejoins, and the job restarts
 snapshot (the coordinator's from the job record in the store). The oracle: the counting job's
 result is exactly ``range(N)``."""
 
-import pytest
-
 import jet
+import pytest
 from jet.cluster.client import JetClient
 from jet.cluster.coordination.job_state import JobStatus
 from jet.cluster.local.local_cluster import LocalCluster

@@ -1,7 +1,6 @@
 """Member settings: precedence, validation, error messages; the cluster token."""
 
 import pytest
-
 from jet.cluster.links.auth import ClusterTokenError, MemberKeyError, load_cluster_token, load_member_key
 from jet.cluster.settings import EdgeDefaults, MemberSettings, SettingsError
 

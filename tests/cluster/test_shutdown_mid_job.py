@@ -9,6 +9,7 @@ import time
 
 from jet.cluster.coordination.coordinator import JobStatus
 from jet.core import Processor
+
 from tests.cluster.cluster_support import wait_until
 from tests.cluster.member_support import member_in_this_process, submit_one_vertex
 

@@ -3,9 +3,13 @@
 import threading
 
 import pytest
-
-from jet.cluster.edges.chunk_packets import (FLAG_BARRIER, FLAG_TERMINAL, decode_chunk, encode_barrier,
-                                       watermark_timestamp)
+from jet.cluster.edges.chunk_packets import (
+    FLAG_BARRIER,
+    FLAG_TERMINAL,
+    decode_chunk,
+    encode_barrier,
+    watermark_timestamp,
+)
 from jet.cluster.edges.distributed_plan import DistributedExecutionPlan, partition_owners
 from jet.cluster.links.packets import PacketFormatError
 from jet.execution.plan import MemberTopology

@@ -7,9 +7,8 @@ exactly ``range(N)`` however often it is stopped and restored: the oracle."""
 import re
 import urllib.request
 
-import pytest
-
 import jet
+import pytest
 from jet.cluster.coordination.job_state import JobStatus
 from jet.snapshot import SnapshotStore
 

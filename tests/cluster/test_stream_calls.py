@@ -5,7 +5,6 @@ import threading
 
 import grpc
 import pytest
-
 from jet.cluster.links.packets import FrameType, PacketFormatError
 from jet.cluster.links.stream_calls import StreamCalls, decode_call, decode_reply, encode_call, encode_reply
 from jet.cluster.links.transport import ControlCallError, decode_control_request, serve_control

@@ -10,10 +10,11 @@ import time
 import cloudpickle
 import grpc
 import pytest
-
-from jet.cluster.links.auth import MEMBER_METADATA_KEY, MEMBER_PROOF_METADATA_KEY, TOKEN_METADATA_KEY, member_proof
 from jet.cluster.edges.chunk_packets import decode_chunk
+from jet.cluster.links.auth import MEMBER_METADATA_KEY, MEMBER_PROOF_METADATA_KEY, TOKEN_METADATA_KEY, member_proof
 from jet.cluster.links.packets import PacketFormatError
+from jet.cluster.links.server_limits import ServerLimits
+from jet.cluster.links.tcp_links import LinkListener, TicketBook, TlsSession, decode_link_offer
 from jet.cluster.links.transport import (
     CONTROL_METHOD,
     OPEN_LINK_METHOD,
@@ -25,8 +26,6 @@ from jet.cluster.links.transport import (
     encode_control_request,
 )
 from jet.cluster.local.local_cluster import free_ports
-from jet.cluster.links.server_limits import ServerLimits
-from jet.cluster.links.tcp_links import LinkListener, TicketBook, TlsSession, decode_link_offer
 
 TOKEN = "s3cret-cluster-token"
 MEMBER_KEY = "s3cret-member-key"

@@ -8,13 +8,18 @@ from collections import Counter
 from types import SimpleNamespace
 
 import pytest
-from prometheus_client.parser import text_string_to_metric_families
-
 from jet.cluster.member_http import MemberMetrics
 from jet.core import AbstractProcessor
 from jet.core.special_items import MIN_TIMESTAMP, Watermark
-from jet.execution.vertex_metrics import (merge_vertex_metrics, processor_metrics, progress_line, vertex_metrics,
-                                          watermark_lag_ms)
+from jet.execution.vertex_metrics import (
+    merge_vertex_metrics,
+    processor_metrics,
+    progress_line,
+    vertex_metrics,
+    watermark_lag_ms,
+)
+from prometheus_client.parser import text_string_to_metric_families
+
 from tests.cluster.cluster_support import wait_until
 
 NOW_MS = 1_700_000_000_000
@@ -131,6 +136,7 @@ def test_no_execution_exports_no_vertex_samples():
 def ticking_dag():
     from jet.core import DAG, Edge
     from jet.core.processors import noop_p
+
     from tests.cluster.cluster_support import endless_source
 
     dag = DAG()

@@ -6,18 +6,29 @@ import threading
 from collections import deque
 
 import pytest
-
-from jet.cluster.edges.chunk_packets import (FLAG_WATERMARK, WATERMARK_FOOTPRINT, chunk_footprint,
-                                       decode_chunk, encode_chunk, encode_watermark,
-                                       watermark_timestamp)
+from jet.cluster.edges.chunk_packets import (
+    FLAG_WATERMARK,
+    WATERMARK_FOOTPRINT,
+    chunk_footprint,
+    decode_chunk,
+    encode_chunk,
+    encode_watermark,
+    watermark_timestamp,
+)
 from jet.cluster.links.packets import PacketFormatError
 from jet.core import DAG, Edge
 from jet.core.special_items import IDLE_MESSAGE, MAX_TIMESTAMP, Watermark
 
 from tests.cluster.cluster_support import wait_until
 from tests.cluster.inprocess import InProcessCluster
-from tests.execution.watermark_support import (FINISH, Recorder, ScriptedSource, check_arrivals,
-                                               max_watermark, watermarks_of)
+from tests.execution.watermark_support import (
+    FINISH,
+    Recorder,
+    ScriptedSource,
+    check_arrivals,
+    max_watermark,
+    watermarks_of,
+)
 
 LP = 2
 

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import pytest
-
 from jet import SourceBuilder
-from jet.pipeline.source_sink import Source, StreamSource
 from jet.connectors.source_builder import ConvenientSourceP, TimestampedSourceBuffer
 from jet.core import DAG, Edge
 from jet.core.processors import list_sink_p
 from jet.core.test_support import TestSupport
 from jet.execution import execute
+from jet.pipeline.source_sink import Source, StreamSource
 
 from tests.cluster.inprocess import InProcessCluster
 
@@ -209,6 +208,7 @@ def fill_events_without_timestamps(feed: EventFeed, buffer) -> None:
 @pytest.mark.parametrize("kind", ["timestamped_stream", "stream"])
 def test_streams_that_close_give_exact_window_results_in_a_pipeline(members, kind):
     from jet import AggregateOperations, Pipeline, Sinks, WindowDefinition
+
     from tests.pipeline.stream_support import sliding_counts
     from tests.pipeline.support import run_pipeline
 

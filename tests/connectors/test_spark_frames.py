@@ -3,7 +3,6 @@ and which Spark sources get the larger frames of a map_batches consumer."""
 
 import pyarrow as pa
 import pytest
-
 from jet import Pipeline, Sinks, Sources
 from jet.connectors.spark.partition_io import frame_batches
 from jet.spark.job_stages import columnar_sources

@@ -1,8 +1,7 @@
 """A local cluster of two members for the dashboard tests, with one streaming job running."""
 
-import pytest
-
 import jet
+import pytest
 from jet.cluster.coordination.job_state import JobStatus
 
 from tests.cluster.cluster_support import wait_until

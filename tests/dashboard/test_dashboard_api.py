@@ -1,11 +1,10 @@
 """The dashboard's API and pages over real HTTP on a local cluster: who may see them, what a
 job's page is made of, and which actions are refused."""
 
+import pytest
 from jet.cluster.client import as_dag
 from jet.cluster.coordination.job_state import JobStatus
 from jet.execution import JobFailedError
-
-import pytest
 
 from tests.cluster.cluster_support import wait_until
 from tests.dashboard.support import USER_ERROR, failing_pipeline, request

@@ -6,7 +6,6 @@ import os
 from pathlib import Path
 
 import pytest
-
 from jet.cluster.coordination.job_state import JobStatus
 from jet.execution import JobFailedError
 

@@ -7,7 +7,6 @@ the wake-up came from the signal under test, not from the park's timeout.
 import threading
 
 import pytest
-
 from jet.cluster.edges.chunk_packets import encode_chunk
 from jet.cluster.edges.flow_control import ReceiveWindow
 from jet.cluster.edges.receiver import ReceiverTasklet

@@ -1,12 +1,11 @@
 """TaskletGroup: several cooperative tasklets a worker calls as one, and how plans deal them."""
 
 import pytest
-
-from jet.core import DAG, Edge
-from jet.core.processors import items_source_p, noop_p
 from jet.cluster.edges.distributed_plan import DistributedExecutionPlan, partition_owners
 from jet.cluster.edges.receiver import ReceiverTasklet
 from jet.cluster.edges.sender import SenderTasklet
+from jet.core import DAG, Edge
+from jet.core.processors import items_source_p, noop_p
 from jet.execution.plan import MemberTopology
 from jet.execution.service import TaskletExecutionService
 from jet.execution.tasklet import DONE, MADE_PROGRESS, NO_PROGRESS, WAS_ALREADY_DONE

@@ -1,20 +1,22 @@
 """Measurements travel packed (each tag set once) and unpack to exactly what was packed."""
 
 import json
-
-import pytest
-
 import types
 
-from jet.cluster.links import messages
+import pytest
 from jet.cluster.edges.distributed_plan import DistributedExecutionPlan, partition_owners
 from jet.cluster.edges.edge_metrics import packed_execution_measurements, plan_figures
-from jet.cluster.executions.job_execution import ExecutionOutcome, decode_report, encode_report
+from jet.cluster.executions.outcome import ExecutionOutcome, FailureKind, decode_report, encode_report
+from jet.cluster.links import messages
 from jet.cluster.links.packets import PacketFormatError
 from jet.core import DAG, Edge
 from jet.core.processors import items_source_p, noop_p
-from jet.execution.measurements import (pack_measurements, packed_measurements_json, processor_measurements,
-                                        unpack_measurements)
+from jet.execution.measurements import (
+    pack_measurements,
+    packed_measurements_json,
+    processor_measurements,
+    unpack_measurements,
+)
 from jet.execution.plan import MemberTopology
 
 
@@ -59,7 +61,7 @@ def test_an_end_report_carries_the_measurements_as_json_bytes_beside_the_results
 
 
 def test_an_end_report_without_results_or_measurements_decodes_to_empty_ones():
-    header, blob = encode_report(ExecutionOutcome("j1", 42, 3, ok=False, error="E: x"), {}, {})
+    header, blob = encode_report(ExecutionOutcome("j1", 42, 3, ok=False, error="E: x", kind=FailureKind.JOB), {}, {})
     outcome, results, metrics, measurements = decode_report(header, blob)
     assert not outcome.ok and results == {} and metrics == {} and unpack_measurements(measurements) == []
 

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 import yaml
-
 from jet.jetjob_manifest import build_jetjob_manifest
+
 from tests.operator.crdschema import (
     CHART_CRD_FILE,
     CRD_FILE,

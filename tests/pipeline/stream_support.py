@@ -14,12 +14,11 @@ from collections import defaultdict
 from typing import Any, Callable
 
 import cloudpickle
-
-from jet.pipeline.source_sink import StreamSource
 from jet.core.event_time import EventTimeMapper, EventTimePolicy
 from jet.core.processor import Processor
 from jet.core.special_items import Watermark
 from jet.core.window_results import KeyedWindowResult, WindowResult
+from jet.pipeline.source_sink import StreamSource
 
 # Member processes of a local cluster cannot import the tests: the source travels by value.
 cloudpickle.register_pickle_by_value(sys.modules[__name__])

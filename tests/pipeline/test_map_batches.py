@@ -6,10 +6,10 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
-
-from jet import AggregateOperations as A, Pipeline, Sinks, Sources
-from jet.pipeline.source_sink import Sink
+from jet import AggregateOperations as A
+from jet import Pipeline, Sinks, Sources
 from jet.execution import JobFailedError, execute
+from jet.pipeline.source_sink import Sink
 
 from tests.pipeline.support import run_pipeline
 

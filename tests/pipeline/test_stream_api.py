@@ -3,14 +3,21 @@
 import ast
 import inspect
 
-import pytest
-
 import jet
-from jet import AggregateOperation, AggregateOperations as A, Pipeline, Sinks, Sources, WindowDefinition
-from jet.pipeline.source_sink import StreamSource
+import pytest
+from jet import AggregateOperation, Pipeline, Sinks, Sources, WindowDefinition
+from jet import AggregateOperations as A
 from jet.core.event_time import DEFAULT_IDLE_TIMEOUT_MS
-from jet.pipeline import (BatchStage, PipelineDefinitionError, StageWithKeyAndWindow, StageWithWindow,
-                          StreamSourceStage, StreamStage, StreamStageWithKey)
+from jet.pipeline import (
+    BatchStage,
+    PipelineDefinitionError,
+    StageWithKeyAndWindow,
+    StageWithWindow,
+    StreamSourceStage,
+    StreamStage,
+    StreamStageWithKey,
+)
+from jet.pipeline.source_sink import StreamSource
 
 
 def _stream(name="events", **fields):

@@ -9,12 +9,12 @@ import types
 from operator import attrgetter
 
 import pytest
-
-from jet import AggregateOperation, AggregateOperations as A, Pipeline, Sinks, Sources, WindowDefinition
-from jet.pipeline.source_sink import StreamSource
+from jet import AggregateOperation, Pipeline, Sinks, Sources, WindowDefinition
+from jet import AggregateOperations as A
 from jet.core.partitioner import HASH_PARTITIONER
 from jet.core.window_results import KeyedWindowResult
 from jet.pipeline.join_processors import TimestampedHashJoinP
+from jet.pipeline.source_sink import StreamSource
 
 _FACTORIES = ("insert_watermarks_p", "accumulate_by_frame_p", "combine_to_sliding_window_p",
               "aggregate_to_sliding_window_p", "aggregate_to_session_window_p", "transform_stateful_p")

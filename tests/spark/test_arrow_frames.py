@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pyarrow as pa
 import pytest
-
 from jet.cluster.links.packets import FrameType
 from jet.connectors.spark import protocol as p
 

@@ -9,12 +9,11 @@ from __future__ import annotations
 
 import pyarrow as pa
 import pytest
-
 from jet.connectors.spark import hub as spark_hub
 from jet.connectors.spark import protocol as p
 from jet.connectors.spark.client import tell_members, wait_for_vertex
-from jet.connectors.spark.partition_io import send_partition
 from jet.connectors.spark.options import JetOptions
+from jet.connectors.spark.partition_io import send_partition
 from jet.connectors.spark.processors import SparkSourceP, SparkWriteFailedError
 from jet.core import DAG, Edge
 from jet.core.processors.sinks import ListSinkP

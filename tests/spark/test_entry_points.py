@@ -18,7 +18,6 @@ EXAMPLE = ROOT / "examples" / "spark_wordcount.py"
 @pytest.mark.slow
 def test_the_example_through_the_two_driver_commands(spark, tmp_path):
     from jet.spark.job_stages import load_pipeline
-
     from jet.spark.runner import run_spark_side
     source, out = str(tmp_path / "lines.txt"), str(tmp_path / "counts.parquet")
     Path(source).write_text("to be or not to be\nthat is the question\n" * 200)

@@ -6,7 +6,6 @@ import itertools
 import time
 
 import pytest
-
 from jet.cluster.edges.flow_control import COMPRESSED_SEQ_UNIT_LOG2, INITIAL_RECEIVE_WINDOW_COMPRESSED
 from jet.connectors import Sinks, Sources
 from jet.connectors.spark.hub import SourceEndpoint

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import logging
 
-import pytest
-
 import jet
+import pytest
 from jet.connectors import Sinks, Sources
 from jet.execution.errors import JobFailedError
 from jet.pipeline import Pipeline

@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 
 import pytest
-
 from jet.spark.spark_home import ZIP_DIRECTORY, bytecode_spark_home, installed_pyspark
 
 pyspark = pytest.importorskip("pyspark")

@@ -10,12 +10,12 @@ import threading
 import time
 from pathlib import Path
 
-from jet.spark.stream_side import end_spark_streams
 from jet.connectors.spark.streaming_sink import spark_stream_sink
 from jet.connectors.spark.streaming_source import spark_stream_source
 from jet.core.dag import DAG
 from jet.core.edge import Edge
 from jet.core.processors import items_source_p, list_sink_p, map_p
+from jet.spark.stream_side import end_spark_streams
 
 from tests.spark.harness import JOB_ID, TOKEN, GrpcCluster
 

@@ -13,8 +13,8 @@ import threading
 import time
 
 from jet.connectors.spark.options import JetOptions
-from jet.spark.stream_side import end_spark_streams, forget_stream_control, run_stream_source
 from jet.connectors.spark.streaming_source import spark_stream_source
+from jet.spark.stream_side import end_spark_streams, forget_stream_control, run_stream_source
 
 from tests.spark.harness import JOB_ID, TOKEN, GrpcCluster
 from tests.spark.test_streaming_dag import CSV_SCHEMA, file_rows, write_csv_file

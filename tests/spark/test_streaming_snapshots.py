@@ -12,7 +12,6 @@ import itertools
 
 import pyarrow as pa
 import pytest
-
 from jet.cluster.links.packets import FrameType
 from jet.connectors.spark import protocol as p
 from jet.connectors.spark.stream_endpoints import JOB_RESTARTED

@@ -5,13 +5,12 @@ from __future__ import annotations
 import random
 
 import pytest
-
 from jet import Pipeline, Sinks, Sources
-from jet.spark.job_stages import spark_stages
 from jet.connectors.spark.hub import VertexEndpoints
 from jet.connectors.spark.stream_endpoints import StreamSinkEndpoint
 from jet.connectors.spark.streaming_sink import SparkStreamWriteSpec
 from jet.connectors.spark.streaming_source import SparkStreamReadSpec
+from jet.spark.job_stages import spark_stages
 
 
 def test_stream_stages_carry_the_spark_sides_recipe(tmp_path):

@@ -3,12 +3,10 @@
 from types import SimpleNamespace
 
 import pytest
-
-from jet.spark.runner import _write_task_limit
-
-from jet.spark.job_stages import sink_task_count
 from jet.core import DAG
 from jet.core.processors import noop_p
+from jet.spark.job_stages import sink_task_count
+from jet.spark.runner import _write_task_limit
 
 
 def _session(slots):

@@ -9,7 +9,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-
 from jet.cluster.links.auth import TlsConfig, write_self_signed_tls
 from jet.cluster.links.transport import MemberServer
 from jet.connectors.spark import protocol as p

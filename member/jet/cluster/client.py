@@ -16,11 +16,11 @@ from typing import Any, Mapping, Sequence
 
 import cloudpickle
 
-from jet.cluster.links import messages
-from jet.cluster.links.auth import TlsConfig, load_cluster_token
 from jet.cluster.coordination.job_history import UnknownJobError
 from jet.cluster.coordination.job_state import JobConfigError, JobStateError, JobStatus, job_failure
 from jet.cluster.executions.observables import READ_WAIT_S, ObservableIterator, UnknownObservableError
+from jet.cluster.links import messages
+from jet.cluster.links.auth import TlsConfig, load_cluster_token
 from jet.cluster.links.transport import ControlCallError, PeerConnection
 from jet.core.dag import DAG, DagValidationError
 from jet.execution.errors import JobTimeoutError

@@ -15,7 +15,6 @@ import logging
 import secrets
 import threading
 import time
-import traceback
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict
 from functools import partial
@@ -23,48 +22,38 @@ from typing import Any, Callable
 
 import cloudpickle
 
+from jet.cluster.coordination.coordinator import JobCoordinator, JobRecord, JobStatus
+from jet.cluster.coordination.job_store import JobStore
+from jet.cluster.edges.network import MemberNetwork
+from jet.cluster.execution_handlers import MemberExecutions
+from jet.cluster.job_handlers import MAX_WAIT_S, JobApi
 from jet.cluster.links import messages
 from jet.cluster.links.auth import ANYONE, COORDINATOR_ONLY, MEMBERS, Caller, Role
-from jet.cluster.coordination.coordinator import (EXECUTION_DONE_STATE, EXECUTION_RUNNING_STATE, JobCoordinator, JobRecord,
-                                    JobStatus)
+from jet.cluster.links.errors import LinkError
 from jet.cluster.links.heartbeat import HeartbeatMonitor, check_heartbeat_settings
-from jet.cluster.executions.job_execution import ExecutionOutcome, JobExecution, PlanMessage, decode_report
-from jet.cluster.coordination.job_state import JobConfigError, JobStateError
-from jet.cluster.coordination.job_store import JobStore
-from jet.cluster.member_http import MemberHttpServer, MemberMetrics
 from jet.cluster.links.membership import Membership, PeerDialer
-from jet.cluster.edges.network import MemberNetwork
-from jet.cluster.executions.observables import READ_MAX_ITEMS, READ_WAIT_S, UnknownObservableError
-from jet.cluster.links.packets import FrameType, PacketFormatError, frame_type
+from jet.cluster.links.packets import FrameType, frame_type
 from jet.cluster.links.peers import PeerAddress, parse_peers
 from jet.cluster.links.server_limits import MEMBER_CALL_THREADS, ServerLimits
-from jet.cluster.settings import MemberSettings
 from jet.cluster.links.stream_calls import StreamCalls
 from jet.cluster.links.transport import FrameLink, MemberServer, PeerConnection, serve_control
-from jet.core.dag import DAG, DagValidationError
+from jet.cluster.member_http import MemberHttpServer, MemberMetrics
+from jet.cluster.settings import MemberSettings
+from jet.core.dag import DAG
 from jet.core.edge import EdgeConfig
 from jet.dashboard.api import DashboardApi
 from jet.dashboard.load import process_load
-from jet.execution.errors import JobCancelledError
-from jet.execution.measurements import pack_measurements
 from jet.execution.runner import default_cooperative_threads
 from jet.execution.service import TaskletExecutionService
-from jet.snapshot import SnapshotError, SnapshotStore
+from jet.snapshot import SnapshotStore
 
 log = logging.getLogger("jet.cluster.member")
 
 PEER_TIMEOUT_S = 300.0
-MAX_WAIT_S = 30.0
-REPORT_FIRST_BACKOFF_S = 0.1
-REPORT_MAX_BACKOFF_S = 5.0
 START_POLL_S = 0.2
 """How often a starting member looks whether it was stopped while it waits for its peers."""
 LEAVING_NOTICE_TIMEOUT_S = 1.0
 """How long a stopping member waits for each peer to take its notice that it is leaving."""
-
-
-class JobInitError(RuntimeError):
-    """Building a job's execution on this member failed; the message holds the traceback."""
 
 
 class Member:
@@ -111,11 +100,6 @@ class Member:
                                            on_status=self._count_job, control=settings.control,
                                            job_store=JobStore(self.snapshot_store))
                             if index == 0 else None)
-        remote = index != 0  # member 0 reports to itself in place: no network can lose that
-        self._faults = {"drop_reports": settings.control.fault_drop_reports if remote else 0,
-                        "unanswered_state_queries": settings.control.fault_unanswered_state_queries if remote else 0,
-                        "fail_snapshot_phase1": settings.control.fault_fail_snapshot_phase1}
-        """Fault injection for tests: how many more reports to drop and state queries to ignore."""
         self._serving = threading.Event()
         self.http = MemberHttpServer(self.host, settings.http_port, token=self._token, healthy=self._serving.is_set,
                                      latest_job=self._latest_job if index == 0 else None, metrics=self.metrics,
@@ -133,16 +117,24 @@ class Member:
         """Peers that said they are stopping: their streams closing is no loss worth a warning."""
         self._heartbeats = HeartbeatMonitor(self.membership.links, settings.heartbeat_interval_ms,
                                             settings.heartbeat_timeout_ms)
-        self.executions: dict[int, JobExecution] = {}
-        self._undelivered: dict[int, tuple[dict, bytes]] = {}
-        """Execution id -> the end report of an execution cleaned up after its success, until delivered."""
+        self.stopped = threading.Event()
+        self.execution_handlers = MemberExecutions(
+            index, self.member_count, settings, membership=self.membership, network=self.network,
+            service=self.service, edge_defaults=self.edge_defaults, snapshot_store=self.snapshot_store,
+            metrics=self.metrics, stopped=self.stopped, send_to_coordinator=self._send_to_coordinator,
+            publish_observable=self._publish_observable)
+        """The coordinator's calls about this member's executions, and their end reports."""
+        self.executions = self.execution_handlers.executions
+        """The executions running here, by id."""
+        self.job_api = JobApi(index, self.member_count, self.coordinator)
+        """The job handlers of member 0 (another member refuses them)."""
+        self._handlers = self._handler_table()
         self.metrics.watch_executions(lambda: list(self.executions.values()))
         if self.coordinator is not None:
             self.metrics.watch_jobs(self.coordinator.records)
         self._lock = threading.Lock()
         self.connected = self.membership.all_joined
         """Set while the streams with every other member are up."""
-        self.stopped = threading.Event()
 
     def _configured_member_key(self, settings: MemberSettings) -> str:
         """The member key; a cluster of one member, which nobody else can join, makes up its own."""
@@ -308,7 +300,7 @@ class Member:
             log.log(logging.DEBUG if self.stopped.is_set() else logging.INFO,
                     "member %d: member %d has left the cluster", self.index, peer)
             # The cause a restarted job shows (JetJob status, /job), rather than gRPC's CANCELLED.
-            error = ConnectionError(f"member {peer} stopped (it said it was leaving)")
+            error = LinkError(f"member {peer} stopped (it said it was leaving)")
         else:
             log.log(logging.DEBUG if self.stopped.is_set() else logging.WARNING,
                     "member %d lost its connection with member %d: %s", self.index, peer, error)
@@ -330,16 +322,16 @@ class Member:
         self.network.on_frame(client, frame)
 
     def _handle(self, caller: Caller, msg_type: str, payload: bytes) -> bytes:
-        entry = self._HANDLERS.get(msg_type)
+        entry = self._handlers.get(msg_type)
         if entry is None:
-            raise ValueError(f"unknown control message {msg_type!r}; known: {', '.join(self._HANDLERS)}")
+            raise ValueError(f"unknown control message {msg_type!r}; known: {', '.join(self._handlers)}")
         handler, allowed = entry
         if caller.role not in allowed:
             senders = " or ".join(_ROLE_NAMES[role] for role in Role if role in allowed) or "nobody"
             raise PermissionError(f"control message {msg_type!r} is accepted from {senders} only; "
                                   f"refused to {caller}")
         header, blob = messages.decode_message(payload)
-        reply = handler(self, caller.index, header, blob) or {}
+        reply = handler(caller.index, header, blob) or {}
         return messages.encode_message(*reply) if isinstance(reply, tuple) else messages.encode_message(reply)
 
     # -- handlers: every member ------------------------------------------------------------------
@@ -363,279 +355,19 @@ class Member:
         self._departed.add(peer)
         return {}
 
-    def _init(self, peer: int, header: dict, blob: bytes) -> dict:
-        message = PlanMessage.from_header(header)
-        if message.member_index != self.index or message.member_count != self.member_count:
-            raise ValueError(f"init for member {message.member_index} of {message.member_count} reached "
-                             f"member {self.index} of {self.member_count}")
-        # A member that rejoined the coordinator may not have rejoined this one yet, and senders to
-        # it would fail at once: wait for it, within half of the coordinator's deadline for init.
-        control = self.settings.control
-        wait_s = min(control.member_rejoin_timeout_ms, control.init_timeout_ms / 2) / 1000
-        members = range(self.member_count) if message.members is None else message.members
-        missing = self.membership.wait_joined(members, wait_s)
-        if missing:
-            self.network.discard(message.execution_id)
-            raise ConnectionError(f"member {self.index} has no stream to members {missing} of execution "
-                                  f"{message.execution_id} after waiting {wait_s:g} s for them to rejoin")
-        try:
-            execution = JobExecution(message, blob, network=self.network, service=self.service,
-                                     on_done=self._report, edge_defaults=self.edge_defaults,
-                                     flow_control_period_ms=self.settings.flow_control_period_ms,
-                                     publish_observable=self._publish_observable,
-                                     progress_log_interval_ms=self.settings.progress_log_interval_ms,
-                                     snapshot_store=self.snapshot_store)
-        except Exception as e:  # the user's supplier or an unpicklable DAG: the traceback goes to the job
-            self.network.discard(message.execution_id)
-            raise JobInitError(f"{type(e).__name__}: {e}\n{traceback.format_exc()}") from e
-        with self._lock:
-            closed = self.network.has_ended(message.execution_id)  # cancelled while its init ran
-            if message.execution_id in self.executions:
-                raise ValueError(f"execution {message.execution_id} is already initialised on member {self.index}")
-            if not closed:
-                self.executions[message.execution_id] = execution
-        if closed:  # the coordinator gave up on this init (its deadline passed) and cancelled it
-            execution.cleanup()
-            raise JobCancelledError(f"execution {message.execution_id} of job {message.job_id} was cancelled on "
-                                    f"member {self.index} before its init finished")
-        log.info("job %s: execution %d initialised on member %d", message.job_id,
-                 message.execution_id, self.index)
-        # It starts at once, with no round of its own: a peer's frames that come before its own
-        # init are held by the network until it registers.
-        self.metrics.running.inc()
-        execution.start()
-        return {}
-
-    def _execution(self, header: dict) -> JobExecution:
-        execution_id = messages.require(header, "execution_id", int)
-        with self._lock:
-            execution = self.executions.get(execution_id)
-        if execution is None:
-            raise KeyError(f"no execution {execution_id} on member {self.index}")
-        return execution
-
-    def _cancel(self, peer: int, header: dict, blob: bytes) -> dict:
-        execution_id = messages.require(header, "execution_id", int)
-        with self._lock:
-            execution = self.executions.get(execution_id)
-            if execution is None:  # its init failed or still runs here (it must not start), or it ended
-                self.network.discard(execution_id)
-                return {}
-        origin = header.get("member")
-        if header.get("by_client"):
-            log.info("job %s: cancelled by the client", execution.job_id)
-            execution.cancel("cancelled by the client")
-            return {}
-        if header.get("restarting"):
-            log.warning("job %s: execution %d is cancelled to be restarted: %s", execution.job_id,
-                        execution.execution_id, header.get("reason", ""))
-            execution.cancel(f"restarting after: {header.get('reason', '')}")
-            return {}
-        if origin != self.index:
-            log.error("job %s fails everywhere: the coordinator cancels it after a failure on member %s:\n%s",
-                      execution.job_id, origin, header.get("reason", ""))
-        execution.cancel(f"failure on member {origin}")
-        return {}
-
-    def _complete(self, peer: int, header: dict, blob: bytes) -> dict:
-        execution_id = messages.require(header, "execution_id", int)
-        with self._lock:
-            execution = self.executions.pop(execution_id, None)
-            self._undelivered.pop(execution_id, None)
-            if execution is None:
-                self.network.discard(execution_id)
-        if execution is not None:
-            execution.cleanup()
-        return {}
-
-    def _snapshot_phase1(self, peer: int, header: dict, blob: bytes) -> dict:
-        """Save this member's state of the execution into the snapshot's slot; its figures, or
-        ``error`` (a failed snapshot is the coordinator's to report, not this member's)."""
-        execution = self._execution(header)
-        snapshot_id = messages.require(header, "snapshot_id", int)
-        try:
-            if self._take_fault("fail_snapshot_phase1"):
-                raise SnapshotError(f"fault injection: member {self.index} fails phase 1 of snapshot {snapshot_id}")
-            return execution.snapshot_phase1(snapshot_id, messages.require(header, "slot", int),
-                                             bool(header.get("terminal")), float(header.get("timeout_s", 60.0)))
-        except Exception as e:  # noqa: BLE001 - reported to the coordinator, which logs the failed snapshot
-            log.info("job %s: phase 1 of snapshot %d failed on member %d: %s", execution.job_id, snapshot_id,
-                     self.index, e)
-            return {"error": f"{type(e).__name__}: {e}"}
-
-    def _snapshot_phase2(self, peer: int, header: dict, blob: bytes) -> dict:
-        """Every live processor commits (or forgets) the snapshot's prepared work; ``error`` when not."""
-        execution = self._execution(header)
-        try:
-            execution.snapshot_phase2(messages.require(header, "snapshot_id", int), bool(header.get("success")),
-                                      float(header.get("timeout_s", 60.0)))
-        except Exception as e:  # noqa: BLE001 - reported to the coordinator, which logs it
-            return {"error": f"{type(e).__name__}: {e}"}
-        return {}
-
-    def _execution_metrics(self, peer: int, header: dict, blob: bytes) -> dict:
-        execution = self._execution(header)
-        if header.get("measurements"):
-            return {"measurements": execution.packed_measurements()}
-        return {"metrics": execution.figures()}
-
-    def _execution_state(self, peer: int, header: dict, blob: bytes) -> dict | tuple[dict, bytes]:
-        """The coordinator asks after an execution it heard nothing from: still running, or
-        finished with this report (the one that may have been lost)."""
-        if self._take_fault("unanswered_state_queries"):
-            self.stopped.wait(self.settings.control.control_timeout_ms / 1000 + 1.0)
-            raise TimeoutError(f"fault injection: member {self.index} left a state query unanswered")
-        execution_id = messages.require(header, "execution_id", int)
-        with self._lock:  # an answer the coordinator does not get fails this member there, named
-            report = self._undelivered.pop(execution_id, None)
-        if report is None:
-            report = self._execution(header).report
-        if report is None:
-            return {"state": EXECUTION_RUNNING_STATE}
-        return {**report[0], "state": EXECUTION_DONE_STATE}, report[1]
-
-    def _take_fault(self, fault: str) -> bool:
-        with self._lock:
-            if self._faults[fault] <= 0:
-                return False
-            self._faults[fault] -= 1
-            return True
-
-    def _report(self, outcome: ExecutionOutcome, execution: JobExecution) -> None:
-        """On the execution's report thread: count it, then send its report to the coordinator."""
-        self.metrics.running.dec()
-        self.metrics.executions.labels("completed" if outcome.ok else "cancelled" if outcome.cancelled
-                                       else "failed").inc()
-        if not outcome.ok and self.stopped.is_set():
-            # Cancelled because this member stops (a pod deleted): the coordinator counts the
-            # member lost and restarts the job; a report would read as the job's own failure.
-            log.debug("member %d is stopping; the cancellation of job %s is not reported", self.index,
-                      outcome.job_id)
-            return
-        if outcome.cleaned_up:
-            # Its report stays until delivered, for the coordinator's question after a lost one.
-            with self._lock:
-                self.executions.pop(execution.execution_id, None)
-                self._undelivered[execution.execution_id] = execution.report
-            execution.cleanup()
-        # Sent from this report thread itself: one hand-over between threads per job, not two.
-        self._send_report(outcome, execution.report_payload(), execution.execution_id)
-
-    def _send_report(self, outcome: ExecutionOutcome, payload: bytes, execution_id: int) -> None:
-        """Send an end report, retrying with backoff for ``report_retry_ms``; after that the
-        coordinator asks for it (it stays in the execution, or in ``_undelivered``, until cleanup)."""
-        retry_s = self.settings.control.report_retry_ms / 1000
-        deadline = time.monotonic() + retry_s
-        backoff_s, attempt = REPORT_FIRST_BACKOFF_S, 0
-        while True:
-            attempt += 1
-            try:
-                if self._take_fault("drop_reports"):
-                    raise ConnectionError("fault injection: the report was dropped")
-                if self.index == 0:
-                    self._handle(Caller(0), messages.EXECUTION_DONE, payload)
-                else:  # no answer is needed: see stream_calls
-                    self.calls.notify(0, messages.EXECUTION_DONE, payload)
-                with self._lock:
-                    self._undelivered.pop(execution_id, None)
-                return
-            except Exception as e:  # noqa: BLE001 - retried; the coordinator asks after it anyway
-                remaining = deadline - time.monotonic()
-                if self.stopped.is_set():
-                    # The whole member is going away (its cluster is shutting down, or it was
-                    # told to stop): the coordinator counts it lost, which is not an error here.
-                    log.info("member %d is stopping; the end of job %s was not reported: %s",
-                             self.index, outcome.job_id, e)
-                    return
-                if remaining <= 0:
-                    log.error("member %d could not report the end of job %s to the coordinator in %d attempts "
-                              "over %.1f s: %s", self.index, outcome.job_id, attempt, retry_s, e)
-                    return
-                log.warning("member %d: report of job %s failed (attempt %d), retrying in %.2f s: %s",
-                            self.index, outcome.job_id, attempt, min(backoff_s, remaining), e)
-                self.stopped.wait(min(backoff_s, remaining))
-                backoff_s = min(backoff_s * 2, REPORT_MAX_BACKOFF_S)
-
-    # -- handlers: the coordinator ---------------------------------------------------------------
-    def _require_coordinator(self) -> JobCoordinator:
-        if self.coordinator is None:
-            raise PermissionError(f"member {self.index} is not the coordinator; send jobs to member 0")
-        return self.coordinator
-
-    def _submit(self, peer: int, header: dict, blob: bytes) -> dict:
-        coordinator = self._require_coordinator()
-        try:
-            return {"job_id": coordinator.submit(blob, header.get("config"))}
-        except (DagValidationError, JobConfigError) as e:
-            return {"error": type(e).__name__, "message": str(e)}
-
+    # -- the coordinator's jobs from inside this process (see JobApi for clients') ---------------
     def submit(self, dag: DAG, config: dict | None = None) -> str:
         """Submit a job on the coordinator from inside its own process (``--pipeline``); a job of
         the same name kept unfinished in the snapshot store goes on instead."""
-        return self._require_coordinator().submit_or_resume(cloudpickle.dumps(dag), config)
+        return self.job_api.require_coordinator().submit_or_resume(cloudpickle.dumps(dag), config)
 
     def resume_stored_jobs(self) -> list[str]:
         """Member 0: take over the unfinished jobs recorded in the snapshot store."""
-        return self._require_coordinator().resume_stored_jobs()
+        return self.job_api.require_coordinator().resume_stored_jobs()
 
     def reject(self, name: str, error: BaseException) -> str:
         """Record a ``--pipeline`` job that could not be built as FAILED (see JobCoordinator.reject)."""
-        return self._require_coordinator().reject(name, error)
-
-    def _job_status(self, peer: int, header: dict, blob: bytes) -> dict:
-        """A job's record by its id (``job_id``), or by its id or name (``job``)."""
-        coordinator = self._require_coordinator()
-        if "job" in header:
-            return coordinator.find(messages.require(header, "job", str)).to_header()
-        return coordinator.record(messages.require(header, "job_id", str)).to_header()
-
-    def _job_control(self, peer: int, header: dict, blob: bytes) -> dict:
-        """suspend, resume, restart, export_snapshot or cancel_and_export; a request the job's
-        state does not allow is answered with ``error`` (the client raises it)."""
-        coordinator = self._require_coordinator()
-        job_id, action = messages.require(header, "job_id", str), messages.require(header, "action", str)
-        try:
-            if action in _EXPORTS:
-                return {"snapshot": coordinator.export_snapshot(job_id, messages.require(header, "name", str),
-                                                                cancel=action == "cancel_and_export")}
-            operation = {"suspend": coordinator.suspend, "resume": coordinator.resume,
-                         "restart": coordinator.restart}.get(action)
-            if operation is None:
-                raise ValueError(f"job_control: unknown action {action!r}; known: suspend, resume, restart, "
-                                 f"{', '.join(_EXPORTS)}")
-            return operation(job_id).to_header()
-        except (JobStateError, SnapshotError, ValueError) as e:
-            return {"error": type(e).__name__, "message": str(e)}
-
-    def _list_jobs(self, peer: int, header: dict, blob: bytes) -> dict:
-        return {"jobs": self._require_coordinator().job_headers()}
-
-    def _list_snapshots(self, peer: int, header: dict, blob: bytes) -> dict:
-        return {"snapshots": self._require_coordinator().snapshots()}
-
-    def _job_wait(self, peer: int, header: dict, blob: bytes) -> dict:
-        timeout_s = min(float(header.get("timeout_s", MAX_WAIT_S)), MAX_WAIT_S)
-        return self._require_coordinator().wait(messages.require(header, "job_id", str), timeout_s).to_header()
-
-    def _cancel_job(self, peer: int, header: dict, blob: bytes) -> dict:
-        return self._require_coordinator().cancel(messages.require(header, "job_id", str)).to_header()
-
-    def _execution_done(self, peer: int, header: dict, blob: bytes) -> dict:
-        outcome = ExecutionOutcome.from_header(header)
-        if peer not in (outcome.member, 0) or peer >= self.member_count:
-            raise PermissionError(f"member {peer} reported the outcome of member {outcome.member}")
-        self._require_coordinator().on_execution_done(*decode_report(header, blob))
-        return {}
-
-    def _job_metrics(self, peer: int, header: dict, blob: bytes) -> dict:
-        job_id = messages.require(header, "job_id", str)
-        if header.get("measurements"):
-            return {"measurements": pack_measurements(self._require_coordinator().measurements(job_id))}
-        return {"metrics": self._require_coordinator().metrics(job_id)}
-
-    def _job_results(self, peer: int, header: dict, blob: bytes) -> tuple[dict, bytes]:
-        results = self._require_coordinator().results(messages.require(header, "job_id", str))
-        return {}, cloudpickle.dumps(results)
+        return self.job_api.require_coordinator().reject(name, error)
 
     def _publish_observable(self, job_id: str, name: str, capacity: int, items: list) -> None:
         """An observable sink's items on this member go to member 0 (in place on member 0 itself)."""
@@ -645,27 +377,6 @@ class Member:
         payload = messages.encode_message({"job_id": job_id, "name": name, "capacity": capacity},
                                           cloudpickle.dumps(items))
         self.call_member(0, messages.OBSERVABLE_ITEMS, payload, self.settings.control.control_timeout_ms / 1000)
-
-    def _observable_items(self, peer: int, header: dict, blob: bytes) -> dict:
-        items = cloudpickle.loads(blob) if blob else []  # from an authenticated member
-        self._require_coordinator().observable_publish(
-            messages.require(header, "job_id", str), messages.require(header, "name", str),
-            messages.require(header, "capacity", int), items)
-        return {}
-
-    def _observable_read(self, peer: int, header: dict, blob: bytes) -> tuple[dict, bytes]:
-        wait_s = min(float(header.get("wait_s", READ_WAIT_S)), MAX_WAIT_S)
-        max_items = max(1, min(int(header.get("max_items", READ_MAX_ITEMS)), READ_MAX_ITEMS))
-        from_sequence = messages.require(header, "from", int)
-        if from_sequence < 0:
-            raise PacketFormatError(f"observable_read: 'from' must be a sequence number >= 0, got {from_sequence}")
-        try:
-            items, reply = self._require_coordinator().observable_read(
-                messages.require(header, "job_id", str), messages.require(header, "name", str),
-                from_sequence, max_items, wait_s)
-        except UnknownObservableError as e:
-            return {"error": type(e).__name__, "message": str(e)}, b""
-        return reply, cloudpickle.dumps(items) if items else b""
 
     def _latest_job(self) -> dict | None:
         record = self.coordinator.latest() if self.coordinator else None
@@ -679,30 +390,41 @@ class Member:
         elif record.status is JobStatus.FAILED:
             self.metrics.jobs_failed.inc()
 
-    _HANDLERS: dict[str, tuple[Callable[["Member", int, dict, bytes], dict | tuple[dict, bytes] | None],
-                               frozenset[Role]]] = {
-        # The coordinator drives executions.
-        messages.INIT: (_init, COORDINATOR_ONLY),
-        messages.CANCEL: (_cancel, COORDINATOR_ONLY), messages.COMPLETE: (_complete, COORDINATOR_ONLY),
-        messages.EXECUTION_METRICS: (_execution_metrics, COORDINATOR_ONLY),
-        messages.EXECUTION_STATE: (_execution_state, COORDINATOR_ONLY),
-        messages.SNAPSHOT_PHASE1: (_snapshot_phase1, COORDINATOR_ONLY),
-        messages.SNAPSHOT_PHASE2: (_snapshot_phase2, COORDINATOR_ONLY),
-        # Members tell each other (and the coordinator) about themselves.
-        messages.EXECUTION_DONE: (_execution_done, MEMBERS), messages.LEAVING: (_leaving, MEMBERS),
-        messages.OBSERVABLE_ITEMS: (_observable_items, MEMBERS),
-        # Clients (and members) submit and follow jobs.
-        messages.PING: (_ping, ANYONE), messages.SUBMIT: (_submit, ANYONE),
-        messages.JOB_STATUS: (_job_status, ANYONE), messages.JOB_WAIT: (_job_wait, ANYONE),
-        messages.CANCEL_JOB: (_cancel_job, ANYONE), messages.JOB_METRICS: (_job_metrics, ANYONE),
-        messages.JOB_RESULTS: (_job_results, ANYONE), messages.OBSERVABLE_READ: (_observable_read, ANYONE),
-        messages.JOB_CONTROL: (_job_control, ANYONE), messages.LIST_JOBS: (_list_jobs, ANYONE),
-        messages.LIST_SNAPSHOTS: (_list_snapshots, ANYONE),
-    }
-    """Each control message's handler and the roles that may send it."""
+    def _send_to_coordinator(self, msg_type: str, payload: bytes) -> None:
+        """A message member 0 needs no answer to: in place on member 0 itself, else over the
+        stream (see :mod:`jet.cluster.links.stream_calls`)."""
+        if self.index == 0:
+            self._handle(Caller(0), msg_type, payload)
+        else:
+            self.calls.notify(0, msg_type, payload)
+
+    def _handler_table(self) -> dict[str, tuple[Handler, frozenset[Role]]]:
+        """Each control message's handler and the roles that may send it."""
+        executions, jobs = self.execution_handlers, self.job_api
+        return {
+            # The coordinator drives executions.
+            messages.INIT: (executions.init, COORDINATOR_ONLY),
+            messages.CANCEL: (executions.cancel, COORDINATOR_ONLY),
+            messages.COMPLETE: (executions.complete, COORDINATOR_ONLY),
+            messages.EXECUTION_METRICS: (executions.execution_metrics, COORDINATOR_ONLY),
+            messages.EXECUTION_STATE: (executions.execution_state, COORDINATOR_ONLY),
+            messages.SNAPSHOT_PHASE1: (executions.snapshot_phase1, COORDINATOR_ONLY),
+            messages.SNAPSHOT_PHASE2: (executions.snapshot_phase2, COORDINATOR_ONLY),
+            # Members tell each other (and the coordinator) about themselves.
+            messages.EXECUTION_DONE: (jobs.execution_done, MEMBERS), messages.LEAVING: (self._leaving, MEMBERS),
+            messages.OBSERVABLE_ITEMS: (jobs.observable_items, MEMBERS),
+            # Clients (and members) submit and follow jobs.
+            messages.PING: (self._ping, ANYONE), messages.SUBMIT: (jobs.submit, ANYONE),
+            messages.JOB_STATUS: (jobs.job_status, ANYONE), messages.JOB_WAIT: (jobs.job_wait, ANYONE),
+            messages.CANCEL_JOB: (jobs.cancel_job, ANYONE), messages.JOB_METRICS: (jobs.job_metrics, ANYONE),
+            messages.JOB_RESULTS: (jobs.job_results, ANYONE), messages.OBSERVABLE_READ: (jobs.observable_read, ANYONE),
+            messages.JOB_CONTROL: (jobs.job_control, ANYONE), messages.LIST_JOBS: (jobs.list_jobs, ANYONE),
+            messages.LIST_SNAPSHOTS: (jobs.list_snapshots, ANYONE),
+        }
 
 
-_EXPORTS = ("export_snapshot", "cancel_and_export")
+Handler = Callable[[int, dict, bytes], dict | tuple[dict, bytes] | None]
+"""A control message's handler: ``(caller index, header, blob) -> reply``."""
 _MEMBER_FRAME_TYPES = frozenset({FrameType.CHUNK, FrameType.ACK, FrameType.DONE_REPORT, FrameType.DONE_NOTICE,
                                  FrameType.CONTROL_CALL, FrameType.CONTROL_REPLY})
 _ROLE_NAMES = {Role.COORDINATOR: "the coordinator (member 0)", Role.MEMBER: "other members",

@@ -34,8 +34,8 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
-from jet.cluster.links.auth import job_status_credential
 from jet.cluster.executions.vertex_collector import VertexMetricsCollector
+from jet.cluster.links.auth import job_status_credential
 from jet.dashboard.api import DashboardApi
 from jet.dashboard.routes import FULL, MAX_BODY_BYTES, READ_ONLY, DashboardRoutes, Reply, json_reply
 

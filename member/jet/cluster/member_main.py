@@ -9,10 +9,10 @@ import threading
 import traceback
 from typing import Any, Callable, Mapping
 
-from jet.cluster.links.auth import CredentialsError
 from jet.cluster.coordination.job_state import JobConfigError
-from jet.cluster.member import Member
+from jet.cluster.links.auth import CredentialsError
 from jet.cluster.links.peers import member_index_from_pod_name
+from jet.cluster.member import Member
 from jet.cluster.settings import MemberSettings, SettingsError
 from jet.core.dag import DAG
 from jet.execution.gc_tuning import settle_member_heap

@@ -28,8 +28,12 @@ from jet.cluster.executions.control_settings import ControlSettings
 from jet.cluster.links.auth import MEMBER_KEY_ENV, MEMBER_KEY_FILE_ENV, TlsConfig, load_cluster_token, load_member_key
 from jet.cluster.links.heartbeat import DEFAULT_HEARTBEAT_INTERVAL_MS, DEFAULT_HEARTBEAT_TIMEOUT_MS
 from jet.cluster.links.server_limits import DEFAULT_CLIENT_CALLS, DEFAULT_CLIENT_STREAMS
-from jet.core.edge import (DEFAULT_OUTBOX_CAPACITY, DEFAULT_PACKET_SIZE_LIMIT_BYTES, DEFAULT_QUEUE_SIZE,
-                           DEFAULT_RECEIVE_WINDOW_MULTIPLIER)
+from jet.core.edge import (
+    DEFAULT_OUTBOX_CAPACITY,
+    DEFAULT_PACKET_SIZE_LIMIT_BYTES,
+    DEFAULT_QUEUE_SIZE,
+    DEFAULT_RECEIVE_WINDOW_MULTIPLIER,
+)
 from jet.execution.progress_log import DEFAULT_PROGRESS_LOG_INTERVAL_MS
 
 EDGE_DEFAULTS_KEY = "edge_defaults"

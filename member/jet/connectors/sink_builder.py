@@ -30,7 +30,6 @@ from __future__ import annotations
 import copy
 from typing import Any, Callable
 
-from jet.pipeline.source_sink import Sink
 from jet.connectors.source_builder import require_callable, require_parallelism
 from jet.connectors.transactions import UnboundedTransactions, has_tag
 from jet.core.inbox import Inbox
@@ -38,6 +37,7 @@ from jet.core.outbox import Outbox
 from jet.core.processor import Context, Processor
 from jet.core.special_items import Watermark
 from jet.job_config import ProcessingGuarantee
+from jet.pipeline.source_sink import Sink
 
 TXN_TAG = "sink-txn"
 

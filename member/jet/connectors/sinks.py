@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import Any, Callable, Sequence
 
-from jet.pipeline.source_sink import Sink
 from jet.connectors.file_sinks import FileSinkP, prepare_directory, to_json
 from jet.connectors.observable import DEFAULT_OBSERVABLE_CAPACITY, ObservableSinkSupplier, check_observable_args
 from jet.core.inbox import Inbox
 from jet.core.processor import Processor
 from jet.core.processors import logger_sink_p, noop_p
+from jet.pipeline.source_sink import Sink
 
 
 class ListResultSinkP(Processor):

@@ -26,7 +26,6 @@ from __future__ import annotations
 import copy
 from typing import Any, Callable, TypeVar
 
-from jet.pipeline.source_sink import Source, StreamSource
 from jet.connectors.stream_emitter import StreamEmitter, wall_clock_ms
 from jet.connectors.stream_sources import is_single_instance
 from jet.core.event_time import EventTimePolicy
@@ -35,6 +34,7 @@ from jet.core.outbox import Outbox
 from jet.core.processor import Context, Processor
 from jet.core.processors.snapshot_state import own_key, tagged, unexpected_entry
 from jet.core.snapshot_keys import BroadcastKey
+from jet.pipeline.source_sink import Source, StreamSource
 
 BuilderT = TypeVar("BuilderT", bound="_SourceBuilderBase")
 

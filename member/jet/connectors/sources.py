@@ -6,12 +6,12 @@ import codecs
 from collections.abc import Iterable
 from typing import Any, Callable
 
-from jet.pipeline.source_sink import Source, StreamSource
 from jet.connectors.file_sources import CsvSourceP, LinesSourceP, matching_files, parse_json_lines
 from jet.connectors.stream_sources import FileWatcherP, ItemStreamP, SocketSourceP, check_directory
 from jet.core.event_time import EventTimePolicy
 from jet.core.processor import Processor
 from jet.core.processors import items_source_p
+from jet.pipeline.source_sink import Source, StreamSource
 
 
 class Sources:

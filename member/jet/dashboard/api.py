@@ -19,11 +19,12 @@ import logging
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable
 
-from jet.cluster.links import messages
 from jet.cluster.coordination.job_history import UnknownJobError
 from jet.cluster.coordination.job_state import JobStateError
+from jet.cluster.links import messages
 from jet.dashboard.job_view import job_detail
 from jet.dashboard.load import process_load
+from jet.dashboard.member_view import MemberView
 from jet.snapshot.errors import SnapshotError
 
 log = logging.getLogger("jet.dashboard")
@@ -43,10 +44,10 @@ class ApiError(Exception):
 
 
 class DashboardApi:
-    """The API over a :class:`~jet.cluster.member.Member` (its index, addresses, executions,
-    connections and, on member 0, its coordinator)."""
+    """The API over a member's :class:`~jet.dashboard.member_view.MemberView` (its index,
+    addresses, executions, connections and, on member 0, its coordinator)."""
 
-    def __init__(self, member: Any) -> None:
+    def __init__(self, member: MemberView) -> None:
         self._member = member
 
     def load(self) -> dict[str, Any]:

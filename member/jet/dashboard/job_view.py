@@ -6,6 +6,7 @@ from typing import Any, Mapping
 
 from jet.cluster.coordination.job_state import job_failure
 from jet.core.dag import DAG
+from jet.dashboard.member_view import CoordinatorView
 from jet.execution.tracebacks import failure_report
 from jet.execution.vertex_metrics import now_ms, watermark_lag_ms
 
@@ -49,7 +50,7 @@ def failure_text(header: Mapping[str, Any]) -> str:
     return failure_report(job_failure(header))
 
 
-def job_detail(coordinator: Any, job_id: str, default_parallelism: int) -> dict[str, Any]:
+def job_detail(coordinator: CoordinatorView, job_id: str, default_parallelism: int) -> dict[str, Any]:
     """What ``GET /api/jobs/<id>`` answers: the job's record, its error, snapshots, DAG (each
     vertex with ``totalParallelism`` over the members of its execution) and figures."""
     record = coordinator.record(job_id)

@@ -1,4 +1,4 @@
-"""How the planner keeps batches intact around ``map_batches`` stages (mixed into ``Planner``).
+"""How the planner keeps batches intact around ``map_batches`` stages (functions ``Planner`` calls).
 
 - A source whose supplier can emit ``pyarrow.RecordBatch``es (a ``columnar`` field, as the Spark
   source's has) gets ``columnar=True`` when its only consumer is a ``map_batches`` stage whose
@@ -17,10 +17,11 @@
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any
 
 from jet.core.batch_fold import KeyedBatchFolder
 from jet.core.processors.batches import BatchFunction, batch_chain_p
+from jet.pipeline.item_forms import chain_output_pairs
 from jet.pipeline.transforms import Transform
 
 
@@ -65,24 +66,18 @@ def batch_function(stage: Transform, name: str) -> BatchFunction:
     return BatchFunction(stage.fn, name, stage.batch_format, stage.schema, stage.as_dicts)
 
 
-class BatchChainPlanning:
-    """The ``map_batches`` half of the planner's stateless chains."""
+def chain_emit(last: Transform) -> str:
+    """What a fused chain with ``map_batches`` in it emits: batches, rows or pairs."""
+    if chain_output_pairs(last, False):
+        return "pairs"
+    if (last.kind == "map_batches" and last.downstream
+            and all(takes_batches(consumer, last) for consumer in last.downstream)):
+        return "batches"
+    return "rows"
 
-    def _chain_emit(self, last: Transform) -> str:
-        """What a fused chain with ``map_batches`` in it emits: batches, rows or pairs."""
-        if self.chain_output_pairs(last, False):
-            return "pairs"
-        if (last.kind == "map_batches" and last.downstream
-                and all(takes_batches(consumer, last) for consumer in last.downstream)):
-            return "batches"
-        return "rows"
 
-    def _batch_chain_supplier(self, last: Transform, steps: list[tuple[str, Any]],
-                              names: list[str]) -> tuple[Any, bool]:
-        """The supplier of a fused chain with ``map_batches`` in it, and whether it emits pairs
-        (no timestamps: ``map_batches`` refuses a stream with them)."""
-        emit = self._chain_emit(last)
-        return batch_chain_p(steps, names, emit), emit == "pairs"
-
-    # provided by StreamPlanning
-    chain_output_pairs: Callable[[Transform, bool], bool]
+def batch_chain_supplier(last: Transform, steps: list[tuple[str, Any]], names: list[str]) -> tuple[Any, bool]:
+    """The supplier of a fused chain with ``map_batches`` in it, and whether it emits pairs
+    (no timestamps: ``map_batches`` refuses a stream with them)."""
+    emit = chain_emit(last)
+    return batch_chain_p(steps, names, emit), emit == "pairs"

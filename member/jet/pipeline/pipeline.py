@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from jet.pipeline.source_sink import Source, StreamSource
 from jet.core.dag import DAG
 from jet.pipeline.errors import PipelineDefinitionError
+from jet.pipeline.source_sink import Source, StreamSource
 from jet.pipeline.stages import BatchStage
 from jet.pipeline.stream_checks import check_stream_rules
 from jet.pipeline.stream_stages import StreamSourceStage
@@ -69,7 +69,7 @@ class Pipeline:
 
     def to_dot(self) -> str:
         """The pipeline's stages in DOT: ``digraph Pipeline {`` and one edge per line."""
-        from jet.pipeline.planner import unique_names
+        from jet.pipeline.dag_builder import unique_names
         names = unique_names(self._transforms)
         lines = ["digraph Pipeline {"]
         for transform in self._transforms:

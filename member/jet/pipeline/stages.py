@@ -11,11 +11,11 @@ from __future__ import annotations
 
 from typing import Any, Callable, Iterable
 
-from jet.pipeline.source_sink import Sink
 from jet.core.aggregate import AggregateOperation
 from jet.core.functions import as_key_fn
 from jet.core.processors.batches import BATCH_FORMATS
 from jet.pipeline.errors import PipelineDefinitionError, require_callable, require_operation
+from jet.pipeline.source_sink import Sink
 from jet.pipeline.transforms import Input, Transform, TransformGraph
 from jet.pipeline.window_definition import SessionWindowDefinition, WindowDefinition
 

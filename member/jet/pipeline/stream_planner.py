@@ -1,4 +1,4 @@
-"""How the planner shapes streams, as Jet 4.x does (mixed into ``Planner``).
+"""How the planner shapes streams, as Jet 4.x does (:class:`StreamPlanner`, used by ``Planner``).
 
 - A stream source with a ``policy_supplier`` gets the event-time policy and emits timestamped
   pairs and watermarks itself; any other gets ``<name>-add-timestamps``
@@ -23,45 +23,24 @@ chain feeds only this vertex, and is a small vertex of its own (``<upstream>-unw
 
 from __future__ import annotations
 
-from dataclasses import replace
 from functools import reduce
-from itertools import repeat
 from math import gcd
-from operator import attrgetter, itemgetter
+from operator import attrgetter
 from typing import Any, Callable, Sequence
 
 from jet.core.chain_contract import ChainContract
-from jet.core.dag import Vertex
-from jet.core.functions import whole_item
 from jet.core.partitioner import HASH_PARTITIONER
 from jet.core.processors import TransformP, compile_chain
 from jet.core.processors.transform import compile_timestamped_chain
-from jet.core.special_items import MIN_TIMESTAMP
+from jet.pipeline.dag_builder import DagBuilder
+from jet.pipeline.item_forms import key_of_pair, unwrap_chunk, wrap_chunk
 from jet.pipeline.transforms import STATEFUL_KINDS, Transform
 from jet.pipeline.window_definition import SessionWindowDefinition
 
 #: The throttling frame when no stage asks for one (Jet keeps watermarks for latency metrics).
 DEFAULT_WATERMARK_FRAME_MS = 1000
 
-_item_of = itemgetter(1)
 _key_of_frame_result = attrgetter("key")
-
-
-def unwrap_chunk(chunk: list) -> list:
-    """The items of a chunk of timestamped pairs."""
-    return list(map(_item_of, chunk))
-
-
-def wrap_chunk(chunk: list) -> list:
-    """A chunk of bare items as pairs without event time (MIN_TIMESTAMP)."""
-    return list(zip(repeat(MIN_TIMESTAMP), chunk))
-
-
-def key_of_pair(key_fn: Callable[[Any], Any]) -> Callable[[Any], Any]:
-    """``key_fn`` applied to the item of a timestamped pair (no extra call for ``whole_item``)."""
-    if key_fn is whole_item:
-        return _item_of
-    return lambda pair: key_fn(pair[1])
 
 
 def watermark_frame_ms(transforms: Sequence[Transform]) -> int:
@@ -103,102 +82,46 @@ def chain_p(steps: list, stage_names: list[str], pairs_in: bool,
     return lambda: TransformP(chunk_fn, contract)
 
 
-class StreamPlanning:
-    """The stream half of the planner; ``Planner`` provides the vertices and edges."""
+class StreamPlanner:
+    """Plans the stream stages (sources with event time, timestamps, windows, stateful mapping)
+    into the DAG a :class:`~jet.pipeline.dag_builder.DagBuilder` builds."""
 
-    names: dict[Transform, str]
-    output_vertex: dict[Transform, Vertex]
-    emits_pairs: dict[Transform, bool]
-    converters: dict[Transform, Vertex]
-    frame_ms: int
-
-    # -- representation of items: pairs or bare ---------------------------------------------------
-    def pairs_out(self, transform: Transform) -> bool:
-        """Whether the stage's items are (timestamp, item) pairs."""
-        kind = transform.kind
-        if kind == "source":
-            return transform.event_time_policy is not None
-        if kind in ("add_timestamps", "window_aggregate") or kind in STATEFUL_KINDS:
-            return True
-        if kind in ("aggregate", "group_aggregate", "sink"):
-            return False
-        if kind == "merge":
-            return any(self.pairs_out(source.transform) for source in transform.inputs)
-        return self.pairs_out(transform.inputs[0].transform)
-
-    def input_needs_pairs(self, transform: Transform, index: int) -> bool | None:
-        """Whether input ``index`` of the stage must be pairs (True), bare (False) or either."""
-        kind = transform.kind
-        if kind == "window_aggregate" or kind in STATEFUL_KINDS:
-            return True
-        if kind == "merge":
-            return self.pairs_out(transform)
-        if kind == "hash_join":
-            return None if index == 0 else False
-        if kind in ("map", "filter", "flat_map", "peek"):
-            return None
-        return False
-
-    def chain_output_pairs(self, last: Transform, pairs_in: bool) -> bool:
-        """What a chain ending in ``last`` should emit: what its only consumer needs, if any."""
-        if len(last.downstream) == 1:
-            consumer = last.downstream[0]
-            index = next(i for i, source in enumerate(consumer.inputs) if source.transform is last)
-            needed = self.input_needs_pairs(consumer, index)
-            if needed is not None:
-                return needed
-        return pairs_in
-
-    def converted_output(self, transform: Transform, pairs: bool) -> Vertex:
-        """The vertex whose output is ``transform``'s in the representation ``pairs``."""
-        vertex = self.output_vertex[transform]
-        if self.emits_pairs[transform] == pairs:
-            return vertex
-        converter = self.converters.get(transform)
-        if converter is None:
-            chunk_fn = wrap_chunk if pairs else unwrap_chunk
-            converter = self._vertex(f"{vertex.name}-{'wrap' if pairs else 'unwrap'}",
-                                     lambda: TransformP(chunk_fn), vertex.local_parallelism)
-            self._connect(vertex, converter, lambda e: e.isolated())
-            self.converters[transform] = converter
-        return converter
+    def __init__(self, builder: DagBuilder) -> None:
+        self._builder = builder
 
     # -- sources and timestamps -----------------------------------------------------------------
-    def _throttled(self, policy: Any) -> Any:
-        return replace(policy, frame_size_ms=self.frame_ms, frame_offset_ms=0)
-
-    def _plan_stream_source(self, transform: Transform) -> None:
-        source, name = transform.connector, self.names[transform]
-        lp = self._effective_lp(transform)
+    def plan_stream_source(self, transform: Transform) -> None:
+        source, name = transform.connector, self._builder.names[transform]
+        lp = self._builder.effective_lp(transform)
         policy = transform.event_time_policy
         if policy is not None:
-            policy = self._throttled(policy)
+            policy = self._builder.throttled(policy)
         if source.policy_supplier is not None:
-            self.output_vertex[transform] = self._vertex(name, source.policy_supplier(policy), lp)
+            self._builder.output_vertex[transform] = self._builder.vertex(name, source.policy_supplier(policy), lp)
             return
-        vertex = self._vertex(name, source.supplier, lp)
+        vertex = self._builder.vertex(name, source.supplier, lp)
         if policy is not None:
             from jet.core.processors import insert_watermarks_p
-            stamps = self._vertex(f"{name}-add-timestamps", insert_watermarks_p(policy), lp)
-            self._connect(vertex, stamps, lambda e: e.isolated())
+            stamps = self._builder.vertex(f"{name}-add-timestamps", insert_watermarks_p(policy), lp)
+            self._builder.connect(vertex, stamps, lambda e: e.isolated())
             vertex = stamps
-        self.output_vertex[transform] = vertex
+        self._builder.output_vertex[transform] = vertex
 
-    def _plan_add_timestamps(self, transform: Transform) -> None:
+    def plan_add_timestamps(self, transform: Transform) -> None:
         from jet.core.processors import insert_watermarks_p
-        policy = self._throttled(transform.event_time_policy)
-        vertex = self._vertex(self.names[transform], insert_watermarks_p(policy),
-                              self._effective_lp(transform))
-        self._connect_input(transform.inputs[0], vertex, pairs=False)
-        self.output_vertex[transform] = vertex
+        policy = self._builder.throttled(transform.event_time_policy)
+        vertex = self._builder.vertex(self._builder.names[transform], insert_watermarks_p(policy),
+                              self._builder.effective_lp(transform))
+        self._builder.connect_input(transform.inputs[0], vertex, pairs=False)
+        self._builder.output_vertex[transform] = vertex
 
     # -- windows --------------------------------------------------------------------------------
-    def _plan_window_aggregate(self, transform: Transform) -> None:
+    def plan_window_aggregate(self, transform: Transform) -> None:
         from jet.core import processors
-        name, definition, operation = self.names[transform], transform.window, transform.operation
+        name, definition, operation = self._builder.names[transform], transform.window, transform.operation
         key_fn, source = transform.key_fn, transform.inputs[0]
         keyed = key_fn is not None
-        lp = self._effective_lp(transform)
+        lp = self._builder.effective_lp(transform)
         last_lp = lp if keyed else 1
         early_ms = definition.early_results_period_ms
         if keyed:
@@ -209,28 +132,28 @@ class StreamPlanning:
         if isinstance(definition, SessionWindowDefinition):
             supplier = processors.aggregate_to_session_window_p(definition.timeout_ms, key_fn, operation,
                                                                 early_ms)
-            vertex = self._vertex(name, supplier, last_lp)
-            self._connect_input(source, vertex, keyed=True, setup=across_members, pairs=True)
+            vertex = self._builder.vertex(name, supplier, last_lp)
+            self._builder.connect_input(source, vertex, keyed=True, setup=across_members, pairs=True)
         elif operation.combine is None or early_ms > 0 or source.rebalance:
             supplier = processors.aggregate_to_sliding_window_p(key_fn, self._window_policy(definition),
                                                                 operation, early_ms)
-            vertex = self._vertex(name, supplier, last_lp)
-            self._connect_input(source, vertex, keyed=True, setup=across_members, pairs=True)
+            vertex = self._builder.vertex(name, supplier, last_lp)
+            self._builder.connect_input(source, vertex, keyed=True, setup=across_members, pairs=True)
         else:
             policy = self._window_policy(definition)
-            prepare = self._vertex(f"{name}-prepare",
+            prepare = self._builder.vertex(f"{name}-prepare",
                                    processors.accumulate_by_frame_p(key_fn, policy, operation), lp)
-            vertex = self._vertex(name, processors.combine_to_sliding_window_p(policy, operation, keyed),
+            vertex = self._builder.vertex(name, processors.combine_to_sliding_window_p(policy, operation, keyed),
                                   last_lp)
             if keyed:
-                self._connect_input(source, prepare, keyed=True, pairs=True,
+                self._builder.connect_input(source, prepare, keyed=True, pairs=True,
                                     setup=lambda e: e.partitioned(by_key, HASH_PARTITIONER))
-                self._connect(prepare, vertex,
+                self._builder.connect(prepare, vertex,
                               lambda e: e.partitioned(_key_of_frame_result).distributed())
             else:
-                self._connect_input(source, prepare, setup=lambda e: e.isolated(), pairs=True)
-                self._connect(prepare, vertex, across_members)
-        self.output_vertex[transform] = vertex
+                self._builder.connect_input(source, prepare, setup=lambda e: e.isolated(), pairs=True)
+                self._builder.connect(prepare, vertex, across_members)
+        self._builder.output_vertex[transform] = vertex
 
     @staticmethod
     def _window_policy(definition: Any) -> Any:
@@ -240,9 +163,9 @@ class StreamPlanning:
         return sliding_win_policy(definition.size_ms, definition.slide_ms)
 
     # -- stateful mapping -------------------------------------------------------------------------
-    def _plan_stateful(self, transform: Transform) -> None:
+    def plan_stateful(self, transform: Transform) -> None:
         from jet.core.processors import transform_stateful_p
-        name, key_fn = self.names[transform], transform.key_fn
+        name, key_fn = self._builder.names[transform], transform.key_fn
         kind = transform.kind[:-len("_stateful")]
         fn = transform.fn
         if kind == "filter" and key_fn is not None:
@@ -252,19 +175,10 @@ class StreamPlanning:
                                         transform.on_evict_fn)
         if key_fn is not None:
             by_key = key_of_pair(key_fn)
-            vertex = self._vertex(name, supplier, self._effective_lp(transform))
+            vertex = self._builder.vertex(name, supplier, self._builder.effective_lp(transform))
             setup = lambda e: e.partitioned(by_key).distributed()  # noqa: E731
         else:
-            vertex = self._vertex(name, supplier, 1)
+            vertex = self._builder.vertex(name, supplier, 1)
             setup = lambda e: e.all_to_one(name).distributed()  # noqa: E731
-        self._connect_input(transform.inputs[0], vertex, keyed=True, setup=setup, pairs=True)
-        self.output_vertex[transform] = vertex
-
-    _plan_map_stateful = _plan_filter_stateful = _plan_flat_map_stateful = _plan_stateful
-
-    # provided by Planner
-    dag: Any
-    _vertex: Callable[..., Vertex]
-    _connect: Callable[..., Any]
-    _connect_input: Callable[..., Any]
-    _effective_lp: Callable[[Transform], int]
+        self._builder.connect_input(transform.inputs[0], vertex, keyed=True, setup=setup, pairs=True)
+        self._builder.output_vertex[transform] = vertex

@@ -10,13 +10,20 @@ import os
 import runpy
 from typing import Any, Sequence
 
-from jet.connectors.spark.stages import SparkReadSpec, SparkSink, SparkSinkSupplier, SparkSource, SparkSourceSupplier, SparkWriteSpec
+from jet.connectors.spark.stages import (
+    SparkReadSpec,
+    SparkSink,
+    SparkSinkSupplier,
+    SparkSource,
+    SparkSourceSupplier,
+    SparkWriteSpec,
+)
 from jet.connectors.spark.streaming_sink import SparkStreamSink, SparkStreamSinkSupplier, SparkStreamWriteSpec
 from jet.connectors.spark.streaming_source import SparkStreamReadSpec, SparkStreamSource, SparkStreamSourceSupplier
 from jet.core.dag import DAG
 from jet.pipeline.columnar_planning import takes_columnar_input
 from jet.pipeline.pipeline import Pipeline
-from jet.pipeline.planner import unique_names
+from jet.pipeline.dag_builder import unique_names
 
 
 def load_pipeline(path: str, entrypoint: str = "pipeline", args: Sequence[str] = ()) -> Any:

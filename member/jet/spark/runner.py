@@ -12,8 +12,13 @@ from typing import Any, Sequence
 
 from jet.connectors.spark import protocol as p
 from jet.connectors.spark.client import VertexEndedError, tell_members, wait_for_vertex
-from jet.connectors.spark.options import (COLUMNAR_CHUNK_ROWS, DEFAULT_CHUNK_ROWS, DEFAULT_READY_TIMEOUT_S, JetOptions,
-                                         default_tls_ca_file)
+from jet.connectors.spark.options import (
+    COLUMNAR_CHUNK_ROWS,
+    DEFAULT_CHUNK_ROWS,
+    DEFAULT_READY_TIMEOUT_S,
+    JetOptions,
+    default_tls_ca_file,
+)
 from jet.connectors.spark.streaming_sink import SparkStreamWriteSpec
 from jet.connectors.spark.streaming_source import SparkStreamReadSpec
 from jet.spark.batch_side import REPORTED, read_sink, write_source

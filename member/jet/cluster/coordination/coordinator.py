@@ -21,26 +21,24 @@ restarted coordinator resumes them. Finished jobs are kept as :class:`FinishedJo
 from __future__ import annotations
 
 import logging
-import threading
 import time
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, Mapping
 
 import cloudpickle
 
-from jet.cluster.links import messages
+from jet.cluster.coordination.context import CoordinationContext, MemberCall, StartCall, lost_member_outcome
+from jet.cluster.coordination.execution_driver import EXECUTION_DONE_STATE, EXECUTION_RUNNING_STATE, fail_execution
 from jet.cluster.coordination.job_control import JobControl
-from jet.cluster.coordination.execution_driver import (CLIENT_TASKLET, EXECUTION_DONE_STATE, EXECUTION_RUNNING_STATE,
-                                          ExecutionDriver)
-from jet.cluster.executions.job_execution import ExecutionOutcome
 from jet.cluster.coordination.job_history import FinishedJobs, UnknownJobError
-from jet.cluster.coordination.job_restarts import Next, decide
-from jet.cluster.coordination.job_state import (Execution, JobConfigError, JobRecord, JobRun, JobStatus, Termination,
-                                   new_job_id)
+from jet.cluster.coordination.job_lifecycle import JobLifecycle
+from jet.cluster.coordination.job_state import JobConfigError, JobRecord, JobRun, JobStatus, new_job_id
 from jet.cluster.coordination.job_store import JobStore, record_from_store
-from jet.cluster.executions.observables import ObservableStore, UnknownObservableError
 from jet.cluster.coordination.scale_up import JobScaling, ScaleUpTimer
 from jet.cluster.executions.control_settings import ControlSettings
+from jet.cluster.executions.observables import ObservableStore, UnknownObservableError
+from jet.cluster.executions.outcome import ExecutionOutcome
+from jet.cluster.links import messages
 from jet.core.dag import DAG, DagValidationError
 from jet.execution.measurements import PackedMeasurements, unpack_measurements
 from jet.execution.vertex_metrics import merge_vertex_metrics
@@ -50,14 +48,13 @@ __all__ = ["JobCoordinator", "JobRecord", "JobStatus", "EXECUTION_DONE_STATE", "
 
 log = logging.getLogger("jet.cluster.coordination.coordinator")
 
-MemberCall = Callable[[int, str, bytes, float], bytes]
-"""``call(member, message type, payload, timeout_s) -> reply``; raises when the member cannot answer."""
-StartCall = Callable[[int, str, bytes, float], Future]
-"""The same call started: returns at once the future of its reply."""
 
-
-class JobCoordinator(JobControl, ExecutionDriver, JobScaling):
-    """Coordinates every job of the cluster; lives on member 0."""
+class JobCoordinator:
+    """Coordinates every job of the cluster; lives on member 0. Made of objects given their
+    collaborators: a :class:`~.context.CoordinationContext` they share, a
+    :class:`~.job_lifecycle.JobLifecycle` per job (which makes an
+    :class:`~.execution_driver.ExecutionDriver` per execution), :class:`~.job_control.JobControl`
+    for a client's requests and :class:`~.scale_up.JobScaling`."""
 
     def __init__(self, member_count: int, call_member: MemberCall, *, start_call: StartCall | None = None,
                  cooperative_threads: int = 1, on_status: Callable[[JobRecord], None] | None = None,
@@ -67,25 +64,66 @@ class JobCoordinator(JobControl, ExecutionDriver, JobScaling):
         ``start_call`` (same arguments) starts one and returns the future of its answer, so
         calls to every member need no thread each (default: ``call_member`` on this
         coordinator's pool)."""
-        self.member_count = member_count
-        self._call = call_member
         self._pool = (None if start_call is not None
                       else ThreadPoolExecutor(max_workers=max(4, 2 * member_count), thread_name_prefix="jet-coord"))
-        self._start_call = start_call or (lambda *call: self._pool.submit(call_member, *call))
-        self._threads = cooperative_threads
-        self._on_status = on_status
-        self.control = control or ControlSettings()
-        self._clock = clock
-        self.job_store = job_store or JobStore(None)
-        self._changed = threading.Condition()
+        self._context = CoordinationContext(
+            member_count, call_member, start_call or (lambda *call: self._pool.submit(call_member, *call)),
+            cooperative_threads=cooperative_threads, control=control or ControlSettings(), clock=clock,
+            job_store=job_store or JobStore(None), on_status=on_status)
+        self._changed = self._context.changed
         self._jobs: dict[str, JobRun] = {}
         self._finished = FinishedJobs(self.control.max_finished_jobs, self.control.finished_job_ttl_s, clock)
         self._latest: str | None = None
-        self._lost: dict[int, str] = {}
-        self._shut_down = False
         self.observables = ObservableStore()
         """The buffers of the jobs' observable sinks."""
-        self._scale_up = ScaleUpTimer(self.control.scale_up_delay_ms, self._scale_up_jobs)
+        self._requests = JobControl(self._context, self._jobs, self._run_of)
+        self._scaling = JobScaling(self._context, self._jobs, self._requests.request)
+        self._scale_up = ScaleUpTimer(self.control.scale_up_delay_ms, self._scaling.scale_up_jobs)
+
+    @property
+    def member_count(self) -> int:
+        return self._context.member_count
+
+    @property
+    def control(self) -> ControlSettings:
+        return self._context.control
+
+    @property
+    def job_store(self) -> JobStore:
+        return self._context.job_store
+
+    # -- a client's requests (see JobControl) ------------------------------------------------
+    def find(self, job_id_or_name: str) -> JobRecord:
+        """The job with this id, else the newest job of this name (an unfinished one first)."""
+        return self._requests.find(job_id_or_name)
+
+    def cancel(self, job_id: str) -> JobRecord:
+        """Cancel the job everywhere; it ends FAILED with ``JobCancelledError``."""
+        return self._requests.cancel(job_id)
+
+    def suspend(self, job_id: str) -> JobRecord:
+        """Suspend a running job (a terminal snapshot with a guarantee, else a cancel)."""
+        return self._requests.suspend(job_id)
+
+    def restart(self, job_id: str) -> JobRecord:
+        """Stop the running execution (terminal snapshot) and start a new one from it."""
+        return self._requests.restart(job_id)
+
+    def resume(self, job_id: str) -> JobRecord:
+        """Resume a suspended job from its last good snapshot (from scratch without one)."""
+        return self._requests.resume(job_id)
+
+    def export_snapshot(self, job_id: str, name: str, cancel: bool = False) -> dict[str, Any]:
+        """Export the job's state as ``name`` (then cancel it, with ``cancel``); the export's figures."""
+        return self._requests.export_snapshot(job_id, name, cancel)
+
+    def snapshots(self) -> list[dict[str, Any]]:
+        """The exported snapshots of the store with their figures."""
+        return self._requests.snapshots()
+
+    def job_headers(self) -> list[dict[str, Any]]:
+        """Every job kept, oldest first, as clients see them."""
+        return [record.to_header() for record in self.records()]
 
     # -- client side -------------------------------------------------------------------------
     def submit(self, dag_bytes: bytes, config: Mapping[str, Any] | JobConfig | None = None) -> str:
@@ -101,7 +139,7 @@ class JobCoordinator(JobControl, ExecutionDriver, JobScaling):
             raise JobConfigError(str(e)) from None
         self.job_store.check(job_config)
         job_id = new_job_id()
-        record = JobRecord(job_id, job_config.name or job_id, submission_time=self._clock(), config=job_config)
+        record = JobRecord(job_id, job_config.name or job_id, submission_time=self._context.clock(), config=job_config)
         self.job_store.create(record, dag_bytes)
         self._launch(JobRun(record, dag, dag_bytes))
         return job_id
@@ -152,15 +190,15 @@ class JobCoordinator(JobControl, ExecutionDriver, JobScaling):
         with self._changed:
             self._jobs[run.record.job_id] = run
             self._latest = run.record.job_id
-        self._notify(run.record)
-        threading.Thread(target=self._run, args=(run,), name=f"jet-job-{run.record.job_id}", daemon=True).start()
+        self._context.notify(run.record)
+        JobLifecycle(self._context, run, self._requests, self.on_execution_done, self._job_finished).start()
 
     def reject(self, name: str, error: BaseException) -> str:
         """Record a job that could not be built (its file raised, its pipeline or DAG is bad) as
         FAILED with the user's traceback, so the client, /job and the operator report it."""
         job_id = new_job_id()
         outcome = ExecutionOutcome.of_failure(job_id, 0, 0, error)
-        now = self._clock()
+        now = self._context.clock()
         record = JobRecord(job_id, name, status=JobStatus.FAILED, submission_time=now, completion_time=now,
                            failure=ExecutionOutcome(**{**outcome.to_header(), "tasklet": "building the job"}))
         with self._changed:
@@ -169,7 +207,7 @@ class JobCoordinator(JobControl, ExecutionDriver, JobScaling):
             self._forget(self._finished.add(job_id, now))
             self._changed.notify_all()
         log.error("job %s could not be built: %s", name, record.message)
-        self._notify(record)
+        self._context.notify(record)
         return job_id
 
     def record(self, job_id: str) -> JobRecord:
@@ -279,7 +317,7 @@ class JobCoordinator(JobControl, ExecutionDriver, JobScaling):
         payload = messages.encode_message({"execution_id": execution.id, "measurements": kind == "measurements"})
         for member in live:
             try:
-                reply = self._call(member, messages.EXECUTION_METRICS, payload, self._call_timeout_s)
+                reply = self._context.call(member, messages.EXECUTION_METRICS, payload, self._context.call_timeout_s)
                 per_member[member] = messages.decode_message(reply)[0][kind]
             except Exception as e:  # noqa: BLE001 - metrics are best effort
                 log.debug("no %s from member %d: %s", kind, member, e)
@@ -305,13 +343,13 @@ class JobCoordinator(JobControl, ExecutionDriver, JobScaling):
             execution.final_measurements[outcome.member] = measurements or {}
             self._changed.notify_all()
         if not outcome.ok:
-            self._fail_execution(run, execution, outcome)
+            fail_execution(self._context, run, execution, outcome)
 
     def on_member_lost(self, member: int, error: BaseException | str) -> None:
         """A member's connection broke: every running execution fails; each job then restarts,
         suspends or fails as :func:`~jet.cluster.coordination.job_restarts.decide` says."""
         with self._changed:
-            self._lost.setdefault(member, str(error))
+            self._context.lost.setdefault(member, str(error))
             hit = [(run, run.execution) for run in self._jobs.values()
                    if run.execution is not None and member in run.execution.members
                    and run.record.status in (JobStatus.STARTING, JobStatus.RUNNING)]
@@ -320,13 +358,13 @@ class JobCoordinator(JobControl, ExecutionDriver, JobScaling):
                 execution.awaiting.discard(member)
             self._changed.notify_all()
         for run, execution in hit:
-            self._fail_execution(run, execution, self._lost_outcome(run, member, str(error)))
+            fail_execution(self._context, run, execution, lost_member_outcome(run, member, str(error)))
 
     def on_member_joined(self, member: int) -> None:
         """A lost member is back: jobs waiting for it may restart, and jobs with
         ``auto_scaling`` that run without it scale up after ``scale_up_delay_ms``."""
         with self._changed:
-            if self._lost.pop(member, None) is not None:
+            if self._context.lost.pop(member, None) is not None:
                 log.info("member %d rejoined the cluster", member)
             self._changed.notify_all()
         self._scale_up.member_joined()
@@ -335,7 +373,7 @@ class JobCoordinator(JobControl, ExecutionDriver, JobScaling):
         """Stop coordinating: the jobs are left as they are (their records stay in the store for
         the next coordinator); nothing more is committed or decided."""
         with self._changed:
-            self._shut_down = True
+            self._context.shut_down = True
             runs = list(self._jobs.values())
             self._changed.notify_all()
         self._scale_up.stop()
@@ -346,126 +384,8 @@ class JobCoordinator(JobControl, ExecutionDriver, JobScaling):
         if self._pool is not None:
             self._pool.shutdown(wait=False, cancel_futures=True)
 
-    # -- the job thread ----------------------------------------------------------------------
-    def _run(self, run: JobRun) -> None:
-        record = run.record
-        try:
-            go_on = not record.status.is_suspended or self._stay_suspended(run, record.suspension_cause)
-            while go_on and not self._shut_down:
-                self._execute(run)
-                go_on = not self._shut_down and self._after_execution(run)
-        except Exception as e:  # noqa: BLE001 - a coordinator bug must still end the job
-            if self._shut_down:  # its calls are refused now; the job stays as the store has it
-                log.debug("job %s: coordination stopped with the coordinator: %s", record.job_id, e)
-                return
-            log.exception("coordinating job %s failed", record.job_id)
-            record.failure = record.failure or ExecutionOutcome(
-                record.job_id, run.execution_id, 0, ok=False, error=f"{type(e).__name__}: {e}",
-                tasklet="coordinator")
-        finally:
-            if not self._shut_down:
-                self._finish(run)
-
-    def _after_execution(self, run: JobRun) -> bool:
-        """Act on how the execution ended; True to run another one."""
-        record, execution = run.record, run.execution
+    def _job_finished(self, run: JobRun) -> None:
+        """The job ended (its lifecycle set its final status): it is kept as FinishedJobs says."""
         with self._changed:
-            requested, run.requested = run.requested, None
-            restart_cause, run.restart_cause = run.restart_cause, ""
-        decision = decide(record.config, requested, execution.failure, execution.lost, restart_cause)
-        if decision.next is Next.COMPLETE:
-            return False
-        if decision.next is Next.FAIL:
-            record.failure = execution.failure or self._client_outcome(run, "the job was cancelled by the client")
-            return False
-        if decision.next is Next.SUSPEND:
-            return self._stay_suspended(run, decision.cause)
-        if decision.next is Next.RESTART_AFTER_REJOIN_WAIT:
-            with self._changed:
-                record.status = JobStatus.NOT_RUNNING
-            self._status_changed(record)
-            missing = self._await_rejoin(run, execution)
-            with self._changed:
-                requested, run.requested = run.requested, None
-            if requested in (Termination.CANCEL, Termination.CANCEL_AND_EXPORT):
-                record.failure = self._client_outcome(run, "the job was cancelled by the client")
-                return False
-            if requested is Termination.SUSPEND:
-                return self._stay_suspended(run, "suspended by the client")
-            if missing and decision.suspend_if_not_whole:
-                return self._stay_suspended(run, f"{decision.cause}; the cluster was not whole again within "
-                                                  f"{self.control.member_rejoin_timeout_ms} ms")
-            if missing:
-                log.warning("job %s goes on without member(s) %s, not back within %d ms (auto-scaling)",
-                            record.job_id, missing, self.control.member_rejoin_timeout_ms)
-            time.sleep(self.control.restart_delay_ms / 1000)
-        record.restarts += 1
-        record.last_restart_cause = decision.cause
-        log.info("job %s: restart %d (%s)", record.job_id, record.restarts, decision.cause)
-        return True
-
-    def _await_rejoin(self, run: JobRun, execution: Execution) -> list[int]:
-        """Wait up to ``member_rejoin_timeout_ms`` for the members ``execution`` lost to rejoin
-        (a request or the coordinator's shutdown ends it early); those still missing."""
-        def missing() -> list[int]:
-            return sorted(m for m in execution.lost if m in self._lost)
-
-        with self._changed:
-            self._changed.wait_for(lambda: not missing() or run.requested is not None or self._shut_down,
-                                   self.control.member_rejoin_timeout_ms / 1000)
-            return missing()
-
-    def _stay_suspended(self, run: JobRun, cause: str) -> bool:
-        """SUSPENDED until a resume (True) or a cancel (False)."""
-        record = run.record
-        with self._changed:
-            record.status = JobStatus.SUSPENDED
-            record.suspension_cause = cause
-            run.resume_requested = False
-        self._status_changed(record)
-        log.info("job %s is suspended: %s", record.job_id, cause)
-        with self._changed:
-            self._changed.wait_for(lambda: run.resume_requested or run.requested is not None or self._shut_down)
-            resumed, run.resume_requested = run.resume_requested, False
-            cancelled = run.requested in (Termination.CANCEL, Termination.CANCEL_AND_EXPORT)
-            run.requested = None
-            record.suspension_cause = ""
-        if cancelled or self._shut_down:
-            record.failure = self._client_outcome(run, "the job was cancelled by the client")
-            return False
-        log.info("job %s resumes", record.job_id)
-        return resumed
-
-    def _finish(self, run: JobRun) -> None:
-        record = run.record
-        with self._changed:
-            record.status = JobStatus.FAILED if record.failure is not None else JobStatus.COMPLETED
-            record.completion_time = self._clock()
-            run.dag_bytes = None  # the DAG stays while the job is kept: its dashboard page draws it
-            self.job_store.update(record)  # gone from the store before anyone sees the job ended
-            self._forget(self._finished.add(record.job_id, record.completion_time))
-            self._changed.notify_all()
+            self._forget(self._finished.add(run.record.job_id, run.record.completion_time))
         self.observables.wake()
-        log.info("job %s %s in %.2f s", record.job_id, record.status.value,
-                 record.completion_time - (record.start_time or record.submission_time))
-        self._notify(record)
-
-    def _lost_outcome(self, run: JobRun, member: int, error: str) -> ExecutionOutcome:
-        return ExecutionOutcome(run.record.job_id, run.execution_id, member, ok=False,
-                                error=f"MemberLostError: member {member} was lost: {error}",
-                                tasklet=f"connection to member {member}")
-
-    def _client_outcome(self, run: JobRun, what: str) -> ExecutionOutcome:
-        return ExecutionOutcome(run.record.job_id, run.execution_id, 0, ok=False, cancelled=True,
-                                error=f"JobCancelledError: {what}", tasklet=CLIENT_TASKLET)
-
-    def _status_changed(self, record: JobRecord) -> None:
-        self.job_store.update(record)
-        self._notify(record)
-
-    def _notify(self, record: JobRecord) -> None:
-        if self._on_status is not None:
-            try:
-                self._on_status(record)
-            except Exception:  # noqa: BLE001
-                log.exception("job status listener failed")

@@ -13,55 +13,64 @@ from __future__ import annotations
 
 import logging
 from concurrent.futures import Future
-from typing import Any
+from typing import Any, Callable, Mapping
 
+from jet.cluster.coordination.context import CALL_SLACK_S, CoordinationContext, client_outcome
+from jet.cluster.coordination.execution_driver import fail_execution
 from jet.cluster.coordination.job_state import Execution, JobRecord, JobRun, JobStateError, JobStatus, Termination
-from jet.cluster.coordination.snapshot_coordinator import CALL_SLACK_S, SnapshotFailedError
+from jet.cluster.coordination.snapshot_coordinator import SnapshotFailedError
 
 log = logging.getLogger("jet.cluster.coordination.coordinator")
 
 
 class JobControl:
-    """The job operations of :class:`~jet.cluster.coordination.coordinator.JobCoordinator` (a mixin over its
-    condition ``_changed``, its runs and its job thread)."""
+    """A client's requests to the coordinator's jobs, given the coordination's shared parts, the
+    jobs it keeps (id -> run, guarded by the context's condition) and how to find one by id
+    (raising ``UnknownJobError``)."""
+
+    def __init__(self, context: CoordinationContext, jobs: Mapping[str, JobRun],
+                 run_of: Callable[[str], JobRun]) -> None:
+        self._context = context
+        self._jobs = jobs
+        self._run_of = run_of
 
     def find(self, job_id_or_name: str) -> JobRecord:
         """The job with this id, else the newest job of this name (an unfinished one first)."""
-        with self._changed:
+        with self._context.changed:
             run = self._jobs.get(job_id_or_name)
             if run is None:
                 named = sorted((r for r in self._jobs.values() if r.record.name == job_id_or_name),
                                key=lambda r: (not r.record.status.is_terminal, r.record.submission_time))
                 run = named[-1] if named else None
-        return run.record if run is not None else self.record(job_id_or_name)
+        return (run if run is not None else self._run_of(job_id_or_name)).record
 
     def cancel(self, job_id: str) -> JobRecord:
         """Cancel the job everywhere; it ends FAILED with ``JobCancelledError``."""
         run = self._run_of(job_id)
-        self._request(run, Termination.CANCEL, allowed=None)
+        self.request(run, Termination.CANCEL, allowed=None)
         return run.record
 
     def suspend(self, job_id: str) -> JobRecord:
         """Suspend a running job (a terminal snapshot with a guarantee, else a cancel)."""
         run = self._run_of(job_id)
-        self._request(run, Termination.SUSPEND, allowed=_ACTIVE)
+        self.request(run, Termination.SUSPEND, allowed=_ACTIVE)
         return run.record
 
     def restart(self, job_id: str) -> JobRecord:
         """Stop the running execution (terminal snapshot) and start a new one from it."""
         run = self._run_of(job_id)
-        self._request(run, Termination.RESTART, allowed=(JobStatus.RUNNING,))
+        self.request(run, Termination.RESTART, allowed=(JobStatus.RUNNING,))
         return run.record
 
     def resume(self, job_id: str) -> JobRecord:
         """Resume a suspended job from its last good snapshot (from scratch without one)."""
         run = self._run_of(job_id)
-        with self._changed:
+        with self._context.changed:
             if run.record.status is not JobStatus.SUSPENDED:
                 raise JobStateError(f"job {run.record.name} ({job_id}) is {run.record.status.value}; only a "
                                     "SUSPENDED job can be resumed")
             run.resume_requested = True
-            self._changed.notify_all()
+            self._context.changed.notify_all()
         return run.record
 
     def export_snapshot(self, job_id: str, name: str, cancel: bool = False) -> dict[str, Any]:
@@ -73,39 +82,39 @@ class JobControl:
         if not record.config.processing_guarantee.snapshots:
             raise JobStateError(f"job {record.name} ({job_id}) has processing guarantee NONE: it takes no "
                                 "snapshots to export")
-        with self._changed:
+        with self._context.changed:
             status = record.status
             if status is JobStatus.SUSPENDED:
                 record.status = JobStatus.SUSPENDED_EXPORTING_SNAPSHOT
         if status is JobStatus.SUSPENDED:
-            self._notify(record)
+            self._context.notify(record)
             try:
-                info = self.job_store.export(job_id, name)
+                info = self._context.job_store.export(job_id, name)
             finally:
-                with self._changed:
+                with self._context.changed:
                     record.status = JobStatus.SUSPENDED
-                self._notify(record)
+                self._context.notify(record)
             if cancel:
-                self._request(run, Termination.CANCEL, allowed=None)
+                self.request(run, Termination.CANCEL, allowed=None)
             return _export_header(name, info)
         mode = Termination.CANCEL_AND_EXPORT if cancel else None
-        future = self._request(run, mode, allowed=(JobStatus.RUNNING,), export_name=name)
+        future = self.request(run, mode, allowed=(JobStatus.RUNNING,), export_name=name)
         if future is None:  # RUNNING, but its execution was just replaced (a restart)
             raise JobStateError(f"job {record.name} ({job_id}) is between two executions; export the snapshot "
                                 f"again in a moment")
-        timeout_s = 2 * self.control.snapshot_timeout_ms / 1000 + CALL_SLACK_S
+        timeout_s = 2 * self._context.control.snapshot_timeout_ms / 1000 + CALL_SLACK_S
         try:
             return _export_header(name, future.result(timeout=timeout_s))
         except SnapshotFailedError as e:
             raise JobStateError(f"job {record.name} ({job_id}): the snapshot to export as {name!r} failed: {e}") \
                 from None
 
-    def _request(self, run: JobRun, mode: Termination | None, allowed: tuple[JobStatus, ...] | None,
-                 export_name: str | None = None) -> Future | None:
+    def request(self, run: JobRun, mode: Termination | None, allowed: tuple[JobStatus, ...] | None,
+                export_name: str | None = None) -> Future | None:
         """Record ``mode`` for the job thread and act on the running execution; ``allowed``: the
         statuses it may be asked in (None: any unfinished one). ``mode`` None is an export only."""
         record = run.record
-        with self._changed:
+        with self._context.changed:
             status = record.status
             if status.is_terminal or allowed is not None and status not in allowed:
                 what = mode.value if mode else "export a snapshot of"
@@ -117,22 +126,22 @@ class JobControl:
                 run.requested = mode
                 run.export_name = export_name
             execution = run.execution if status is JobStatus.RUNNING else None
-            self._changed.notify_all()
+            self._context.changed.notify_all()
         if execution is None:
             if mode is Termination.CANCEL and run.execution is not None:  # STARTING: stop it at once
-                self._fail_execution(run, run.execution, self._client_outcome(run, "the job was cancelled by "
-                                                                                   "the client"))
+                fail_execution(self._context, run, run.execution,
+                               client_outcome(run, "the job was cancelled by the client"))
             return None
-        return self._terminate(run, execution, mode, export_name)
+        return self.terminate(run, execution, mode, export_name)
 
-    def _terminate(self, run: JobRun, execution: Execution, mode: Termination | None,
-                   export_name: str | None) -> Future | None:
+    def terminate(self, run: JobRun, execution: Execution, mode: Termination | None,
+                  export_name: str | None) -> Future | None:
         """Act on a running execution: a snapshot (terminal unless an export only), else a cancel."""
         snapshots = execution.snapshots
         if mode is None and snapshots is None:
             raise JobStateError(f"job {run.record.name} ({run.record.job_id}) takes no snapshots to export")
         if mode is Termination.CANCEL or snapshots is None:
-            self._fail_execution(run, execution, self._client_outcome(
+            fail_execution(self._context, run, execution, client_outcome(
                 run, "the job was cancelled by the client" if mode in (Termination.CANCEL, None)
                 else f"the client asked to {mode.value} the job"))
             return None
@@ -150,18 +159,14 @@ class JobControl:
         log.warning("job %s: the terminal snapshot to %s failed (%s); the execution is cancelled",
                     run.record.job_id, mode.value, error)
         if mode is Termination.CANCEL_AND_EXPORT:
-            with self._changed:
+            with self._context.changed:
                 run.requested = Termination.SUSPEND
-        self._fail_execution(run, execution, self._client_outcome(run, f"the client asked to {mode.value} the "
-                                                                       "job; its terminal snapshot failed"))
-
-    def job_headers(self) -> list[dict[str, Any]]:
-        """Every job kept, oldest first, as clients see them."""
-        return [record.to_header() for record in self.records()]
+        fail_execution(self._context, run, execution, client_outcome(
+            run, f"the client asked to {mode.value} the job; its terminal snapshot failed"))
 
     def snapshots(self) -> list[dict[str, Any]]:
         """The exported snapshots of the store with their figures."""
-        return self.job_store.exports()
+        return self._context.job_store.exports()
 
 
 _ACTIVE = (JobStatus.NOT_RUNNING, JobStatus.STARTING, JobStatus.RUNNING)

@@ -3,7 +3,8 @@
 1. a user's request: RESTART runs a new execution, SUSPEND suspends, CANCEL (and
    CANCEL_AND_EXPORT, after its export) fails the job as cancelled;
 2. no failure: the job completed;
-3. a *restartable* failure (a member was lost, or its connection broke): wait up to
+3. a *restartable* failure (a member was lost or its link broke, by the failure's
+   :class:`~jet.cluster.executions.outcome.FailureKind`): wait up to
    ``member_rejoin_timeout_ms`` for the lost members, then restart (from the last good snapshot;
    a job without a guarantee from scratch); when they are not back, a job with ``auto_scaling``
    restarts on the members that are up (and scales up when members join later), one without
@@ -17,15 +18,9 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
-from jet.cluster.executions.job_execution import ExecutionOutcome
 from jet.cluster.coordination.job_state import Termination
+from jet.cluster.executions.outcome import ExecutionOutcome, FailureKind
 from jet.job_config import JobConfig
-
-LOST_MEMBER_ERROR = "MemberLostError"
-LOST_CONNECTION_TASKLET = "connection to member "
-"""How a member names the tasklet of a failure caused by a lost peer (``JobExecution._peer_lost``)."""
-NOT_CONNECTED = "ConnectionError: "
-"""A member refused an execution because a peer's link was down at that moment (init raced a rejoin)."""
 
 
 class Next(enum.Enum):
@@ -50,9 +45,9 @@ class Decision:
 
 def is_restartable(failure: ExecutionOutcome, lost_members: set[int]) -> bool:
     """Whether an execution's failure came from the cluster, not the job: a member lost while it
-    ran, or a failure that names a lost member or a broken connection to one."""
-    return bool(lost_members) or failure.error.startswith(LOST_MEMBER_ERROR) \
-        or failure.tasklet.startswith(LOST_CONNECTION_TASKLET) or failure.error.startswith(NOT_CONNECTED)
+    ran, or a failure whose kind says a member was lost or could not be reached (never read from
+    the error's text: a job's own ``ConnectionError`` fails the job)."""
+    return bool(lost_members) or failure.kind.restartable
 
 
 def decide(config: JobConfig, requested: Termination | None, failure: ExecutionOutcome | None,
@@ -70,7 +65,7 @@ def decide(config: JobConfig, requested: Termination | None, failure: ExecutionO
     cause = f"{failure.error} (on member {failure.member})"
     if is_restartable(failure, lost_members):
         if lost_members:
-            cause = f"member(s) {', '.join(map(str, sorted(lost_members)))} lost: {_lost_detail(failure.error)}"
+            cause = f"member(s) {', '.join(map(str, sorted(lost_members)))} lost: {_lost_detail(failure)}"
         if config.auto_scaling:
             return Decision(Next.RESTART_AFTER_REJOIN_WAIT, cause)
         if config.processing_guarantee.snapshots:
@@ -80,10 +75,12 @@ def decide(config: JobConfig, requested: Termination | None, failure: ExecutionO
     return Decision(Next.FAIL)
 
 
-def _lost_detail(error: str) -> str:
-    """``MemberLostError: member 1 was lost: stream ... broke`` -> ``stream ... broke``."""
-    if error.startswith(LOST_MEMBER_ERROR + ": "):
-        error = error.split(": ", 1)[1]
+def _lost_detail(failure: ExecutionOutcome) -> str:
+    """What the lost member's failure said: ``stream ... broke`` of ``MemberLostError: member 1
+    was lost: stream ... broke``."""
+    error = failure.error
+    if failure.kind is FailureKind.MEMBER_LOST:
+        error = error.split(": ", 1)[-1]
         if error.startswith("member ") and " was lost: " in error:
             error = error.split(" was lost: ", 1)[1]
     return error

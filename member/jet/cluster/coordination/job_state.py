@@ -23,8 +23,8 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any, Mapping, Sequence
 
-from jet.cluster.executions.job_execution import ExecutionOutcome
 from jet.cluster.executions.observables import observable_names
+from jet.cluster.executions.outcome import ExecutionOutcome
 from jet.core.dag import DAG
 from jet.execution.errors import JobCancelledError, JobFailedError
 from jet.job_config import JobConfig

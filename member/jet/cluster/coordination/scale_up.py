@@ -14,11 +14,15 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from typing import Callable
+from typing import Any, Callable, Mapping
 
-from jet.cluster.coordination.job_state import JobStateError, JobStatus, Termination
+from jet.cluster.coordination.context import CoordinationContext
+from jet.cluster.coordination.job_state import JobRun, JobStateError, JobStatus, Termination
 
 log = logging.getLogger("jet.cluster.coordination.coordinator")
+
+RestartRequest = Callable[..., Any]
+"""``request(run, Termination.RESTART, allowed=...)``: ask a running job to restart."""
 
 
 class ScaleUpTimer:
@@ -77,21 +81,28 @@ class ScaleUpTimer:
 
 
 class JobScaling:
-    """The scale-up of :class:`~jet.cluster.coordination.coordinator.JobCoordinator` (a mixin over its
-    condition ``_changed``, its runs, its lost members and :meth:`_request`)."""
+    """Scales up the jobs with ``auto_scaling`` that run without a member that is up, given the
+    coordination's shared parts, the jobs (guarded by the context's condition) and how to ask a
+    job for a graceful restart (:meth:`~.job_control.JobControl.request`)."""
 
-    def _scale_up_jobs(self) -> bool:
+    def __init__(self, context: CoordinationContext, jobs: Mapping[str, JobRun], request: RestartRequest) -> None:
+        self._context = context
+        self._jobs = jobs
+        self._request = request
+
+    def scale_up_jobs(self) -> bool:
         """Restart gracefully every job with ``auto_scaling`` that runs without a member that
         is up; True when such a job is still starting (to be tried again after the delay)."""
-        with self._changed:
-            up = [m for m in range(self.member_count) if m not in self._lost]
+        context = self._context
+        with context.changed:
+            up = context.up_members()
             smaller = [run for run in self._jobs.values()
                        if run.config.auto_scaling and run.execution is not None
                        and run.record.status in (JobStatus.STARTING, JobStatus.RUNNING)
                        and set(up) - set(run.execution.members)]
         starting = False
         for run in smaller:
-            with self._changed:
+            with context.changed:
                 if run.record.status is JobStatus.STARTING:
                     starting = True
                     continue
@@ -105,6 +116,6 @@ class JobScaling:
                 self._request(run, Termination.RESTART, allowed=(JobStatus.RUNNING,))
             except JobStateError as e:  # it stopped meanwhile; its next execution takes every member up
                 log.debug("job %s does not scale up: %s", run.record.job_id, e)
-                with self._changed:
+                with context.changed:
                     run.restart_cause = ""
         return starting

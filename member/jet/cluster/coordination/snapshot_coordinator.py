@@ -27,13 +27,13 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from jet.cluster.links import messages
+from jet.cluster.coordination.context import CALL_SLACK_S
 from jet.cluster.coordination.job_store import JobStore
+from jet.cluster.links import messages
 from jet.snapshot import SnapshotInfo
 
 log = logging.getLogger("jet.cluster.snapshots")
 
-CALL_SLACK_S = 2.0
 MemberCalls = Callable[[str, dict[str, Any], float], dict[int, Future]]
 """``calls(message type, header fields, timeout_s)``: the message about this execution to each of
 its members, concurrently; a future of each reply."""

@@ -29,8 +29,7 @@ from jet.core.edge import Edge, EdgeConfig, RoutingPolicy
 from jet.core.functions import whole_item
 from jet.core.partitioner import PARTITION_COUNT, HashPartitioner, key_to_partition_fn, murmur_partition
 from jet.execution.inbound import InboundEdgeStream
-from jet.execution.outbound import (BroadcastCollector, OutboundCollector, RoundRobinCollector,
-                                    SingleTargetCollector)
+from jet.execution.outbound import BroadcastCollector, OutboundCollector, RoundRobinCollector, SingleTargetCollector
 from jet.execution.plan import ExecutionPlan, MemberTopology, owned_partition_table
 from jet.execution.queues import UNBOUNDED, SpscQueue
 from jet.execution.snapshot_context import SnapshotContext

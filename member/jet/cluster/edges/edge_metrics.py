@@ -18,10 +18,24 @@ from __future__ import annotations
 
 from typing import Any, Iterator
 
-from jet.execution.measurements import (Measurement, PackedMeasurements, execution_tags, pack_measurements,
-                                        processor_measurements, remote_group, unpack_measurements)
-from jet.execution.vertex_metrics import (DISTRIBUTED_BYTES_IN, DISTRIBUTED_BYTES_OUT, DISTRIBUTED_ITEMS_IN,
-                                          DISTRIBUTED_ITEMS_OUT, Metrics, now_ms, vertex_metrics)
+from jet.execution.measurements import (
+    Measurement,
+    PackedMeasurements,
+    execution_tags,
+    pack_measurements,
+    processor_measurements,
+    remote_group,
+    unpack_measurements,
+)
+from jet.execution.vertex_metrics import (
+    DISTRIBUTED_BYTES_IN,
+    DISTRIBUTED_BYTES_OUT,
+    DISTRIBUTED_ITEMS_IN,
+    DISTRIBUTED_ITEMS_OUT,
+    Metrics,
+    now_ms,
+    vertex_metrics,
+)
 
 DISTRIBUTED_PACKETS_OUT = "distributedPacketsOut"
 DISTRIBUTED_PACKETS_IN = "distributedPacketsIn"

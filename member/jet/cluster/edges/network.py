@@ -19,7 +19,14 @@ from typing import Callable
 from jet.cluster.edges.chunk_packets import decode_chunk_header
 from jet.cluster.edges.done_relay import DoneRelay, decode_relay_frame
 from jet.cluster.edges.early_frames import EarlyFrames
-from jet.cluster.links.packets import AckEntry, FrameType, PacketFormatError, decode_ack_packet, encode_ack_packet, frame_type
+from jet.cluster.links.packets import (
+    AckEntry,
+    FrameType,
+    PacketFormatError,
+    decode_ack_packet,
+    encode_ack_packet,
+    frame_type,
+)
 from jet.execution.backoff import wake_parked_workers
 
 log = logging.getLogger("jet.cluster.edges.network")

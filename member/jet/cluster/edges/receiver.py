@@ -4,8 +4,17 @@ from __future__ import annotations
 
 from collections import deque
 
-from jet.cluster.edges.chunk_packets import (FLAG_BARRIER, FLAG_DONE, FLAG_TERMINAL, FLAG_WATERMARK, WATERMARK_FOOTPRINT,
-                                       chunk_footprint, decode_chunk, payload_bytes, watermark_timestamp)
+from jet.cluster.edges.chunk_packets import (
+    FLAG_BARRIER,
+    FLAG_DONE,
+    FLAG_TERMINAL,
+    FLAG_WATERMARK,
+    WATERMARK_FOOTPRINT,
+    chunk_footprint,
+    decode_chunk,
+    payload_bytes,
+    watermark_timestamp,
+)
 from jet.cluster.edges.flow_control import ReceiveWindow
 from jet.core.special_items import IDLE_MESSAGE, MAX_TIMESTAMP, SnapshotBarrier, SpecialItem, Watermark
 from jet.execution.backoff import wake_parked_workers

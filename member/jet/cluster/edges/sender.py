@@ -4,8 +4,15 @@ from __future__ import annotations
 
 from typing import Callable
 
-from jet.cluster.edges.chunk_packets import (WATERMARK_FOOTPRINT, chunk_footprint, encode_barrier, encode_chunk,
-                                       encode_watermark, mark_done, payload_bytes)
+from jet.cluster.edges.chunk_packets import (
+    WATERMARK_FOOTPRINT,
+    chunk_footprint,
+    encode_barrier,
+    encode_chunk,
+    encode_watermark,
+    mark_done,
+    payload_bytes,
+)
 from jet.cluster.edges.done_relay import IN_BAND
 from jet.cluster.edges.flow_control import SendLimit
 from jet.core.inbox import Inbox

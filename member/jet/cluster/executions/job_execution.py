@@ -18,25 +18,24 @@ from __future__ import annotations
 
 import logging
 import threading
-import traceback
 from dataclasses import asdict, dataclass, replace
 from typing import Any, Callable
 
 import cloudpickle
 
-from jet.cluster.links import messages
 from jet.cluster.edges.distributed_plan import DistributedExecutionPlan, check_execution_members
 from jet.cluster.edges.edge_metrics import execution_measurements, packed_execution_measurements, plan_figures
 from jet.cluster.edges.network import MemberNetwork
 from jet.cluster.executions.observables import Publisher, register_publisher, unregister_publisher
-from jet.cluster.links.packets import PacketFormatError
+from jet.cluster.executions.outcome import ExecutionOutcome, FailureKind, encode_report
 from jet.cluster.executions.report_threads import report_threads
+from jet.cluster.links import messages
 from jet.core.dag import DAG
 from jet.core.edge import EdgeConfig
 from jet.core.partitioner import PARTITION_COUNT
 from jet.execution.errors import JobCancelledError, JobFailedError, MemberLostError
 from jet.execution.job_future import ExecutionFuture
-from jet.execution.measurements import PackedMeasurements, pack_measurements, packed_measurements_json
+from jet.execution.measurements import PackedMeasurements
 from jet.execution.plan import MemberTopology
 from jet.execution.progress_log import ProgressLog, is_streaming
 from jet.execution.service import TaskletExecutionService
@@ -48,71 +47,6 @@ from jet.snapshot.store import SnapshotStore
 log = logging.getLogger("jet.cluster.executions.job_execution")
 CLEANUP_WAIT_S = 5.0
 """How long cleanup waits for a still-running execution to stop after cancelling it."""
-
-
-@dataclass(frozen=True)
-class ExecutionOutcome:
-    """How one member's execution ended, as reported to the coordinator (JSON-safe)."""
-
-    job_id: str
-    execution_id: int
-    member: int
-    ok: bool
-    cancelled: bool = False
-    error: str = ""
-    """``Type: message`` of the failure, empty when ``ok``."""
-    traceback: str = ""
-    tasklet: str = ""
-    cleaned_up: bool = False
-    """The member cleaned the execution up when it succeeded: it needs no ``complete``."""
-
-    def to_header(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_header(cls, header: dict[str, Any]) -> "ExecutionOutcome":
-        return cls(**{k: header[k] for k in cls.__dataclass_fields__ if k in header})
-
-    @classmethod
-    def of_failure(cls, job_id: str, execution_id: int, member: int,
-                   failure: BaseException | None) -> "ExecutionOutcome":
-        if failure is None:
-            return cls(job_id, execution_id, member, ok=True)
-        cause = failure.__cause__ if isinstance(failure, JobFailedError) and failure.__cause__ else failure
-        text = getattr(failure, "traceback_text", "") or "".join(traceback.format_exception(failure))
-        return cls(job_id, execution_id, member, ok=False,
-                   cancelled=isinstance(failure, JobCancelledError),
-                   error=f"{type(cause).__name__}: {cause}", traceback=text,
-                   tasklet=getattr(failure, "tasklet", ""))
-
-
-def encode_report(outcome: ExecutionOutcome, results: dict[str, list], metrics: dict[str, dict[str, int]],
-                  measurements: PackedMeasurements | None = None) -> tuple[dict[str, Any], bytes]:
-    """The header and blob of an execution's end report (``execution_done``). The blob is the
-    packed measurements as JSON (:func:`~jet.execution.measurements.packed_measurements_json`, its
-    length in the header's ``measurements_bytes``), then the pickled results; results that
-    cannot be pickled are left out with an error in the log (the job itself succeeded)."""
-    pickled = b""
-    if (outcome.ok or outcome.cancelled) and results:
-        try:
-            pickled = cloudpickle.dumps(results)
-        except Exception as e:  # noqa: BLE001 - say why the results cannot travel
-            log.error("job %s: the results on member %d cannot be pickled: %s", outcome.job_id, outcome.member, e)
-    packed = packed_measurements_json(measurements or pack_measurements([]))
-    return {**outcome.to_header(), "metrics": metrics, "measurements_bytes": len(packed)}, packed + pickled
-
-
-def decode_report(header: dict[str, Any], blob: bytes
-                  ) -> tuple[ExecutionOutcome, dict[str, list], dict[str, dict[str, int]], bytes]:
-    """Inverse of :func:`encode_report` (the blob comes from an authenticated member); the
-    measurements stay JSON bytes (the coordinator decodes them only when asked)."""
-    length = header.get("measurements_bytes", 0)
-    if type(length) is not int or not 0 <= length <= len(blob):
-        raise PacketFormatError(f"an end report's measurements_bytes must be 0..{len(blob)} (the blob's "
-                                f"length), got {length!r}")
-    pickled = blob[length:]
-    return (ExecutionOutcome.from_header(header), cloudpickle.loads(pickled) if pickled else {},
-            header.get("metrics") or {}, bytes(blob[:length]))
 
 
 @dataclass(frozen=True)
@@ -372,7 +306,7 @@ class JobExecution:
         elif outcome.cancelled:
             log.info("job %s: execution %d cancelled on member %d", self.job_id, self.execution_id,
                      self.member_index)
-        elif isinstance(future.failure, MemberLostError):
+        elif outcome.kind is FailureKind.MEMBER_LOST:  # a lost peer, or a link to one that broke
             log.warning("job %s: execution %d stopped on member %d: %s", self.job_id, self.execution_id,
                         self.member_index, outcome.error)
         else:

@@ -19,6 +19,7 @@ from typing import Callable
 
 import grpc
 
+from jet.cluster.links.errors import LinkError
 from jet.cluster.links.packets import PacketFormatError
 
 FrameCallback = Callable[[int, bytes], None]
@@ -62,14 +63,14 @@ class FrameLink:
     def send(self, frame: bytes) -> None:
         """Queue one frame for the peer (never blocks); raises ``ConnectionError`` once closed."""
         if self._closed:
-            raise ConnectionError(f"the stream to member {self.peer_index} is closed")
+            raise LinkError(f"the stream to member {self.peer_index} is closed")
         self.last_frame_sent_at = time.monotonic()
         self._put(frame)
 
     def send_heartbeat(self) -> None:
         """Queue a heartbeat: an empty message, skipped when it would travel with frames anyway."""
         if self._closed:
-            raise ConnectionError(f"the stream to member {self.peer_index} is closed")
+            raise LinkError(f"the stream to member {self.peer_index} is closed")
         self._put(HEARTBEAT)
 
     def _put(self, item: object) -> None:

@@ -14,6 +14,7 @@ from typing import Callable, Iterable, Iterator
 
 import grpc
 
+from jet.cluster.links.errors import LinkError
 from jet.cluster.links.frame_link import CLOSE, FRAME_LENGTH, HEARTBEAT, FrameLink, no_frame_handler
 from jet.cluster.links.packets import PacketFormatError
 
@@ -62,9 +63,9 @@ class GrpcFrameLink(FrameLink):
                     offset += 4
                     on_frame(self.peer_index, message[offset:offset + length])
                     offset += length
-            error: BaseException = ConnectionError(f"member {self.peer_index} closed the stream")
+            error: BaseException = LinkError(f"member {self.peer_index} closed the stream")
         except grpc.RpcError as e:
-            error = ConnectionError(f"stream with member {self.peer_index} broke: {describe_rpc_error(e)}")
+            error = LinkError(f"stream with member {self.peer_index} broke: {describe_rpc_error(e)}")
             error.__cause__ = e
         except Exception as e:  # the frame handler failed (e.g. PacketFormatError): drop the peer
             code, details = self._refusal(e)

@@ -17,6 +17,7 @@ import threading
 import time
 from typing import Callable, Iterable
 
+from jet.cluster.links.errors import LinkError
 from jet.cluster.links.transport import FrameLink
 
 log = logging.getLogger("jet.cluster.links.heartbeat")
@@ -25,7 +26,7 @@ DEFAULT_HEARTBEAT_INTERVAL_MS = 1_000
 DEFAULT_HEARTBEAT_TIMEOUT_MS = 5_000
 
 
-class SilentPeerError(ConnectionError):
+class SilentPeerError(LinkError):
     """Nothing arrived from a peer member for longer than the heartbeat timeout."""
 
 

@@ -25,6 +25,7 @@ import threading
 import time
 from typing import Callable
 
+from jet.cluster.links.errors import LinkError
 from jet.cluster.links.peers import PeerAddress, tcp_probe
 from jet.cluster.links.transport import FrameLink, PeerConnection
 
@@ -121,7 +122,7 @@ class Membership:
         """Send a frame over the current stream with ``peer``; ``ConnectionError`` when not joined."""
         link = self._links.get(peer)
         if link is None:
-            raise ConnectionError(f"member {self.index} is not connected to member {peer} now")
+            raise LinkError(f"member {self.index} is not connected to member {peer} now")
         link.send(frame)
 
     def close(self) -> None:

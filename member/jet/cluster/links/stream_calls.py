@@ -43,6 +43,7 @@ from typing import Callable
 import grpc
 
 from jet.cluster.links.auth import Caller
+from jet.cluster.links.errors import LinkError
 from jet.cluster.links.packets import FrameType, PacketFormatError, expect_frame_type
 from jet.cluster.links.transport import ControlCallError, encode_control_request
 
@@ -148,7 +149,7 @@ class StreamCalls:
             return self._pool.submit(handler, *args)
         except RuntimeError as e:  # shutting down
             failed: Future = Future()
-            failed.set_exception(ConnectionError(f"this member is stopping: {e}"))
+            failed.set_exception(LinkError(f"this member is stopping: {e}"))
             return failed
 
     def _register(self, peer: int, msg_type: str) -> tuple[int, Future]:

@@ -43,8 +43,16 @@ import threading
 import time
 from typing import Callable
 
-from jet.cluster.links.frame_link import (CLOSE, FRAME_LENGTH, HEARTBEAT, ConnectionLostCallback, FrameCallback,
-                                    FrameLink, no_frame_handler)
+from jet.cluster.links.errors import LinkError
+from jet.cluster.links.frame_link import (
+    CLOSE,
+    FRAME_LENGTH,
+    HEARTBEAT,
+    ConnectionLostCallback,
+    FrameCallback,
+    FrameLink,
+    no_frame_handler,
+)
 from jet.cluster.links.packets import PacketFormatError
 
 logger = logging.getLogger(__name__)
@@ -146,7 +154,7 @@ class TlsSession:
                     sock.sendall(self._outgoing.read())
                 data = sock.recv(_READ_BYTES)
                 if not data:
-                    raise ConnectionError("the peer closed the connection during the TLS handshake") from None
+                    raise LinkError("the peer closed the connection during the TLS handshake") from None
                 self._incoming.write(data)
         if self._outgoing.pending:
             sock.sendall(self._outgoing.read())
@@ -290,7 +298,7 @@ class TcpLink(FrameLink):
                 if data:
                     sock.sendall(data)
         except OSError as e:
-            self._finish(ConnectionError(f"stream with member {self.peer_index} broke: {e}"))
+            self._finish(LinkError(f"stream with member {self.peer_index} broke: {e}"))
         finally:
             self._shut_down()
             self._release()
@@ -328,7 +336,7 @@ class TcpLink(FrameLink):
                 if not data:
                     if pending:
                         raise PacketFormatError(f"the stream from member {peer} ends inside a frame")
-                    raise ConnectionError("the connection ended without a goodbye (the process ended, "
+                    raise LinkError("the connection ended without a goodbye (the process ended, "
                                           "or the network cut it)")
                 self.last_message_at = clock()
                 if tls is not None:
@@ -338,9 +346,9 @@ class TcpLink(FrameLink):
                 pending += data
         except _PeerEnded as e:
             detail = f": {e.reason}" if e.reason else ""
-            error: BaseException = ConnectionError(f"member {peer} closed the stream{detail}")
+            error: BaseException = LinkError(f"member {peer} closed the stream{detail}")
         except OSError as e:
-            error = ConnectionError(f"stream with member {peer} broke: {e}")
+            error = LinkError(f"stream with member {peer} broke: {e}")
         except Exception as e:  # the frame handler failed (e.g. PacketFormatError): drop the peer
             code, details = self._refusal(e)
             self.end_with_reason(e, f"{code.name}: {details}")
@@ -442,7 +450,7 @@ def read_ticket(connection: socket.socket, tls: TlsSession | None) -> tuple[byte
     while len(received) < TICKET_BYTES:
         data = connection.recv(_READ_BYTES)
         if not data:
-            raise ConnectionError("closed before sending its ticket")
+            raise LinkError("closed before sending its ticket")
         received += tls.decrypt(data)[0] if tls is not None else data
     return received[:TICKET_BYTES], received[TICKET_BYTES:]
 

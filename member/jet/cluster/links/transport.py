@@ -36,12 +36,21 @@ from typing import Callable, Iterator
 import grpc
 
 from jet.cluster.links.auth import Caller, ClusterAuthInterceptor, TlsConfig, call_metadata, caller_of
+from jet.cluster.links.errors import LinkError
 from jet.cluster.links.frame_link import ConnectionLostCallback, FrameCallback, FrameLink
 from jet.cluster.links.grpc_link import GrpcFrameLink, describe_rpc_error
 from jet.cluster.links.packets import PacketFormatError
-from jet.cluster.links.tcp_links import (LinkListener, TcpLink, TicketBook, TlsSession, decode_link_offer, dial_link,
-                                   encode_link_offer, send_refusal)
 from jet.cluster.links.server_limits import ServerLimits, Slots
+from jet.cluster.links.tcp_links import (
+    LinkListener,
+    TcpLink,
+    TicketBook,
+    TlsSession,
+    decode_link_offer,
+    dial_link,
+    encode_link_offer,
+    send_refusal,
+)
 
 STREAM_METHOD = "/jet.Member/Stream"
 OPEN_LINK_METHOD = "/jet.Member/OpenLink"
@@ -247,7 +256,7 @@ class MemberServer:
         """Send a frame back to a peer over the stream it opened."""
         link = self.link(peer_index)
         if link is None:
-            raise ConnectionError(f"member {peer_index} has no open stream to this member")
+            raise LinkError(f"member {peer_index} has no open stream to this member")
         link.send(frame)
 
     def _stream(self, request_iterator: Iterator[bytes], context: grpc.ServicerContext) -> Iterator[bytes]:
@@ -268,7 +277,7 @@ class MemberServer:
             context.abort(grpc.StatusCode.ALREADY_EXISTS, _refuse_second_stream(caller))
 
         def terminated() -> None:
-            link.fail(ConnectionError(f"stream from member {caller.index} terminated"))
+            link.fail(LinkError(f"stream from member {caller.index} terminated"))
             give_back()
 
         if not context.add_callback(terminated):
@@ -440,14 +449,14 @@ class PeerConnection:
             dial_link(link, host, port, ticket, tls.client_ssl_context() if tls else None,
                       tls.server_name if tls else None)
         except grpc.RpcError as e:
-            link.fail(ConnectionError(f"stream with member {self.peer_index} broke: {describe_rpc_error(e)}"))
+            link.fail(LinkError(f"stream with member {self.peer_index} broke: {describe_rpc_error(e)}"))
         except (OSError, ValueError, PacketFormatError) as e:
-            link.fail(ConnectionError(f"could not link to member {self.peer_index} at {host}: {e}"))
+            link.fail(LinkError(f"could not link to member {self.peer_index} at {host}: {e}"))
 
     def send(self, frame: bytes) -> None:
         """Queue one frame for the peer; raises ``ConnectionError`` once the stream is closed."""
         if self.link is None:
-            raise ConnectionError(f"no stream to member {self.peer_index} was opened (control calls only)")
+            raise LinkError(f"no stream to member {self.peer_index} was opened (control calls only)")
         self.link.send(frame)
 
     def control(self, msg_type: str, payload: bytes = b"", timeout_s: float = DEFAULT_CONTROL_TIMEOUT_S,

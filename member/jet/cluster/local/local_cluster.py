@@ -32,12 +32,12 @@ import time
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from jet.cluster.local import forked_members
-from jet.cluster.links.auth import MEMBER_KEY_ENV, TOKEN_ENV
 from jet.cluster.client import JetClient, Job
-from jet.cluster.local.member_supervisor import MemberSupervisor
+from jet.cluster.links.auth import MEMBER_KEY_ENV, TOKEN_ENV
 from jet.cluster.links.messages import READY_WAIT_SLICE_S
 from jet.cluster.links.peers import PeerAddress, tcp_probe
+from jet.cluster.local import forked_members
+from jet.cluster.local.member_supervisor import MemberSupervisor
 from jet.cluster.settings import MemberSettings
 
 READY_TIMEOUT_S = 60.0

@@ -12,8 +12,8 @@ import threading
 import time
 from typing import Any
 
-from jet.cluster.links.auth import TlsConfig
 from jet.cluster.edges.flow_control import SendLimit
+from jet.cluster.links.auth import TlsConfig
 from jet.cluster.links.packets import FrameType
 from jet.cluster.links.transport import PeerConnection
 from jet.connectors.spark import protocol as p

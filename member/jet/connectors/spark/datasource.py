@@ -14,16 +14,21 @@ import time
 from dataclasses import dataclass
 from typing import Any, Iterator
 
-from pyspark.sql.datasource import (DataSource, DataSourceArrowWriter, DataSourceReader, InputPartition,
-                                    WriterCommitMessage)
+from pyspark.sql.datasource import (
+    DataSource,
+    DataSourceArrowWriter,
+    DataSourceReader,
+    InputPartition,
+    WriterCommitMessage,
+)
 from pyspark.sql.types import StructType
 
 from jet.connectors.spark import protocol as p
 from jet.connectors.spark.client import JetSparkError, MemberLink, tell_members, wait_for_vertex
-from jet.connectors.spark.partition_io import arrow_schema_ipc, send_partition
-from jet.connectors.spark.streaming_datasource import JetStreamReader, JetStreamWriter
 from jet.connectors.spark.options import JetOptions
+from jet.connectors.spark.partition_io import arrow_schema_ipc, send_partition
 from jet.connectors.spark.schema import SchemaInferenceError, infer_schema
+from jet.connectors.spark.streaming_datasource import JetStreamReader, JetStreamWriter
 
 FORMAT_NAME = "jet"
 READER_CREDIT_CHUNKS = 4

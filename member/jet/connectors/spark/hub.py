@@ -22,8 +22,8 @@ from jet.cluster.edges.network import MemberNetwork, register_default_frame_hand
 from jet.cluster.links.packets import FrameType
 from jet.connectors.spark import protocol as p
 from jet.connectors.spark.arrow_items import ItemSchemaError, count_rows, items_to_batches
-from jet.core.columnar import batch_to_rows, is_batch, prefetch_arrow
 from jet.connectors.spark.stream_endpoints import MicroBatchCommits, StreamSinkEndpoint
+from jet.core.columnar import batch_to_rows, is_batch, prefetch_arrow
 from jet.execution.backoff import wake_parked_workers
 
 log = logging.getLogger("jet.connectors.spark")

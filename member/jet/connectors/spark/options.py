@@ -10,9 +10,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping
 
-from jet.contract import ENV_TLS_CA_FILE
 from jet.cluster.links.auth import TlsConfig
 from jet.cluster.links.peers import parse_address
+from jet.contract import ENV_TLS_CA_FILE
 
 DEFAULT_READY_TIMEOUT_S = 120.0
 DEFAULT_SEND_TIMEOUT_S = 300.0

@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 from urllib.parse import urlparse
 
-from jet.pipeline.source_sink import Sink, Source
 from jet.connectors.spark.processors import DEFAULT_SINK_BUFFER_ITEMS, SparkSinkP, SparkSourceP
+from jet.pipeline.source_sink import Sink, Source
 
 SAVE_MODES = ("errorifexists", "error", "append", "overwrite", "ignore")
 #: Spark formats whose path names files; other formats' paths may name tables or topics.

@@ -20,13 +20,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Iterator
 
-from pyspark.sql.datasource import (DataSourceStreamArrowWriter, DataSourceStreamReader, InputPartition,
-                                    WriterCommitMessage)
+from pyspark.sql.datasource import (
+    DataSourceStreamArrowWriter,
+    DataSourceStreamReader,
+    InputPartition,
+    WriterCommitMessage,
+)
 
 from jet.connectors.spark import protocol as p
 from jet.connectors.spark.client import JetSparkError, MemberLink, _alive, close_all, connect_all, tell_members
-from jet.connectors.spark.partition_io import arrow_schema_ipc, send_partition
 from jet.connectors.spark.options import JetOptions
+from jet.connectors.spark.partition_io import arrow_schema_ipc, send_partition
 
 DURABLE_COMMIT_TIMEOUT_S = 600.0
 """How long a micro-batch's commit waits for the job's next snapshot (per member)."""

@@ -26,7 +26,6 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
-from jet.pipeline.source_sink import Sink
 from jet.connectors.spark import hub as spark_hub
 from jet.connectors.spark.processors import DEFAULT_SINK_BUFFER_ITEMS
 from jet.connectors.spark.stages import check_format, local_input_path
@@ -37,6 +36,7 @@ from jet.core.inbox import Inbox
 from jet.core.outbox import Outbox
 from jet.core.processor import Context, Processor
 from jet.core.snapshot_keys import BroadcastKey
+from jet.pipeline.source_sink import Sink
 
 OUTPUT_MODES = ("append", "update", "complete")
 SINK_TAG = "spark-stream-sink"

@@ -24,7 +24,6 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any
 
-from jet.pipeline.source_sink import StreamSource
 from jet.connectors.spark.processors import SparkSourceP, SparkWriteFailedError
 from jet.connectors.spark.stages import check_format, check_local_input
 from jet.connectors.transactions import has_tag
@@ -32,6 +31,7 @@ from jet.core.inbox import Inbox
 from jet.core.outbox import Outbox
 from jet.core.processor import Context
 from jet.core.snapshot_keys import BroadcastKey
+from jet.pipeline.source_sink import StreamSource
 
 log = logging.getLogger("jet.connectors.spark")
 SOURCE_TAG = "spark-stream-source"

@@ -1,0 +1,118 @@
+"""The coordinator's job API on member 0 (Jet's client operations): submit, status, wait,
+cancel, the job requests, results, metrics and observable items; members report their
+executions' ends here. Another member refuses it, naming member 0."""
+
+from __future__ import annotations
+
+import cloudpickle
+
+from jet.cluster.coordination.coordinator import JobCoordinator
+from jet.cluster.coordination.job_state import JobConfigError, JobStateError
+from jet.cluster.executions.observables import READ_MAX_ITEMS, READ_WAIT_S, UnknownObservableError
+from jet.cluster.executions.outcome import ExecutionOutcome, decode_report
+from jet.cluster.links import messages
+from jet.cluster.links.packets import PacketFormatError
+from jet.core.dag import DagValidationError
+from jet.execution.measurements import pack_measurements
+from jet.snapshot import SnapshotError
+
+MAX_WAIT_S = 30.0
+"""The longest a waiting call (``job_wait``, ``observable_read``, ``ping``) holds its thread."""
+_EXPORTS = ("export_snapshot", "cancel_and_export")
+
+
+class JobApi:
+    """The job handlers of one member, over its coordinator (None on every member but member 0)."""
+
+    def __init__(self, index: int, member_count: int, coordinator: JobCoordinator | None) -> None:
+        self.index = index
+        self.member_count = member_count
+        self.coordinator = coordinator
+
+    def require_coordinator(self) -> JobCoordinator:
+        if self.coordinator is None:
+            raise PermissionError(f"member {self.index} is not the coordinator; send jobs to member 0")
+        return self.coordinator
+
+    def submit(self, peer: int, header: dict, blob: bytes) -> dict:
+        coordinator = self.require_coordinator()
+        try:
+            return {"job_id": coordinator.submit(blob, header.get("config"))}
+        except (DagValidationError, JobConfigError) as e:
+            return {"error": type(e).__name__, "message": str(e)}
+
+    def job_status(self, peer: int, header: dict, blob: bytes) -> dict:
+        """A job's record by its id (``job_id``), or by its id or name (``job``)."""
+        coordinator = self.require_coordinator()
+        if "job" in header:
+            return coordinator.find(messages.require(header, "job", str)).to_header()
+        return coordinator.record(messages.require(header, "job_id", str)).to_header()
+
+    def job_control(self, peer: int, header: dict, blob: bytes) -> dict:
+        """suspend, resume, restart, export_snapshot or cancel_and_export; a request the job's
+        state does not allow is answered with ``error`` (the client raises it)."""
+        coordinator = self.require_coordinator()
+        job_id, action = messages.require(header, "job_id", str), messages.require(header, "action", str)
+        try:
+            if action in _EXPORTS:
+                return {"snapshot": coordinator.export_snapshot(job_id, messages.require(header, "name", str),
+                                                                cancel=action == "cancel_and_export")}
+            operation = {"suspend": coordinator.suspend, "resume": coordinator.resume,
+                         "restart": coordinator.restart}.get(action)
+            if operation is None:
+                raise ValueError(f"job_control: unknown action {action!r}; known: suspend, resume, restart, "
+                                 f"{', '.join(_EXPORTS)}")
+            return operation(job_id).to_header()
+        except (JobStateError, SnapshotError, ValueError) as e:
+            return {"error": type(e).__name__, "message": str(e)}
+
+    def list_jobs(self, peer: int, header: dict, blob: bytes) -> dict:
+        return {"jobs": self.require_coordinator().job_headers()}
+
+    def list_snapshots(self, peer: int, header: dict, blob: bytes) -> dict:
+        return {"snapshots": self.require_coordinator().snapshots()}
+
+    def job_wait(self, peer: int, header: dict, blob: bytes) -> dict:
+        timeout_s = min(float(header.get("timeout_s", MAX_WAIT_S)), MAX_WAIT_S)
+        return self.require_coordinator().wait(messages.require(header, "job_id", str), timeout_s).to_header()
+
+    def cancel_job(self, peer: int, header: dict, blob: bytes) -> dict:
+        return self.require_coordinator().cancel(messages.require(header, "job_id", str)).to_header()
+
+    def execution_done(self, peer: int, header: dict, blob: bytes) -> dict:
+        outcome = ExecutionOutcome.from_header(header)
+        if peer not in (outcome.member, 0) or peer >= self.member_count:
+            raise PermissionError(f"member {peer} reported the outcome of member {outcome.member}")
+        self.require_coordinator().on_execution_done(*decode_report(header, blob))
+        return {}
+
+    def job_metrics(self, peer: int, header: dict, blob: bytes) -> dict:
+        job_id = messages.require(header, "job_id", str)
+        if header.get("measurements"):
+            return {"measurements": pack_measurements(self.require_coordinator().measurements(job_id))}
+        return {"metrics": self.require_coordinator().metrics(job_id)}
+
+    def job_results(self, peer: int, header: dict, blob: bytes) -> tuple[dict, bytes]:
+        results = self.require_coordinator().results(messages.require(header, "job_id", str))
+        return {}, cloudpickle.dumps(results)
+
+    def observable_items(self, peer: int, header: dict, blob: bytes) -> dict:
+        items = cloudpickle.loads(blob) if blob else []  # from an authenticated member
+        self.require_coordinator().observable_publish(
+            messages.require(header, "job_id", str), messages.require(header, "name", str),
+            messages.require(header, "capacity", int), items)
+        return {}
+
+    def observable_read(self, peer: int, header: dict, blob: bytes) -> tuple[dict, bytes]:
+        wait_s = min(float(header.get("wait_s", READ_WAIT_S)), MAX_WAIT_S)
+        max_items = max(1, min(int(header.get("max_items", READ_MAX_ITEMS)), READ_MAX_ITEMS))
+        from_sequence = messages.require(header, "from", int)
+        if from_sequence < 0:
+            raise PacketFormatError(f"observable_read: 'from' must be a sequence number >= 0, got {from_sequence}")
+        try:
+            items, reply = self.require_coordinator().observable_read(
+                messages.require(header, "job_id", str), messages.require(header, "name", str),
+                from_sequence, max_items, wait_s)
+        except UnknownObservableError as e:
+            return {"error": type(e).__name__, "message": str(e)}, b""
+        return reply, cloudpickle.dumps(items) if items else b""
