@@ -64,6 +64,13 @@ def test_list_status_suspend_resume_and_cancel_a_job_by_its_name(cluster):
     assert cancelled.returncode == 0, cancelled.stderr
     wait_until(lambda: job.status is JobStatus.FAILED, what="FAILED")
 
+    # A job that already ended is refused with the reason (exit 1), not an internal error that
+    # member 0 logs at ERROR (it was exit 3 with "INTERNAL: JobStateError").
+    again = jet_job(cluster, "cancel", job.id)
+    assert again.returncode == 1, again.stderr
+    assert again.stderr.strip() == f"jet job: cannot cancel job endless ({job.id}): it is FAILED", again.stderr
+    assert " ERROR " not in cluster.log_paths[0].read_text()
+
 
 def test_unknown_jobs_and_wrong_tokens_have_their_exit_codes(cluster):
     unknown = jet_job(cluster, "status", "no-such-job")

@@ -187,3 +187,28 @@ def test_configs_this_cluster_cannot_run_are_refused_at_submission(tmp_path):
         with_store.export_snapshot(job_id, "x")
     with_store.cancel(job_id)
     with_store.wait(job_id, 10)
+
+
+def test_restarts_in_a_row_back_off_and_stop_at_max_restarts(tmp_path):
+    coordinator, members = fake_cluster(tmp_path, restart_delay_ms=100, restart_max_delay_ms=200,
+                                        max_restarts=3)
+    job_id = coordinator.submit(small_dag(), EXACTLY_ONCE)
+    pauses = []
+    for restart in range(1, 4):
+        wait_until(lambda: coordinator.record(job_id).status is JobStatus.RUNNING, what="RUNNING")
+        inits = len(members.inits)
+        lost_at = time.monotonic()
+        coordinator.on_member_lost(1, ConnectionError("stream broke"))
+        coordinator.on_member_joined(1)
+        wait_until(lambda: len(members.inits) > inits, what=f"restart {restart}")
+        pauses.append(time.monotonic() - lost_at)
+        assert coordinator.record(job_id).restarts == restart
+    assert pauses[0] >= 0.1 and pauses[1] >= 0.2 and pauses[2] >= 0.2  # 100, 200, then the cap
+    wait_until(lambda: coordinator.record(job_id).status is JobStatus.RUNNING, what="RUNNING")
+    coordinator.on_member_lost(1, ConnectionError("stream broke"))
+    coordinator.on_member_joined(1)
+    wait_until(lambda: coordinator.record(job_id).status is JobStatus.SUSPENDED, what="SUSPENDED")
+    record = coordinator.record(job_id)
+    assert record.restarts == 3 and "restarted 3 times in a row (max_restarts)" in record.suspension_cause
+    coordinator.cancel(job_id)
+    coordinator.wait(job_id, 10)

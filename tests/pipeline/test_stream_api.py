@@ -76,6 +76,21 @@ def test_native_timestamps_are_refused_naming_a_source_that_has_none():
         stage.with_native_timestamps(10)
 
 
+@pytest.mark.parametrize("operation", ["window", "map", "grouping_key", "add_timestamps"])
+def test_a_stream_operation_before_the_timestamps_are_chosen_names_the_stage_and_the_four_ways(operation):
+    """It was a bare AttributeError: 'StreamSourceStage' object has no attribute 'window'."""
+    source = Pipeline.create().read_from(_stream("clicks"))
+    with pytest.raises(AttributeError) as refused:
+        getattr(source, operation)
+    message = str(refused.value)
+    assert f"stage 'clicks'" in message and f".{operation}()" in message
+    for way in ("with_timestamps(fn, allowed_lag_ms)", "with_native_timestamps(allowed_lag_ms)",
+                "with_ingestion_timestamps()", "without_timestamps()"):
+        assert way in message
+    with pytest.raises(AttributeError, match="object has no attribute 'no_such_thing'"):
+        source.no_such_thing  # noqa: B018
+
+
 def test_timestamps_are_chosen_once_and_the_lag_is_checked():
     stage = Pipeline.create().read_from(_stream("clicks"))
     with pytest.raises(PipelineDefinitionError, match="allowed_lag_ms must be an int >= 0, got -1"):

@@ -131,10 +131,10 @@ class MemberExecutions:
             log.info("job %s: cancelled by the client", execution.job_id)
             execution.cancel("cancelled by the client")
             return {}
-        if header.get("restarting"):
-            log.warning("job %s: execution %d is cancelled to be restarted: %s", execution.job_id,
+        if header.get("member_lost"):  # the cluster's failure, not the job's: the coordinator decides
+            log.warning("job %s: execution %d is cancelled after a lost member: %s", execution.job_id,
                         execution.execution_id, header.get("reason", ""))
-            execution.cancel(f"restarting after: {header.get('reason', '')}")
+            execution.cancel(f"a member was lost: {header.get('reason', '')}")
             return {}
         if origin != self.index:
             log.error("job %s fails everywhere: the coordinator cancels it after a failure on member %s:\n%s",

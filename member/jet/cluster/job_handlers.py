@@ -77,7 +77,11 @@ class JobApi:
         return self.require_coordinator().wait(messages.require(header, "job_id", str), timeout_s).to_header()
 
     def cancel_job(self, peer: int, header: dict, blob: bytes) -> dict:
-        return self.require_coordinator().cancel(messages.require(header, "job_id", str)).to_header()
+        """Cancel a job; one that already ended is answered with ``error`` (the client raises it)."""
+        try:
+            return self.require_coordinator().cancel(messages.require(header, "job_id", str)).to_header()
+        except JobStateError as e:
+            return {"error": type(e).__name__, "message": str(e)}
 
     def execution_done(self, peer: int, header: dict, blob: bytes) -> dict:
         outcome = ExecutionOutcome.from_header(header)

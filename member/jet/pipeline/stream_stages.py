@@ -90,6 +90,16 @@ class StreamSourceStage(Stage):
         (``add_timestamps`` can add event time later)."""
         return self._choose(None, "without_timestamps")
 
+    def __getattr__(self, name: str) -> Any:
+        # Only for what the class lacks: a stream stage's operation asked of the source before
+        # its timestamps were chosen gets the four ways to choose them, not a bare AttributeError.
+        if not name.startswith("_") and hasattr(StreamStage, name):
+            raise AttributeError(
+                f"stage {self.name!r} is a stream source whose timestamps were not chosen, so it has no "
+                f".{name}() yet: choose them first with with_timestamps(fn, allowed_lag_ms), "
+                f"with_native_timestamps(allowed_lag_ms), with_ingestion_timestamps() or without_timestamps()")
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
 
 def _require_lag(allowed_lag_ms: Any, stage: str) -> None:
     if not isinstance(allowed_lag_ms, int) or isinstance(allowed_lag_ms, bool) or allowed_lag_ms < 0:

@@ -84,10 +84,10 @@ class ExecutionDriver:
             record.members = list(execution.members)
             lost = {m: error for m, error in context.lost.items() if m in execution.members}
         context.status_changed(record)
-        log.info("starting job %s (%s), execution %d on %s%s, DAG:\n%s", record.job_id, record.name,
-                 execution.id, _describe_members(execution.members, context.member_count),
-                 f" (restart {record.restarts})" if record.restarts else "",
-                 run.dag.to_dot(default_local_parallelism=context.cooperative_threads))
+        dag = "" if record.restarts else ", DAG:\n" + run.dag.to_dot(default_local_parallelism=context.cooperative_threads)
+        log.info("starting job %s (%s), execution %d on %s%s%s", record.job_id, record.name, execution.id,
+                 _describe_members(execution.members, context.member_count),
+                 f" (restart {record.restarts})" if record.restarts else "", dag)  # the DAG once, not per restart
         for member, error in lost.items():
             execution.lost.add(member)
             self.fail(lost_member_outcome(run, member, error))
@@ -238,7 +238,7 @@ class ExecutionDriver:
             self._cleanup_call(messages.CANCEL, {
                 "reason": describe_failure(failure),
                 "member": failure.member, "by_client": failure.tasklet == CLIENT_TASKLET,
-                "restarting": bool(execution.lost)})
+                "member_lost": bool(execution.lost) or failure.kind.restartable})
             grace_s = context.control.cancel_grace_ms / 1000
             with context.changed:
                 if not context.changed.wait_for(lambda: not (execution.awaiting - set(context.lost)), grace_s):

@@ -35,6 +35,8 @@ class JobLifecycle:
         self._control = control
         self._on_report = on_report
         self._on_finished = on_finished
+        self._restarts_in_a_row = 0
+        """Restarts after failures since an execution last ran ``restart_backoff_reset_ms``."""
 
     def start(self) -> None:
         """Run the job on a daemon thread of its own."""
@@ -46,7 +48,10 @@ class JobLifecycle:
         try:
             go_on = not record.status.is_suspended or self._stay_suspended(record.suspension_cause)
             while go_on and not context.shut_down:
+                started = time.monotonic()
                 ExecutionDriver(context, run, self._on_report, self._act_on_request).run()
+                if (time.monotonic() - started) * 1000 >= context.control.restart_backoff_reset_ms:
+                    self._restarts_in_a_row = 0
                 go_on = not context.shut_down and self._after_execution()
         except Exception as e:  # noqa: BLE001 - a coordinator bug must still end the job
             if context.shut_down:  # its calls are refused now; the job stays as the store has it
@@ -96,10 +101,33 @@ class JobLifecycle:
             if missing:
                 log.warning("job %s goes on without member(s) %s, not back within %d ms (auto-scaling)",
                             record.job_id, missing, context.control.member_rejoin_timeout_ms)
-            time.sleep(context.control.restart_delay_ms / 1000)
+            return self._restart_after_failure(decision.cause)
         record.restarts += 1
         record.last_restart_cause = decision.cause
         log.info("job %s: restart %d (%s)", record.job_id, record.restarts, decision.cause)
+        return True
+
+    def _restart_after_failure(self, cause: str) -> bool:
+        """Restart after a pause that doubles with each restart in a row (``restart_delay_ms`` up
+        to ``restart_max_delay_ms``); past ``max_restarts`` in a row the job stops restarting:
+        suspended with a guarantee (a resume tries again), failed without. True to restart."""
+        context, run = self._context, self._run
+        record, control = run.record, context.control
+        self._restarts_in_a_row += 1
+        if control.max_restarts and self._restarts_in_a_row > control.max_restarts:
+            cause = f"{cause}; restarted {control.max_restarts} times in a row (max_restarts), so it stops restarting"
+            self._restarts_in_a_row = 0
+            if record.config.processing_guarantee.snapshots:
+                return self._stay_suspended(cause)
+            log.warning("job %s: %s", record.job_id, cause)
+            record.failure = run.execution.failure
+            return False
+        delay_ms = min(control.restart_delay_ms * 2 ** (self._restarts_in_a_row - 1), control.restart_max_delay_ms)
+        with context.changed:  # a request (a cancel, say) or the coordinator's shutdown cuts it short
+            context.changed.wait_for(lambda: run.requested is not None or context.shut_down, delay_ms / 1000)
+        record.restarts += 1
+        record.last_restart_cause = cause
+        log.info("job %s: restart %d after %d ms (%s)", record.job_id, record.restarts, delay_ms, cause)
         return True
 
     def _await_rejoin(self, execution: Execution) -> list[int]:

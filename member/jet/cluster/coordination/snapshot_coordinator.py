@@ -82,6 +82,8 @@ class SnapshotCoordinator:
         self._on_result = on_result
         self._clock = clock
         self._changed = threading.Condition()
+        self._committed = 0
+        """Snapshots this execution committed (the first is logged at INFO, the rest at DEBUG)."""
         self._queue: deque[SnapshotRequest] = deque()
         self._stopped = False
         self._terminal_done = False
@@ -172,9 +174,13 @@ class SnapshotCoordinator:
             log.warning("job %s: snapshot %d failed after %d ms: %s; the last good snapshot stays", self.job_id,
                         snapshot_id, duration_ms, error)
             raise SnapshotFailedError(f"job {self.job_id}: snapshot {snapshot_id} failed: {error}")
-        log.info("job %s: snapshot %d%s committed in %d ms (%d bytes, %d keys, %d chunks)", self.job_id,
-                 snapshot_id, " (terminal)" if request.terminal else "", duration_ms, totals["bytes"],
-                 totals["keys"], totals["chunks"])
+        # The first of an execution, a terminal one and an export at INFO; the regular ones, every
+        # interval, at DEBUG (the job's record and /metrics count them).
+        level = logging.INFO if self._committed == 0 or request.terminal or request.export_name else logging.DEBUG
+        self._committed += 1
+        log.log(level, "job %s: snapshot %d%s committed in %d ms (%d bytes, %d keys, %d chunks)", self.job_id,
+                snapshot_id, " (terminal)" if request.terminal else "", duration_ms, totals["bytes"],
+                totals["keys"], totals["chunks"])
         if request.export_name is not None:
             info = self._store.export(self.job_id, request.export_name)
             log.info("job %s: snapshot %d exported as %r", self.job_id, snapshot_id, request.export_name)

@@ -42,7 +42,16 @@ class ControlSettings:
     """Coordinator: after a member is lost, how long a job waits for it to rejoin before it
     restarts on the members that are up (``auto_scaling``) or is suspended (without)."""
     restart_delay_ms: int = 500
-    """Coordinator: the pause before a job restarts after a lost member (Jet waits 2 s)."""
+    """Coordinator: the pause before a job restarts after a lost member (Jet waits 2 s); it
+    doubles with each restart in a row, up to ``restart_max_delay_ms``."""
+    restart_max_delay_ms: int = 10_000
+    """Coordinator: the longest pause before a restart (the exponential backoff's cap)."""
+    restart_backoff_reset_ms: int = 10_000
+    """Coordinator: an execution that ran this long ends a row of restarts: the next restart
+    pauses ``restart_delay_ms`` again and counts from 1."""
+    max_restarts: int = 0
+    """Coordinator: restarts in a row after which a job stops restarting: suspended with a
+    guarantee, failed without (0: no bound, as Jet; Flink's restart strategy's attempts)."""
     fault_fail_snapshot_phase1: int = 0
     """Fault injection for tests: this member fails its first N phase-1 snapshot requests."""
     scale_up_delay_ms: int = 10_000
