@@ -14,6 +14,8 @@ import subprocess
 import uuid
 from typing import Iterable
 
+from tests.system_packages import PACKAGES
+
 
 def ip(*args: str, check: bool = True) -> subprocess.CompletedProcess:
     """Run ``ip <args>`` (raises CalledProcessError when ``check`` and it fails)."""
@@ -24,7 +26,7 @@ def ip(*args: str, check: bool = True) -> subprocess.CompletedProcess:
 def netns_support() -> str | None:
     """None when network namespaces work here (tried once), else the reason they do not."""
     if shutil.which("ip") is None:
-        return "the ip command (iproute2) is not installed"
+        return f"the ip command is not installed (apt-get install iproute2: {PACKAGES['iproute2']})"
     if os.geteuid() != 0:
         return "network namespaces need root (ip netns add)"
     probe = f"jetprobe-{uuid.uuid4().hex[:8]}"

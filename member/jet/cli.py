@@ -22,7 +22,7 @@ from jet.job_command import job as job_command
 from jet.job_config import JobConfig, ProcessingGuarantee
 from jet.job_file import JobFileError, check_job_file, load_job, load_job_dag, to_dag
 from jet.run_logging import brief_member_logs, configure_logging
-from jet.run_output import SHOWN_ITEMS, print_results, write_json_lines
+from jet.run_output import SHOWN_ITEMS, print_latest, print_results, write_json_lines
 
 if TYPE_CHECKING:
     from jet.local_run import ClusterBoot, RunOutcome
@@ -230,6 +230,7 @@ def _report(ended: BaseException | None, outcome: RunOutcome | None, output: str
     if output is not None:
         write_json_lines(outcome.results, output)
     print_results(outcome.results, sys.stdout, SHOWN_ITEMS, written_to=output)
+    print_latest(outcome.latest, sys.stdout)
     if outcome.stopped:
         click.echo(f"streaming job stopped after its run time (--timeout {timeout:g} s); it ran"
                    f" {outcome.job_seconds:.2f} s on the members", err=True)

@@ -7,13 +7,18 @@ while it loads and plans the job file; a file that fails to load closes them aga
 from __future__ import annotations
 
 import logging
+import os
+import shutil
 import sys
+import tempfile
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
+from jet.cluster.links.auth import TOKEN_ENV, TOKEN_FILE_ENV, load_cluster_token
 from jet.cluster.local import forked_members
 from jet.core import DAG
 from jet.execution import JobTimeoutError
@@ -45,6 +50,7 @@ class ClusterBoot:
         # The members log at the level `jet run --log-level` set for this process.
         self._log_level = logging.getLevelName(logging.getLogger().getEffectiveLevel())
         self._cluster: Any = None
+        self._token_file: Path | None = None
         self._error: BaseException | None = None
         self._up = threading.Event()
         self._closed = threading.Event()
@@ -56,7 +62,7 @@ class ClusterBoot:
         from jet.local import local_cluster
         try:
             self._cluster = local_cluster(members=members, threads=threads, log_level=self._log_level,
-                                          keep_snapshot_store=self._keep_snapshot_store)
+                                          keep_snapshot_store=self._keep_snapshot_store, token=_given_token())
         except BaseException as error:  # noqa: BLE001 - re-raised by get()
             self._error = error
         self._up.set()
@@ -70,9 +76,19 @@ class ClusterBoot:
                                      f"{self._error}") from self._error
         return self._cluster
 
+    def token_file(self) -> Path:
+        """A file with the running cluster's token that only this user can read (removed by
+        :meth:`close`), for ``jet job --token-file``."""
+        if self._token_file is None:
+            self._token_file = write_token_file(self.get().token)
+        return self._token_file
+
     def close(self) -> None:
         """Stop the members and wait until they are gone, so that they end their logs in order
         and none outlives ``jet run``."""
+        if self._token_file is not None:
+            shutil.rmtree(self._token_file.parent, ignore_errors=True)
+            self._token_file = None
         self._up.wait()
         if self._cluster is not None:
             self._cluster.close()
@@ -90,6 +106,8 @@ class RunOutcome:
     results: dict[str, list]
     job_seconds: float
     stopped: bool = False
+    latest: dict[str, list] = field(default_factory=dict)
+    """The newest items of each observable sink (``Sinks.observable``) when the job ended."""
 
 
 def _cluster_job_seconds(info: dict[str, Any]) -> float:
@@ -99,6 +117,30 @@ def _cluster_job_seconds(info: dict[str, Any]) -> float:
     if not begin or not end:
         return 0.0
     return (datetime.fromisoformat(end) - datetime.fromisoformat(begin)).total_seconds()
+
+
+def _given_token() -> str | None:
+    """The cluster token the user set (``$JET_CLUSTER_TOKEN`` or ``$JET_CLUSTER_TOKEN_FILE``), else
+    None (the members get a random one)."""
+    if not os.environ.get(TOKEN_ENV) and not os.environ.get(TOKEN_FILE_ENV):
+        return None
+    return load_cluster_token()
+
+
+def connect_hint(cluster: Any, token_file: Path) -> str:
+    """The one line ``jet run`` prints once its members are up: how ``jet job`` reaches them."""
+    return (f"jet run: members at {', '.join(cluster.addresses)}; `jet job --address {cluster.addresses[0]} "
+            f"--token-file {token_file} list` reaches them (the token file is readable by you only)")
+
+
+def write_token_file(token: str) -> Path:
+    """The cluster token in a new file only this user can read (0600, in a 0700 directory)."""
+    directory = Path(tempfile.mkdtemp(prefix="jet-run-"))
+    path = directory / "cluster-token"
+    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(descriptor, "w") as out:
+        out.write(token + "\n")
+    return path
 
 
 def dashboard_line(cluster: Any) -> str:
@@ -135,6 +177,7 @@ def run_locally(dag: DAG, name: str, members: int, threads: int, timeout: float 
     job = None
     try:
         cluster = boot.get()
+        print(connect_hint(cluster, boot.token_file()), file=sys.stderr, flush=True)
         if config.processing_guarantee.snapshots:
             print(f"jet run: job records and snapshots in {cluster.snapshot_store}", file=sys.stderr)
         if ui:
@@ -147,7 +190,7 @@ def run_locally(dag: DAG, name: str, members: int, threads: int, timeout: float 
             else:
                 stopped = False
                 job.join(timeout)
-        return RunOutcome(job.results(), _cluster_job_seconds(job.info()), stopped)
+        return RunOutcome(job.results(), _cluster_job_seconds(job.info()), stopped, latest.items())
     except KeyboardInterrupt:
         if job is not None:
             _cancel_and_wait(job)
@@ -189,7 +232,7 @@ def _run_in_process(dag: DAG, name: str, threads: int, timeout: float | None, st
         except KeyboardInterrupt:
             job.cancel()
             raise
-    return RunOutcome(results, time.perf_counter() - started, stopped)
+    return RunOutcome(results, time.perf_counter() - started, stopped, latest.items())
 
 
 def _run_for(job: Any, duration_s: float | None) -> bool:

@@ -24,6 +24,15 @@ def print_results(results: dict[str, list], out: TextIO, shown: int = SHOWN_ITEM
             print(f"  ... {len(items) - shown} more (--output FILE writes them all)", file=out)
 
 
+def print_latest(latest: dict[str, list], out: TextIO) -> None:
+    """Each observable sink's newest items when the job ended (what the live table showed last;
+    outside a terminal this is where a stream's results are seen)."""
+    for name, items in latest.items():
+        print(f"observable {name!r}: its {len(items)} newest item(s)", file=out)
+        for item in items:
+            print(f"  {item!r}", file=out)
+
+
 def json_value(value: Any) -> Any:
     """``value`` as JSON can hold it: tuples as arrays, sets as sorted arrays, dict keys JSON does
     not allow and other values as their ``str()``."""

@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import os
 import re
 import signal
+import stat
+import subprocess
+from pathlib import Path
 
 import click
 import pytest
 
 from jet.cli import DURATION
-from tests.cli.support import interrupt_when_started, jet, write_job
+from tests.cli.support import interrupt_when_started, jet, jet_command, jet_env, write_job
 from tests.conftest import REPO_ROOT
 
 #: A hand-written streaming DAG: a source that never ends (it touches MARKER once it runs) into a
@@ -59,6 +63,10 @@ def test_timeout_is_a_streams_run_time_then_it_stops_cleanly_with_exit_0(tmp_pat
     assert result.returncode == 0, result.stderr
     assert "streaming job stopped after its run time (--timeout 1.5 s)" in result.stderr
     assert "Traceback" not in result.stderr and " ERROR " not in result.stderr, result.stderr
+    # A clean stop is a cancel, told as one at INFO (it read "JobCancelledError" and "FAILED").
+    assert "JobCancelledError" not in result.stderr and "FAILED" not in result.stderr, result.stderr
+    if members > 1:
+        assert re.search(r"job \S+ was cancelled after [\d.]+ s", result.stderr), result.stderr
     counts = summary_counts(result.stderr)
     assert counts["ticks"][1] > 0 and counts["sink"][0] > 0, result.stderr
     (count,) = re.findall(r"result 'ticks': (\d+) item\(s\)", result.stdout)
@@ -117,3 +125,30 @@ def test_help_and_readme_say_what_timeout_does_to_a_stream():
     assert "the exit code is 0" in help_text and "10s" in help_text
     readme = " ".join((REPO_ROOT / "README.md").read_text().split())
     assert "a streaming job runs until Ctrl-C (exit 130) or for its `--timeout`" in readme
+
+
+def test_jet_job_reaches_a_jet_run_cluster_with_the_token_it_prints_or_the_one_set(tmp_path):
+    """`jet run` ignored $JET_CLUSTER_TOKEN and never said how to reach its members."""
+    job = write_job(tmp_path, "ticks.py", TICKS)
+    process = subprocess.Popen(jet_command("run", "--members", 2, job, tmp_path / "running", "--timeout", "60s"),
+                               env=jet_env(JET_CLUSTER_TOKEN="a-token-the-user-chose"), stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        hint = process.stderr.readline()
+        while hint and "jet job --address" not in hint:
+            hint = process.stderr.readline()
+        found = re.search(r"jet job --address (\S+) --token-file (\S+) list", hint)
+        assert found, hint
+        address, token_file = found[1], Path(found[2])
+        assert token_file.read_text().strip() == "a-token-the-user-chose"
+        assert stat.S_IMODE(token_file.stat().st_mode) == 0o600
+        for given in (["--token-file", str(token_file)], []):  # the file it printed, or the variable
+            listed = jet("job", "--address", address, *given, "list",
+                         env=jet_env(JET_CLUSTER_TOKEN="a-token-the-user-chose") if not given else jet_env())
+            assert listed.returncode == 0 and "RUNNING" in listed.stdout, listed.stderr
+        os.killpg(process.pid, signal.SIGINT)
+        process.communicate(timeout=60)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert not token_file.exists()  # gone with the run

@@ -166,3 +166,26 @@ def test_stream_enrichment_sums_the_value_per_sector_of_every_closed_window(tmp_
             expected[start, sectors.get(t["symbol"], "unknown")] += round(t["quantity"] * t["price"], 2)
     assert {(w[START], w[KEY]): pytest.approx(w[RESULT]) for w in checked} == \
         {key: value for key, value in expected.items()}
+
+
+def readme_stream_example() -> str:
+    """The README's Streams example, as it stands there."""
+    readme = (REPO_ROOT / "README.md").read_text()
+    section = readme[readme.index("## Streams"):]
+    return section[section.index("```python\n") + len("```python\n"):section.index("```\n", 10)]
+
+
+def test_the_readmes_stream_example_prints_its_results_outside_a_terminal(tmp_path):
+    """Its observable sink's results appeared only in the live table, so a run outside a
+    terminal printed none."""
+    job = tmp_path / "readme_stream.py"
+    job.write_text(readme_stream_example())
+    result = subprocess.run(jet_command("run", job, "--timeout", "4s"), capture_output=True, text=True,
+                            env=jet_env(), timeout=180, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0] == "observable 'counts': its 20 newest item(s)", result.stdout
+    shown = [line.strip() for line in lines[1:]]
+    assert len(shown) == 20 and all(line.startswith("KeyedWindowResult(") for line in shown), result.stdout
+    # The newest complete windows: each key counts rate / 100 keys = 1,000 events a second.
+    assert all(line.endswith("result=1000, is_early=False)") for line in shown), result.stdout

@@ -26,3 +26,27 @@ def test_a_truncated_message_is_refused():
     payload = messages.encode_message({"a": 1})
     with pytest.raises(PacketFormatError, match="does not fit"):
         messages.decode_message(payload[:-2])
+
+
+def test_a_malformed_request_is_invalid_argument_naming_the_field_and_logs_no_traceback(tmp_path):
+    """They were INTERNAL, with a traceback in member 0's log."""
+    import grpc
+
+    import jet
+    from jet.cluster.client import JetClient
+    from jet.cluster.links.transport import ControlCallError
+
+    with jet.local_cluster(members=1, log_dir=tmp_path) as cluster:
+        with JetClient(cluster.addresses, cluster.token) as client:
+            for msg_type, header, field in [(messages.JOB_STATUS, {"job_id": 5}, "'job_id'"),
+                                            (messages.CANCEL_JOB, {}, "'job_id'"),
+                                            (messages.PING, {"wait_s": "soon"}, "wait_s"),
+                                            ("no_such_message", {}, "unknown control message")]:
+                with pytest.raises(ControlCallError) as refused:
+                    client._call(msg_type, header)
+                assert refused.value.code is grpc.StatusCode.INVALID_ARGUMENT, refused.value
+                assert field in refused.value.details
+            with pytest.raises(KeyError, match="unknown job 'j-none'"):
+                client._call(messages.JOB_STATUS, {"job_id": "j-none"})
+        log = cluster.log_paths[0].read_text()
+    assert "Traceback" not in log and " ERROR " not in log, log

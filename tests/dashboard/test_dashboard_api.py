@@ -7,7 +7,7 @@ from jet.cluster.coordination.job_state import JobStatus
 from jet.execution import JobFailedError
 
 from tests.cluster.cluster_support import wait_until
-from tests.dashboard.support import USER_ERROR, failing_pipeline, request
+from tests.dashboard.support import USER_ERROR, failing_pipeline, request, stream_dag
 
 
 def test_pages_and_api_need_the_token_but_health_and_metrics_do_not(cluster):
@@ -107,6 +107,15 @@ def test_a_failed_jobs_page_has_the_users_error_with_their_frames_first(cluster)
     assert "Called by the Jet engine" not in error  # as `jet run` prints it
     # The job has ended: its page still draws the DAG it ran
     assert {v["name"] for v in shown["dag"]["vertices"]} == {v.name for v in as_dag(failing_pipeline()).vertices}
+
+
+def test_a_cancelled_jobs_page_says_it_was_cancelled_not_that_it_failed_in_the_client(cluster):
+    job = cluster.new_job(stream_dag(), {"name": "dashboard-cancelled"})
+    wait_until(lambda: job.status is JobStatus.RUNNING, timeout_s=30, what="RUNNING")
+    job.cancel()
+    wait_until(lambda: job.status is JobStatus.FAILED, timeout_s=30, what="cancelled")
+    shown = request(cluster.http_ports[0], "GET", f"/api/jobs/{job.id}", token=cluster.token).json()
+    assert shown["error"] == "cancelled: the job was cancelled by the client", shown["error"]
 
 
 def test_the_cluster_shows_every_member_and_only_member_0_has_the_jobs(cluster, stream_job):

@@ -9,14 +9,13 @@ missing image fails the tests instead, so the image tests can never be skipped s
 from __future__ import annotations
 
 import os
-import shutil
 import signal
 import subprocess
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator, Mapping, Sequence
 
-import pytest
+from tests.system_packages import require_program, unavailable
 
 IMAGE_ENV = "JET_TEST_IMAGE"
 STOP_GRACE_S = 20.0
@@ -24,15 +23,8 @@ STOP_GRACE_S = 20.0
 POD_HOSTNAME = "jet-pod"
 
 
-def running_in_ci() -> bool:
-    """Whether this is a CI run ($CI set to true, as CI services set it)."""
-    return os.environ.get("CI", "").strip().lower() in ("true", "1", "yes")
-
-
 def _unavailable(reason: str) -> None:
-    if running_in_ci():
-        pytest.fail(f"image tests cannot run in CI: {reason}", pytrace=False)
-    pytest.skip(f"image tests skipped: {reason}")
+    unavailable(f"image tests: {reason}")
 
 
 def image_under_test() -> str:
@@ -41,8 +33,7 @@ def image_under_test() -> str:
     if not tag:
         _unavailable(f"${IMAGE_ENV} is not set (build the image with docker/build-without-daemon.sh "
                      f"and set {IMAGE_ENV} to its tag)")
-    if shutil.which("buildah") is None:
-        _unavailable("buildah is not installed")
+    require_program("buildah", "buildah")
     found = subprocess.run(["buildah", "inspect", "--type", "image", tag], capture_output=True, text=True)
     if found.returncode != 0:
         _unavailable(f"image {tag!r} not found by buildah: {found.stderr.strip()}")

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 import socket
 import subprocess
 import urllib.error
@@ -21,19 +20,18 @@ from pathlib import Path
 from typing import Any, Iterator
 
 import helm_python as helm
+import jet
 import kubernetes_validate
 import pytest
-from prometheus_client.parser import text_string_to_metric_families
-
-import jet
 from jet_operator.builders import JobRef, build_statefulset
 from jet_operator.spec import parse_spec
+from prometheus_client.parser import text_string_to_metric_families
+
 from tests.cluster.cluster_support import wait_until
 from tests.operator.crdschema import CHART_DIR
 from tests.operator.test_chart import KUBE_VERSION, find, notes, render
+from tests.system_packages import require_program
 
-#: Debian's ``prometheus`` package (.ci/run installs it).
-PROMETHEUS = shutil.which("prometheus") or "/usr/bin/prometheus"
 NAMESPACE = "jobs"
 JOB_NAME = "watched"
 DASHBOARD_FILE = CHART_DIR / "files" / "grafana" / "jet-jobs.json"
@@ -152,7 +150,7 @@ class Prometheus:
         (workdir / "prometheus.yml").write_text(json.dumps(config))
         self._log = (workdir / "prometheus.log").open("w")
         self._process = subprocess.Popen(
-            [PROMETHEUS, f"--config.file={workdir / 'prometheus.yml'}", f"--storage.tsdb.path={workdir / 'data'}",
+            [require_program("prometheus", "prometheus"), f"--config.file={workdir / 'prometheus.yml'}", f"--storage.tsdb.path={workdir / 'data'}",
              f"--web.listen-address={self.url.removeprefix('http://')}"],
             stdout=self._log, stderr=subprocess.STDOUT)
 

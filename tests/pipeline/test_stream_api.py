@@ -83,7 +83,7 @@ def test_a_stream_operation_before_the_timestamps_are_chosen_names_the_stage_and
     with pytest.raises(AttributeError) as refused:
         getattr(source, operation)
     message = str(refused.value)
-    assert f"stage 'clicks'" in message and f".{operation}()" in message
+    assert "stage 'clicks'" in message and f".{operation}()" in message
     for way in ("with_timestamps(fn, allowed_lag_ms)", "with_native_timestamps(allowed_lag_ms)",
                 "with_ingestion_timestamps()", "without_timestamps()"):
         assert way in message

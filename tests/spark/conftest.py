@@ -6,6 +6,8 @@ from typing import Any
 
 import pytest
 
+from tests.system_packages import require_program
+
 _session: Any = None
 
 
@@ -34,6 +36,7 @@ def stop_shared_spark_session() -> None:
 @pytest.fixture(scope="session")
 def spark():
     pytest.importorskip("pyspark")
+    require_program("java", "openjdk-17-jre-headless")
     return shared_spark_session()
 
 

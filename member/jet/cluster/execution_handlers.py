@@ -15,7 +15,7 @@ from jet.cluster.edges.network import MemberNetwork
 from jet.cluster.executions.job_execution import JobExecution, PlanMessage
 from jet.cluster.executions.outcome import ExecutionOutcome
 from jet.cluster.links import messages
-from jet.cluster.links.errors import LinkError
+from jet.cluster.links.errors import LinkError, NotFoundError
 from jet.cluster.links.membership import Membership
 from jet.cluster.member_http import MemberMetrics
 from jet.cluster.settings import MemberSettings
@@ -116,7 +116,7 @@ class MemberExecutions:
         with self._lock:
             execution = self.executions.get(execution_id)
         if execution is None:
-            raise KeyError(f"no execution {execution_id} on member {self.index}")
+            raise NotFoundError(f"no execution {execution_id} on member {self.index}")
         return execution
 
     def cancel(self, peer: int, header: dict, blob: bytes) -> dict:

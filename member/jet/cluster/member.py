@@ -32,7 +32,7 @@ from jet.cluster.links.auth import ANYONE, COORDINATOR_ONLY, MEMBERS, Caller, Ro
 from jet.cluster.links.errors import LinkError
 from jet.cluster.links.heartbeat import HeartbeatMonitor, check_heartbeat_settings
 from jet.cluster.links.membership import Membership, PeerDialer
-from jet.cluster.links.packets import FrameType, frame_type
+from jet.cluster.links.packets import FrameType, PacketFormatError, frame_type
 from jet.cluster.links.peers import PeerAddress, parse_peers
 from jet.cluster.links.server_limits import MEMBER_CALL_THREADS, ServerLimits
 from jet.cluster.links.stream_calls import StreamCalls
@@ -324,7 +324,7 @@ class Member:
     def _handle(self, caller: Caller, msg_type: str, payload: bytes) -> bytes:
         entry = self._handlers.get(msg_type)
         if entry is None:
-            raise ValueError(f"unknown control message {msg_type!r}; known: {', '.join(self._handlers)}")
+            raise PacketFormatError(f"unknown control message {msg_type!r}; known: {', '.join(self._handlers)}")
         handler, allowed = entry
         if caller.role not in allowed:
             senders = " or ".join(_ROLE_NAMES[role] for role in Role if role in allowed) or "nobody"
@@ -338,7 +338,7 @@ class Member:
     def _ping(self, peer: int, header: dict, blob: bytes) -> dict:
         wait_s = header.get("wait_s", 0.0)
         if type(wait_s) not in (int, float) or wait_s < 0:
-            raise ValueError(f"ping's wait_s must be a number of seconds >= 0, got {wait_s!r}")
+            raise PacketFormatError(f"ping's wait_s must be a number of seconds >= 0, got {wait_s!r}")
         wait_s = min(float(wait_s), MAX_WAIT_S)
         cluster_ready = self.cluster_ready(wait_s) if header.get("cluster") else None
         if wait_s and cluster_ready is None:

@@ -45,8 +45,11 @@ def vertex_figures(metrics: Mapping[str, Mapping[str, int]], wall_ms: int) -> di
 
 def failure_text(header: Mapping[str, Any]) -> str:
     """A FAILED job's error as ``jet run`` prints it (the user's frames first); empty otherwise."""
-    if header.get("status") != "FAILED" or not header.get("failure"):
+    failure = header.get("failure")
+    if header.get("status") != "FAILED" or not failure:
         return ""
+    if failure.get("cancelled"):  # no failure of the job's: say what stopped it
+        return "cancelled: " + str(failure.get("error", "")).removeprefix("JobCancelledError: ")
     return failure_report(job_failure(header))
 
 

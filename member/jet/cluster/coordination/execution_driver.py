@@ -50,7 +50,7 @@ def fail_execution(context: CoordinationContext, run: JobRun, execution: Executi
     if execution.snapshots is not None:
         execution.snapshots.stop()
     if outcome.tasklet == CLIENT_TASKLET:
-        log.info("job %s: %s", run.record.job_id, outcome.error)
+        log.info("job %s: %s", run.record.job_id, outcome.error.removeprefix("JobCancelledError: "))
     elif execution.lost or outcome.kind.restartable:
         log.warning("job %s: execution %d stopped: %s", run.record.job_id, execution.id, outcome.error)
     else:

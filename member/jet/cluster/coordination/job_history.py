@@ -10,12 +10,11 @@ from __future__ import annotations
 from collections import OrderedDict
 from typing import Callable
 
+from jet.cluster.links.errors import NotFoundError
 
-class UnknownJobError(KeyError):
+
+class UnknownJobError(NotFoundError):
     """No job with this id on the coordinator: never submitted, or forgotten from the history."""
-
-    def __str__(self) -> str:  # KeyError would print the repr of its argument
-        return str(self.args[0]) if self.args else "unknown job"
 
 
 class FinishedJobs:

@@ -175,6 +175,9 @@ class JobLifecycle:
             context.job_store.update(record)  # gone from the store before anyone sees the job ended
             context.changed.notify_all()
         self._on_finished(run)
-        log.info("job %s %s in %.2f s", record.job_id, record.status.value,
-                 record.completion_time - (record.start_time or record.submission_time))
+        took_s = record.completion_time - (record.start_time or record.submission_time)
+        if record.failure is not None and record.failure.kind is FailureKind.CANCELLED:
+            log.info("job %s was cancelled after %.2f s", record.job_id, took_s)  # FAILED, as Jet has it
+        else:
+            log.info("job %s %s in %.2f s", record.job_id, record.status.value, took_s)
         context.notify(record)

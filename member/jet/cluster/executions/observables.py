@@ -24,6 +24,8 @@ from collections import deque
 from itertools import islice
 from typing import Any, Callable, Iterator
 
+from jet.cluster.links.errors import NotFoundError
+
 log = logging.getLogger("jet.cluster.executions.observables")
 
 DEFAULT_OBSERVABLE_CAPACITY = 10_000
@@ -37,11 +39,8 @@ Publisher = Callable[[str, int, list], None]
 """``publish(observable name, capacity, items)`` on one member, for one job."""
 
 
-class UnknownObservableError(KeyError):
+class UnknownObservableError(NotFoundError):
     """The job has no observable sink of that name."""
-
-    def __str__(self) -> str:  # KeyError would print the repr of its argument
-        return str(self.args[0]) if self.args else "unknown observable"
 
 
 def observable_names(dag: Any) -> list[str]:

@@ -10,3 +10,11 @@ a lost member's, and the coordinator never restarts a job for it (see
 
 class LinkError(ConnectionError):
     """This member's link to another member is broken, closed or was never there."""
+
+
+class NotFoundError(KeyError):
+    """A request named something this member does not have (a job, an execution, an
+    observable): answered ``NOT_FOUND``, not an internal error."""
+
+    def __str__(self) -> str:  # KeyError would print the repr of its argument
+        return str(self.args[0]) if self.args else ""

@@ -36,7 +36,7 @@ from typing import Callable, Iterator
 import grpc
 
 from jet.cluster.links.auth import Caller, ClusterAuthInterceptor, TlsConfig, call_metadata, caller_of
-from jet.cluster.links.errors import LinkError
+from jet.cluster.links.errors import LinkError, NotFoundError
 from jet.cluster.links.frame_link import ConnectionLostCallback, FrameCallback, FrameLink
 from jet.cluster.links.grpc_link import GrpcFrameLink, describe_rpc_error
 from jet.cluster.links.packets import PacketFormatError
@@ -378,14 +378,23 @@ def _refuse_second_stream(caller: Caller) -> str:
 def serve_control(on_control: ControlHandler, caller: Caller,
                   request: bytes) -> tuple[grpc.StatusCode | None, bytes | str]:
     """Answer one control request: ``(None, reply)``, or the status code and details the call
-    fails with (a handler's ``PermissionError`` is ``PERMISSION_DENIED``, logged at WARNING; any
-    other exception ``INTERNAL``, logged with its traceback)."""
+    fails with: a malformed request (``PacketFormatError``: a field missing or of the wrong
+    type, an unknown message) is ``INVALID_ARGUMENT`` and a request for something this member
+    does not have (``NotFoundError``) ``NOT_FOUND``, both logged at INFO; a handler's
+    ``PermissionError`` is ``PERMISSION_DENIED``, logged at WARNING; any other exception
+    ``INTERNAL``, logged with its traceback."""
     try:
         msg_type, payload = decode_control_request(request)
     except PacketFormatError as e:
         return grpc.StatusCode.INVALID_ARGUMENT, str(e)
     try:
         return None, on_control(caller, msg_type, payload)
+    except PacketFormatError as e:
+        logger.info("malformed control call %r of %s: %s", msg_type, caller, e)
+        return grpc.StatusCode.INVALID_ARGUMENT, f"{type(e).__name__}: {e}"
+    except NotFoundError as e:
+        logger.info("control call %r of %s: %s", msg_type, caller, e)
+        return grpc.StatusCode.NOT_FOUND, f"{type(e).__name__}: {e}"
     except PermissionError as e:
         logger.warning("refused control call %r of %s: %s", msg_type, caller, e)
         return grpc.StatusCode.PERMISSION_DENIED, f"{type(e).__name__}: {e}"

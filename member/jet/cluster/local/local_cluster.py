@@ -71,16 +71,17 @@ class LocalCluster:
     def __init__(self, members: int = 2, threads: int | None = None, *, log_dir: str | os.PathLike | None = None,
                  log_level: str = "INFO", ready_timeout_s: float = READY_TIMEOUT_S,
                  member_env: Sequence[Mapping[str, str]] | None = None, restart_dead_members: bool = True,
-                 **settings: Any) -> None:
+                 token: str | None = None, **settings: Any) -> None:
         """``member_env[i]``: environment variables for member i only (say, its ``PYTHONHASHSEED``);
-        ``restart_dead_members``: start a member that dies again (see the module's docstring)."""
+        ``restart_dead_members``: start a member that dies again (see the module's docstring);
+        ``token``: the cluster token (a random one by default)."""
         if members < 1:
             raise ValueError(f"local_cluster(members=...) must be >= 1, got {members}")
         if member_env is not None and len(member_env) != members:
             raise ValueError(f"member_env needs one mapping per member ({members}), got {len(member_env)}")
         # Validates the names and values; TLS settings also secure this side's client.
         self.tls = MemberSettings.load({**settings, "cooperative_threads": threads}, environ={}).tls_config()
-        self.token = secrets.token_urlsafe(32)
+        self.token = token if token is not None else secrets.token_urlsafe(32)
         self.member_key = secrets.token_urlsafe(32)
         """Only the member processes get it (tests use it to play a member); never clients or Spark."""
         self.host = "127.0.0.1"
