@@ -13,6 +13,21 @@ def create_topic(servers: str, name: str, partitions: int) -> None:
     admin.create_topics([NewTopic(name, partitions, 1)])[name].result(10)
 
 
+def add_partitions(servers: str, name: str, partitions: int) -> bool:
+    """Give the topic ``partitions`` partitions; False when the broker cannot (tansu 0.6 has no
+    CreatePartitions)."""
+    from confluent_kafka import KafkaError, KafkaException
+    from confluent_kafka.admin import AdminClient, NewPartitions
+    admin = AdminClient({"bootstrap.servers": servers})
+    try:
+        admin.create_partitions([NewPartitions(name, partitions)])[name].result(10)
+        return True
+    except KafkaException as error:
+        if error.args[0].code() != KafkaError._UNSUPPORTED_FEATURE:
+            raise
+        return False
+
+
 def produce(servers: str, topic: str, records: list[tuple[int, bytes | None, bytes]],
             timestamps: list[int] | None = None) -> None:
     """Write ``(partition, key, value)`` records (with ``timestamps`` in ms if given)."""
