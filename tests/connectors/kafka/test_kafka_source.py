@@ -6,6 +6,7 @@ exactly once, also across a snapshot restored into another parallelism.
 
 from __future__ import annotations
 
+import logging
 import time
 
 import pytest
@@ -218,6 +219,17 @@ def test_a_missing_topic_or_unreachable_brokers_fail_at_submission_naming_them(k
     with pytest.raises(KafkaUnavailableError, match="127.0.0.1:1 did not answer a metadata request within 10 s"):
         Sources.kafka("topic", "127.0.0.1:1", sasl_password="hunter2").preflight()
     assert time.monotonic() - started < 15
+
+
+def test_credentials_never_reach_the_logs(kafka_broker, new_topic, caplog):
+    servers = kafka_broker.bootstrap_servers
+    topic = new_topic(1)
+    with caplog.at_level(logging.DEBUG):
+        [driven] = start(Sources.kafka(topic, servers, sasl_username="jet", sasl_password="hunter2"), 1)
+        driven.processor.close()
+    logged = "\n".join(record.getMessage() for record in caplog.records)
+    assert "sasl.username" in logged and "'sasl.password': '***'" in logged
+    assert "hunter2" not in logged
 
 
 def test_a_source_whose_topic_vanished_before_it_started_fails_clearly(kafka_broker):

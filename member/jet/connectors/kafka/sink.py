@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from jet.connectors.kafka.client_config import FLUSH_TIMEOUT_S, client_settings, for_consumer
+from jet.connectors.kafka.client_config import FLUSH_TIMEOUT_S, client_settings, for_consumer, redacted
 from jet.connectors.kafka.records import to_bytes
 from jet.connectors.kafka.transactions import KafkaTransactions, produce
 from jet.connectors.transaction_pool import TransactionPool, default_prefix
@@ -62,6 +62,8 @@ class WriteKafkaP(Processor):
                         and spec.exactly_once is not False)
         producer_config = client_settings(spec.bootstrap_servers, spec.client_config, **{
             "enable.idempotence": True, "linger.ms": 5})
+        context.logger.debug("Kafka sink: topic %r, %s, producer settings %s", spec.topic,
+                             "transactional" if exactly_once else "idempotent", redacted(producer_config))
         if exactly_once:
             consumer_config = client_settings(spec.bootstrap_servers, for_consumer(spec.client_config))
             self._txns = KafkaTransactions(spec.topic, producer_config, consumer_config)

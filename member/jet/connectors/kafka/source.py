@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from jet.connectors.kafka.client_config import (DEFAULT_METADATA_POLL_MS, METADATA_TIMEOUT_S, client_settings,
-                                                for_admin)
+                                                for_admin, redacted)
 from jet.connectors.kafka.metadata import PartitionCountPoller, fetch_partition_counts, require_topics
 from jet.connectors.kafka.ownership import owned_partitions, owner_of
 from jet.connectors.kafka.records import KafkaRecord
@@ -95,6 +95,7 @@ class StreamKafkaP(Processor):
         if guarantee:
             config["enable.auto.commit"] = False  # offsets live in the job's snapshots
         self._auto_offset_reset = str(config["auto.offset.reset"]).lower()
+        context.logger.debug("Kafka source: topics %s, consumer settings %s", list(spec.topics), redacted(config))
         self._consumer = Consumer(config)
         admin = AdminClient(client_settings(spec.bootstrap_servers, for_admin(spec.client_config)))
         topics = list(spec.topics)
