@@ -8,6 +8,8 @@ import json
 import time
 from collections import Counter
 
+import pytest
+
 import jet
 from jet import AggregateOperations, Pipeline, Sinks, Sources, WindowDefinition
 from tests.cluster.cluster_support import wait_until
@@ -98,3 +100,26 @@ def test_a_windowed_count_from_kafka_to_kafka_is_exactly_once_across_member_kill
             assert (start, word) not in results, f"window {(start, word)} committed twice"
             results[(start, word)] = total
     assert results == oracle
+
+
+def test_an_undecodable_record_fails_the_job_naming_it_and_keeps_what_was_committed(kafka_broker, new_topic,
+                                                                                    tmp_path):
+    servers = kafka_broker.bootstrap_servers
+    source_topic, sink_topic = new_topic(1), new_topic(1)
+    good = [json.dumps({"n": i}) for i in range(500)]
+    p = Pipeline.create()
+    (p.read_from(Sources.kafka(source_topic, servers, value_fn=json.loads))
+     .with_native_timestamps(0)
+     .map(lambda record: record["n"])
+     .write_to(Sinks.kafka(sink_topic, servers, value_fn=str)))
+    with jet.local_cluster(members=2, log_dir=tmp_path / "logs") as cluster:
+        job = cluster.new_job(p, EXACTLY_ONCE)
+        produce(servers, source_topic, [(0, None, value.encode()) for value in good])
+        wait_committed(servers, sink_topic, 1, len(good))
+        produce(servers, source_topic, [(0, None, b"{not json")])
+        with pytest.raises(Exception) as failed:
+            job.join(timeout=WAIT_S)
+    message = str(failed.value)
+    assert f"topic {source_topic!r} partition 0 offset 500" in message, message
+    assert "JSONDecodeError" in message, message
+    assert sorted(int(v) for v in committed_values(servers, sink_topic)) == list(range(500)), "nothing lost"
