@@ -5,6 +5,7 @@
 - :mod:`.ownership` — which source processor reads which topic partition;
 - :mod:`.metadata` — topic metadata fetched off the cooperative thread;
 - :mod:`.source` — ``StreamKafkaP``, the cooperative source processor;
+- :mod:`.delivery` — producing records and noticing the ones Kafka did not take;
 - :mod:`.transactions` — Kafka transactions as a :class:`~jet.connectors.transaction_pool.TransactionalResource`;
 - :mod:`.sink` — ``WriteKafkaP``, the sink processor (idempotent or transactional);
 - :mod:`.factories` — the ``Sources.kafka`` / ``Sinks.kafka`` descriptors and their submission checks.

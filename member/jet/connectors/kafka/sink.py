@@ -18,9 +18,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from jet.connectors.kafka.client_config import FLUSH_TIMEOUT_S, client_settings, for_consumer, redacted
+from jet.connectors.kafka.client_config import client_settings, for_consumer, redacted
+from jet.connectors.kafka.delivery import DeliveryWatch
 from jet.connectors.kafka.records import to_bytes
-from jet.connectors.kafka.transactions import KafkaTransactions, produce
+from jet.connectors.kafka.transactions import KafkaTransactions
 from jet.connectors.transaction_pool import TransactionPool, default_prefix
 from jet.core.inbox import Inbox
 from jet.core.outbox import Outbox
@@ -53,7 +54,6 @@ class WriteKafkaP(Processor):
         self._producer: Any = None
         self._txns: KafkaTransactions | None = None
         self._pool: TransactionPool | None = None
-        self._delivery_error: Exception | None = None
 
     def init(self, outbox: Outbox, context: Context) -> None:
         super().init(outbox, context)
@@ -64,9 +64,10 @@ class WriteKafkaP(Processor):
             "enable.idempotence": True, "linger.ms": 5})
         context.logger.debug("Kafka sink: topic %r, %s, producer settings %s", spec.topic,
                              "transactional" if exactly_once else "idempotent", redacted(producer_config))
+        self._delivery = DeliveryWatch(spec.topic, spec.bootstrap_servers)
         if exactly_once:
             consumer_config = client_settings(spec.bootstrap_servers, for_consumer(spec.client_config))
-            self._txns = KafkaTransactions(spec.topic, producer_config, consumer_config)
+            self._txns = KafkaTransactions(self._delivery, producer_config, consumer_config)
             self._pool = TransactionPool(self._txns, context, default_prefix(context, "kafka"), tag=POOL_TAG)
         else:
             from confluent_kafka import Producer
@@ -81,30 +82,12 @@ class WriteKafkaP(Processor):
             txn_id = self._pool.active_id()
             for key, value in records:
                 self._txns.produce(txn_id, key, value)
-            self._check(self._txns.delivery_error)
         else:
             producer = self._producer
             for key, value in records:
-                produce(producer, spec.topic, key, value, self._on_delivery)
+                self._delivery.produce(producer, key, value)
             producer.poll(0)
-            self._check(self._delivery_error)
-
-    def _on_delivery(self, error: Any, message: Any) -> None:
-        if error is not None and self._delivery_error is None:
-            self._delivery_error = RuntimeError(f"Kafka sink: writing to topic {self._spec.topic!r} at"
-                                                f" {self._spec.bootstrap_servers} failed: {error.str()}")
-
-    @staticmethod
-    def _check(error: Exception | None) -> None:
-        if error is not None:
-            raise error
-
-    def _flush(self) -> None:
-        remaining = self._producer.flush(FLUSH_TIMEOUT_S)
-        self._check(self._delivery_error)
-        if remaining:
-            raise TimeoutError(f"Kafka sink: {remaining} records to topic {self._spec.topic!r} at"
-                               f" {self._spec.bootstrap_servers} were not acknowledged within {FLUSH_TIMEOUT_S:g} s")
+        self._delivery.check()
 
     def try_process_watermark(self, watermark: Watermark) -> bool:
         return True
@@ -114,7 +97,7 @@ class WriteKafkaP(Processor):
         if self._pool is not None:
             self._pool.snapshot_commit_prepare(self.outbox)
         elif self.context.snapshots_enabled:
-            self._flush()
+            self._delivery.flush(self._producer)
         return True
 
     def snapshot_commit_finish(self, success: bool) -> bool:
@@ -126,7 +109,7 @@ class WriteKafkaP(Processor):
         if self._pool is not None:
             self._pool.complete()
         else:
-            self._flush()
+            self._delivery.flush(self._producer)
         return True
 
     def restore_from_snapshot(self, inbox: Inbox) -> None:

@@ -37,6 +37,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, NamedTuple
 
 from jet.connectors.kafka.client_config import TRANSACTION_TIMEOUT_S
+from jet.connectors.kafka.delivery import DeliveryWatch
 
 log = logging.getLogger("jet.connectors.kafka.transactions")
 _MAX_PARALLEL_ABORTS = 8
@@ -52,8 +53,9 @@ class PreparedKafkaTransaction(NamedTuple):
 class KafkaTransactions:
     """The Kafka side of a transactional sink processor (see the module docstring)."""
 
-    def __init__(self, topic: str, producer_config: dict, consumer_config: dict) -> None:
-        self._topic = topic
+    def __init__(self, delivery: DeliveryWatch, producer_config: dict, consumer_config: dict) -> None:
+        self._delivery = delivery
+        self._topic = delivery.topic
         self._producer_config = producer_config
         self._consumer_config = consumer_config
         self._producers: dict[str, Any] = {}  # id -> producer ready for begin_transaction
@@ -61,17 +63,12 @@ class KafkaTransactions:
         self._records: dict[str, list] = {}  # id -> records of its open transaction
         self._numbers: dict[str, int] = {}
         self._last_number = 0
-        self.delivery_error: Exception | None = None
 
     # -- writing --------------------------------------------------------------------------------
     def produce(self, txn_id: str, key: bytes | None, value: bytes | None) -> None:
         """Write one record into the open transaction ``txn_id``."""
-        produce(self._open[txn_id], self._topic, key, value, self._on_delivery)
+        self._delivery.produce(self._open[txn_id], key, value)
         self._records[txn_id].append((key, value))
-
-    def _on_delivery(self, error: Any, message: Any) -> None:
-        if error is not None and self.delivery_error is None:
-            self.delivery_error = RuntimeError(f"Kafka sink: writing to topic {self._topic!r} failed: {error.str()}")
 
     # -- TransactionalResource ------------------------------------------------------------------
     def begin(self, txn_id: str) -> None:
@@ -83,7 +80,7 @@ class KafkaTransactions:
 
     def prepare(self, txn_id: str) -> PreparedKafkaTransaction:
         producer = self._open[txn_id]
-        self._flush(producer)
+        self._delivery.flush(producer, TRANSACTION_TIMEOUT_S)
         number = self._numbers[txn_id]
         self._send_marker(producer, txn_id, number)
         return PreparedKafkaTransaction(number, self._records.pop(txn_id))
@@ -100,8 +97,8 @@ class KafkaTransactions:
                      " writing its records again", txn_id, len(prepared.records))
             producer.begin_transaction()
             for key, value in prepared.records:
-                produce(producer, self._topic, key, value, self._on_delivery)
-            self._flush(producer)
+                self._delivery.produce(producer, key, value)
+            self._delivery.flush(producer, TRANSACTION_TIMEOUT_S)
             self._send_marker(producer, txn_id, prepared.number)
             producer.commit_transaction(TRANSACTION_TIMEOUT_S)
         self._producers[txn_id] = producer
@@ -163,21 +160,3 @@ class KafkaTransactions:
         finally:
             consumer.close()
         return committed.offset if committed.offset >= 0 else None
-
-    def _flush(self, producer: Any) -> None:
-        remaining = producer.flush(TRANSACTION_TIMEOUT_S)
-        if remaining:
-            raise TimeoutError(f"Kafka sink: {remaining} records to topic {self._topic!r} were not acknowledged"
-                               f" within {TRANSACTION_TIMEOUT_S:g} s")
-        if self.delivery_error is not None:
-            raise self.delivery_error
-
-
-def produce(producer: Any, topic: str, key: bytes | None, value: bytes | None, on_delivery: Any) -> None:
-    """``producer.produce``, waiting while its local queue is full."""
-    while True:
-        try:
-            producer.produce(topic, value, key, on_delivery=on_delivery)
-            return
-        except BufferError:
-            producer.poll(0.1)  # let acknowledgements drain the queue
