@@ -13,6 +13,7 @@ import pickle
 import pytest
 
 from jet import Sinks
+from jet.connectors.kafka.delivery import KafkaDeliveryError
 from jet.connectors.kafka.metadata import KafkaTopicMissingError
 from jet.connectors.kafka.records import to_bytes
 from jet.core.inbox import Inbox
@@ -142,6 +143,15 @@ def test_a_restore_on_fewer_processors_commits_every_prepared_transaction(kafka_
 def test_a_missing_sink_topic_fails_at_submission(kafka_broker):
     with pytest.raises(KafkaTopicMissingError, match="'no-such-output'"):
         Sinks.kafka("no-such-output", kafka_broker.bootstrap_servers).preflight()
+
+
+def test_a_record_kafka_refuses_fails_the_sink_naming_the_topic(kafka_broker, new_topic):
+    topic = new_topic(1)
+    sink = start(Sinks.kafka(topic, kafka_broker.bootstrap_servers), guarantee=AT_LEAST_ONCE)
+    with pytest.raises(KafkaDeliveryError, match=f"record of 2000000 bytes to topic {topic!r} at"
+                                                 f" {kafka_broker.bootstrap_servers} failed: .*too large"):
+        feed(sink, [b"x" * 2_000_000])
+    sink.close()
 
 
 def test_a_key_function_returning_something_else_than_bytes_or_str_fails_clearly(kafka_broker, new_topic):

@@ -30,12 +30,16 @@ class DeliveryWatch:
 
     def produce(self, producer: Any, key: bytes | None, value: bytes | None) -> None:
         """``producer.produce`` to the watched topic, waiting while its local queue is full."""
+        from confluent_kafka import KafkaException
         while True:
             try:
                 producer.produce(self.topic, value, key, on_delivery=self.on_delivery)
                 return
             except BufferError:
                 producer.poll(0.1)  # let acknowledgements drain the queue
+            except KafkaException as error:  # refused at once (too large, unknown partition, ...)
+                raise KafkaDeliveryError(f"Kafka sink: writing a record of {len(value or b'')} bytes to topic"
+                                         f" {self.topic!r} at {self.servers} failed: {error.args[0].str()}") from None
 
     def flush(self, producer: Any, timeout_s: float = FLUSH_TIMEOUT_S) -> None:
         """Wait until every record of ``producer`` is acknowledged; fail if one was not."""
