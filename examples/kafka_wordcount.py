@@ -1,6 +1,6 @@
 """Windowed word count from one Kafka topic to another, exactly-once.
 
-    export KAFKA_SERVERS=localhost:9092          # or pass it as the first argument
+    export KAFKA_SERVERS=broker:9092             # or the first argument; default localhost:9092
     jet run examples/kafka_wordcount.py --processing-guarantee exactly-once --timeout 30s
     jet run examples/kafka_wordcount.py broker:9092 lines counts 1000
 
@@ -24,9 +24,7 @@ WORD = re.compile(r"[a-z']+")
 
 
 def pipeline(servers=None, input_topic="lines", output_topic="counts", window_ms="1000"):
-    servers = servers or os.environ.get("KAFKA_SERVERS")
-    if not servers:
-        raise SystemExit("kafka_wordcount: name the brokers: KAFKA_SERVERS=host:9092, or the first argument")
+    servers = servers or os.environ.get("KAFKA_SERVERS", "localhost:9092")
     p = Pipeline.create()
     (p.read_from(Sources.kafka(input_topic, servers, value_fn=lambda value: value.decode("utf-8", "replace")))
      .with_native_timestamps(100)
