@@ -39,7 +39,9 @@ def wait_committed(servers: str, topic: str, partitions: int, count: int) -> lis
     return committed_values(servers, topic, partitions)
 
 
-def test_a_pass_through_job_that_loses_a_member_writes_every_record_exactly_once(kafka_broker, new_topic, tmp_path):
+@pytest.mark.parametrize("guarantee", ["exactly-once", "at-least-once"])
+def test_a_pass_through_job_that_loses_a_member_loses_no_record(kafka_broker, new_topic, tmp_path, guarantee):
+    """Exactly-once: every record once. At-least-once: every record, some maybe twice."""
     servers = kafka_broker.bootstrap_servers
     source_topic, sink_topic = new_topic(6), new_topic(2)
     values = [f"r{i}" for i in range(3000)]
@@ -49,7 +51,7 @@ def test_a_pass_through_job_that_loses_a_member_writes_every_record_exactly_once
      .map(str.upper)
      .write_to(Sinks.kafka(sink_topic, servers)))
     with jet.local_cluster(members=3, log_dir=tmp_path / "logs", restart_delay_ms=100) as cluster:
-        job = cluster.new_job(p, EXACTLY_ONCE)
+        job = cluster.new_job(p, {**EXACTLY_ONCE, "processing_guarantee": guarantee})
         produce_slowly(servers, source_topic, 6, values[:1500])
         wait_until(lambda: len(committed_values(servers, sink_topic, 2)) >= 300, WAIT_S, "output before the kill")
         cluster.kill_member(2)
@@ -57,7 +59,11 @@ def test_a_pass_through_job_that_loses_a_member_writes_every_record_exactly_once
         wait_until(lambda: job.info()["restarts"] >= 1, WAIT_S, "the restart")
         got = wait_committed(servers, sink_topic, 2, len(values))
         job.cancel()
-    assert Counter(got) == Counter(v.upper().encode() for v in values), "each record once, none lost"
+    expected = Counter(v.upper().encode() for v in values)
+    if guarantee == "exactly-once":
+        assert Counter(got) == expected, "each record once, none lost"
+    else:
+        assert set(got) == set(expected), "none lost"
 
 
 def test_a_windowed_count_from_kafka_to_kafka_is_exactly_once_across_member_kills(kafka_broker, new_topic, tmp_path):
