@@ -24,6 +24,7 @@ ending at the end of the partitions. Without ``--servers`` a tansu broker is sta
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import subprocess
@@ -164,11 +165,10 @@ def main() -> None:
                 servers, source_topic, sink, windows, args.members, g, args.snapshot_interval_ms))
                 for g in args.guarantees.split(",")]
         if "bytewax" in args.systems:
-            try:
-                import bytewax  # noqa: F401
+            if importlib.util.find_spec("bytewax") is not None:
                 runs.append((f"bytewax {args.members} processes", lambda sink: run_bytewax(
                     servers, source_topic, sink, args.members)))
-            except ImportError:
+            else:
                 print("bytewax is not installed: skipped (pip install -r bench/requirements-stream.txt)")
         for number, (name, run) in enumerate(runs):
             sink_topic = f"bench-out-{os.getpid()}-{number}"

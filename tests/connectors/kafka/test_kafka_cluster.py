@@ -33,8 +33,8 @@ def produce_slowly(servers: str, topic: str, partitions: int, values: list[str],
 
 def wait_committed(servers: str, topic: str, partitions: int, count: int) -> list[bytes]:
     """The committed values once there are ``count`` of them, checked again a few snapshots later."""
-    values = wait_until(lambda: (lambda v: v if len(v) >= count else None)(committed_values(servers, topic, partitions)),
-                        WAIT_S, f"{count} committed records in {topic}", interval_s=0.5)
+    wait_until(lambda: len(committed_values(servers, topic, partitions)) >= count, WAIT_S,
+               f"{count} committed records in {topic}", interval_s=0.5)
     time.sleep(4 * SNAPSHOT_INTERVAL_MS / 1000)  # anything written twice would be committed by now
     return committed_values(servers, topic, partitions)
 

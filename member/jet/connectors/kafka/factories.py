@@ -18,10 +18,10 @@ from jet.core.processor import Processor
 
 
 def _require_client() -> None:
-    try:
-        import confluent_kafka  # noqa: F401
-    except ImportError as error:
-        raise ImportError("the Kafka connectors need confluent-kafka: pip install 'jet-on-k8s[kafka]'") from error
+    """Fail at the factory call, with the install command, when confluent-kafka is missing."""
+    from importlib.util import find_spec
+    if find_spec("confluent_kafka") is None:
+        raise ImportError("the Kafka connectors need confluent-kafka: pip install 'jet-on-k8s[kafka]'")
 
 
 def check_topics_exist(bootstrap_servers: str, topics: list[str], client_config: dict, where: str) -> None:
