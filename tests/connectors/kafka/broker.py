@@ -6,7 +6,7 @@ transactions with their markers written into the log, ``send_offsets_to_transact
 committed group offsets. Known limits: ``read_committed`` consumers still get records of
 aborted transactions (the broker returns no aborted-transaction index), so exactly-once is
 checked on the raw log (:mod:`.raw_log`); ``CreatePartitions`` is not supported; a metadata
-request naming a missing topic creates it.
+request naming a missing topic creates it; "latest" answers the first offset of the last batch.
 """
 
 from __future__ import annotations
