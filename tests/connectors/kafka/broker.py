@@ -12,8 +12,10 @@ request naming a missing topic creates it; "latest" answers the first offset of 
 from __future__ import annotations
 
 import os
+import signal
 import socket
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -24,6 +26,13 @@ def free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         return probe.getsockname()[1]
+
+
+def _die_with_parent() -> None:
+    """In the child: SIGKILL when the test process dies, so a crashed session leaves no broker."""
+    if sys.platform.startswith("linux"):
+        import ctypes
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
 
 
 def tansu_binary() -> str:
@@ -47,7 +56,7 @@ class TansuBroker:
             self.process = subprocess.Popen(
                 [tansu_binary(), "broker", "--listener-url", url, "--advertised-listener-url", url,
                  "--storage-engine", "memory://tansu/", "--cluster-id", f"jet-test-{os.getpid()}"],
-                stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+                stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, preexec_fn=_die_with_parent)
         self._wait_ready()
         return self
 
