@@ -35,6 +35,7 @@ def _in_the_repository(monkeypatch: pytest.MonkeyPatch) -> None:
     ("stream_sessions.py", "pipeline", False),
     ("stream_enrichment.py", "pipeline", False),
     ("spark_streaming.py", "pipeline", True),
+    ("kafka_wordcount.py", "pipeline", False),
 ])
 def test_manifest_of_each_example_is_valid_and_runnable(example: str, entrypoint: str, spark: bool) -> None:
     code, output = manifest(f"examples/{example}", "--name", "example")
@@ -49,7 +50,7 @@ def test_manifest_of_each_example_is_valid_and_runnable(example: str, entrypoint
 def test_every_example_is_covered() -> None:
     covered = {"wordcount.py", "wordcount_dag.py", "enrichment.py", "grouped_average.py", "spark_wordcount.py",
                "stream_wordcount.py", "stream_trades.py", "stream_sessions.py", "stream_enrichment.py",
-               "spark_streaming.py"}
+               "spark_streaming.py", "kafka_wordcount.py"}
     assert {path.name for path in EXAMPLES_DIR.glob("*.py")} == covered
 
 

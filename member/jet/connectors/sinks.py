@@ -107,6 +107,19 @@ class Sinks:
                                  partition_by=partition_by, schema=schema,
                                  trigger_interval_ms=trigger_interval_ms, **options)
 
+    @staticmethod
+    def kafka(topic: str, bootstrap_servers: str, key_fn: Callable[[Any], Any] | None = None,
+              value_fn: Callable[[Any], Any] | None = None, exactly_once: bool | None = None, *,
+              name: str | None = None, **client_config: Any) -> Sink:
+        """Write each item as a record of ``topic`` (Jet's ``KafkaSinks.kafka``); see docs/kafka.md.
+
+        ``value_fn(item)`` / ``key_fn(item)`` give bytes or str (default value: bytes and str as
+        they are, anything else as JSON; default key: none). Under an exactly-once job the sink
+        writes in Kafka transactions committed with the snapshots (``exactly_once=False`` makes
+        it at-least-once); otherwise an idempotent producer flushed at every snapshot."""
+        from jet.connectors.kafka.factories import kafka_sink
+        return kafka_sink(topic, bootstrap_servers, key_fn, value_fn, exactly_once, name=name, **client_config)
+
 
 def _check_max_file_bytes(value: int | None, what: str) -> None:
     if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 1):

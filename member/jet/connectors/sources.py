@@ -124,6 +124,24 @@ class Sources:
         return spark_stream_source(format, path, schema=schema, as_dicts=as_dicts, available_now=available_now,
                                    checkpoint_location=checkpoint_location, name=name, **options)
 
+    @staticmethod
+    def kafka(topics: str | Iterable[str], bootstrap_servers: str, group_id: str | None = None, *,
+              value_fn: Callable[[bytes | None], Any] | None = None, record_fn: Callable[[Any], Any] | None = None,
+              metadata_poll_ms: int = 5_000, name: str | None = None, **client_config: Any) -> StreamSource:
+        """The records of Kafka ``topics`` (Jet's ``KafkaSources.kafka``); see docs/kafka.md.
+
+        The job decides which source processor reads which partition (not a consumer group),
+        and new partitions are found every ``metadata_poll_ms``. Each item is the record's
+        value (bytes), ``value_fn(value)``, or ``record_fn(KafkaRecord)`` (key, value, topic,
+        partition, offset, timestamp, headers). ``with_native_timestamps(lag)`` uses the
+        record timestamps, one watermark per partition. Under a processing guarantee offsets
+        are saved in snapshots; otherwise a ``group_id``'s committed offsets are the start,
+        else ``auto_offset_reset`` (default earliest). ``client_config``: librdkafka settings,
+        ``auto_offset_reset="latest"`` or ``**{"security.protocol": "SASL_SSL", ...}``."""
+        from jet.connectors.kafka.factories import kafka_source
+        return kafka_source(topics, bootstrap_servers, group_id, value_fn=value_fn, record_fn=record_fn,
+                            metadata_poll_ms=metadata_poll_ms, name=name, **client_config)
+
 
 def _check_encoding(encoding: str, what: str) -> None:
     try:
