@@ -95,7 +95,12 @@ class PostgresCdcP(_EmitterSourceP):
         if not emitter.flush(self.outbox):
             return False
         if not self._active:
-            return True
+            # Not the reading processor: idle (so it holds no watermark back) but alive until the
+            # job ends, since a member whose processors all completed could take no more snapshots.
+            emitter.idle(wall_clock_ms())
+            emitter.flush(self.outbox)
+            time.sleep(self._poll_interval_s)
+            return False
         wait_s = self._next_poll - time.monotonic()
         if wait_s > 0:
             time.sleep(wait_s)

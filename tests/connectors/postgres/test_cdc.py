@@ -1,0 +1,119 @@
+"""Sources.postgres_cdc against a real server: the changes applied to a mirror equal the table
+(the oracle is the table read back directly), also across a restart from a snapshot."""
+
+from __future__ import annotations
+
+import random
+import time
+
+import pytest
+
+from jet import Sources
+from jet.connectors.postgres import ChangeRecord, PostgresError, create_slot_and_publication
+from jet.connectors.postgres.pgoutput import parse_lsn
+from tests.connectors.postgres.support import AT_LEAST_ONCE, apply_change, drain, phase1, sql, start, table_as_mirror
+
+
+@pytest.fixture
+def items_table(pg_dsn):
+    sql(pg_dsn, "CREATE TABLE items (id int PRIMARY KEY, name text, qty int, price numeric(8, 2))")
+    create_slot_and_publication(pg_dsn, "jet_slot", "jet_pub", ["items"])
+    return pg_dsn
+
+
+def random_changes(dsn: str, transactions: int, seed: int, first_id: int = 0, pause_s: float = 0.0) -> int:
+    """Inserts, updates (some of the key) and deletes in ``transactions`` transactions, ``pause_s``
+    apart; the number of row changes made."""
+    chooser, changes = random.Random(seed), 0
+    next_id = first_id
+    import psycopg
+    with psycopg.connect(dsn) as connection:
+        for _ in range(transactions):
+            with connection.transaction():
+                for _ in range(chooser.randint(1, 5)):
+                    ids = [row[0] for row in connection.execute("SELECT id FROM items").fetchall()]
+                    action = chooser.random()
+                    if action < 0.5 or not ids:
+                        connection.execute("INSERT INTO items VALUES (%s, %s, %s, %s)",
+                                           (next_id, f"item {next_id}", chooser.randint(0, 9), next_id / 4))
+                        next_id += 1
+                    elif action < 0.7:
+                        connection.execute("UPDATE items SET qty = qty + 1, name = name || '+' WHERE id = %s",
+                                           (chooser.choice(ids),))
+                    elif action < 0.8:
+                        connection.execute("UPDATE items SET id = %s WHERE id = %s", (next_id, chooser.choice(ids)))
+                        next_id += 1
+                    else:
+                        connection.execute("DELETE FROM items WHERE id = %s", (chooser.choice(ids),))
+                    changes += 1
+            time.sleep(pause_s)
+    return changes
+
+
+def cdc(dsn: str, **options):
+    return Sources.postgres_cdc(dsn, "jet_slot", "jet_pub", ["items"], poll_interval_ms=10, **options).supplier
+
+
+def confirmed_lsn(dsn: str) -> int:
+    [(lsn,)] = sql(dsn, "SELECT confirmed_flush_lsn::text FROM pg_replication_slots WHERE slot_name = 'jet_slot'")
+    return parse_lsn(lsn)
+
+
+def test_changes_applied_to_a_mirror_equal_the_table(items_table):
+    changes = random_changes(items_table, 60, seed=1)
+    source = start(cdc(items_table), guarantee=AT_LEAST_ONCE, vertex="cdc")
+    records = drain(source, until=lambda got: len(got) >= changes)
+    assert len(records) == changes
+    assert all(type(r) is ChangeRecord and r.schema == "public" and r.table == "items" for r in records)
+    assert {r.operation for r in records} == {"insert", "update", "delete"}
+    assert [r.timestamp for r in records] == sorted(r.timestamp for r in records)
+    assert [r.lsn for r in records] == sorted(r.lsn for r in records)
+    mirror: dict = {}
+    for record in records:
+        apply_change(mirror, record)
+    assert mirror == table_as_mirror(items_table, "items")
+    source.close()
+
+
+def test_a_restore_resumes_exactly_after_the_snapshot_and_the_slot_moves_only_when_one_completes(items_table):
+    random_changes(items_table, 20, seed=2)
+    first = start(cdc(items_table), guarantee=AT_LEAST_ONCE, vertex="cdc")
+    before_any = confirmed_lsn(items_table)
+    mirror: dict = {}
+    for record in drain(first):
+        apply_change(mirror, record)
+    assert mirror == table_as_mirror(items_table, "items")
+    entries = phase1(first)  # snapshot 1 holds the position after those changes
+    assert confirmed_lsn(items_table) == before_any  # not before the snapshot completes
+    first.snapshot_commit_finish(True)
+    [(_, (position, _))] = entries
+    assert confirmed_lsn(items_table) == position > before_any
+
+    random_changes(items_table, 20, seed=3, first_id=1000)
+    after_snapshot_1 = drain(first)  # emitted, but snapshot 2 never completes
+    assert after_snapshot_1
+    phase1(first)
+    first.close()  # the member is lost: the slot stays where snapshot 1 put it
+    assert confirmed_lsn(items_table) == position
+    random_changes(items_table, 10, seed=4, first_id=2000)
+
+    restored = start(cdc(items_table), guarantee=AT_LEAST_ONCE, vertex="cdc", restore=entries)
+    replayed = drain(restored)
+    assert replayed[:len(after_snapshot_1)] == after_snapshot_1  # the same changes again, from snapshot 1 on
+    for record in replayed:  # onto the mirror as it was at snapshot 1
+        apply_change(mirror, record)
+    assert mirror == table_as_mirror(items_table, "items")
+    restored.close()
+
+
+def test_a_missing_slot_is_named_and_create_makes_slot_and_publication(pg_dsn):
+    sql(pg_dsn, "CREATE TABLE items (id int PRIMARY KEY, name text)")
+    source = Sources.postgres_cdc(pg_dsn, "absent_slot", "absent_pub", ["items"])
+    with pytest.raises(PostgresError, match=r"replication slot 'absent_slot' does not exist in jet@127\.0\.0\.1:\d+/"):
+        start(source.supplier, vertex="cdc")
+    created = start(Sources.postgres_cdc(pg_dsn, "absent_slot", "absent_pub", ["items"], create=True).supplier,
+                    vertex="cdc", guarantee=AT_LEAST_ONCE)
+    sql(pg_dsn, "INSERT INTO items VALUES (1, 'one')")
+    [record] = drain(created, until=lambda got: len(got) >= 1)
+    assert (record.operation, record.after, record.before) == ("insert", {"id": 1, "name": "one"}, None)
+    created.close()
