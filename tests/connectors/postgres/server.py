@@ -27,6 +27,7 @@ SERVER_SETTINGS = {
     "max_prepared_transactions": "20",
     "max_replication_slots": "10",
     "max_wal_senders": "10",
+    "track_commit_timestamp": "on",  # pg_xact_commit_timestamp(xmin): the tests' oracle of commit times
     "fsync": "off",  # a test server: durability against power loss is not what is tested
     "synchronous_commit": "off",
     "full_page_writes": "off",

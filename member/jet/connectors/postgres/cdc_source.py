@@ -77,10 +77,11 @@ class PostgresCdcP(_EmitterSourceP):
 
     def init(self, outbox: Outbox, context: Context) -> None:
         super().init(outbox, context)
-        self._emitter = StreamEmitter(self._policy)
-        if not is_single_instance(context):
+        self._active = is_single_instance(context)
+        # The others have no source partition, so their event-time mapper reports them idle at once.
+        self._emitter = StreamEmitter(self._policy, partitions=1 if self._active else 0)
+        if not self._active:
             return
-        self._active = True
         self._connection = connect(self._dsn, "Sources.postgres_cdc", autocommit=True,
                                    application_name=f"jet {context.vertex_name} cdc")
         if self._create:
