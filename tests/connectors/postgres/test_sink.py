@@ -156,3 +156,20 @@ def test_a_missing_table_or_column_is_named(kv):
         start(Sinks.postgres(kv, "nope").supplier)
     with pytest.raises(PostgresTableError, match=r"table 'kv' .* has no column\(s\) 'missing'"):
         start(Sinks.postgres(kv, "kv", columns=["id", "missing"]).supplier)
+
+
+def test_a_slot_reused_after_a_failed_snapshot_is_not_committed_by_a_restore_of_the_older_one(kv):
+    sink = start(Sinks.postgres(kv, "kv").supplier)
+    feed(sink, [(1, "a")])
+    snapshot_1 = phase1(sink)
+    sink.snapshot_commit_finish(True)  # slot 0 committed
+    feed(sink, [(2, "b")])
+    phase1(sink)
+    sink.snapshot_commit_finish(False)  # snapshot 2 failed: slot 1 stays prepared
+    feed(sink, [(3, "c")])  # slot 0 again
+    phase1(sink)  # snapshot 3 records slots 0 and 1, then every member is lost before it completes
+    crash(sink)
+    restored = start(Sinks.postgres(kv, "kv").supplier, restore=snapshot_1)
+    assert rows(kv, "kv") == [(1, "a")]  # snapshot 3's rows in slot 0 are not snapshot 1's: rolled back
+    assert prepared_gids(kv) == []
+    restored.close()

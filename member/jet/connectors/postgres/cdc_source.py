@@ -47,13 +47,6 @@ class ChangeRecord(NamedTuple):
     timestamp: int
     xid: int
 
-    @property
-    def key(self) -> dict[str, Any]:
-        """The row's values of its replica identity (primary key) columns: ``after``'s for
-        inserts and updates, ``before``'s for deletes."""
-        image = self.after if self.after is not None else self.before
-        return image or {}
-
 
 class PostgresCdcP(_EmitterSourceP):
     """Polls a replication slot and emits its changes (see the module docstring)."""

@@ -36,22 +36,35 @@ class PreparedTransactions:
         self._run(self._data, "BEGIN")
         self._active = txn_id
 
-    def prepare(self, txn_id: str) -> None:
+    def prepare(self, txn_id: str) -> str:
+        """``PREPARE TRANSACTION``; returns the transaction's xid, which the snapshot keeps."""
         from psycopg import sql
+        xid = self._run(self._data, "SELECT pg_current_xact_id()::xid::text").fetchone()[0]
         self._run(self._data, sql.SQL("PREPARE TRANSACTION {}").format(sql.Literal(txn_id)))
         self._active = None
-        return None
+        return xid
 
     def commit(self, txn_id: str, prepared_state: Any) -> None:
-        import psycopg
+        """``COMMIT PREPARED`` if the transaction prepared under ``txn_id`` is still the one the
+        snapshot recorded (its xid); nothing if it was committed before (phase 2 ran before the
+        job was lost).
+
+        Another transaction under the same id was prepared after that snapshot: a failed
+        snapshot lets the pool reuse a slot before the next one completes, and a restore from
+        the older snapshot must not commit the newer rows (the sources replay them), so it is
+        rolled back."""
         from psycopg import sql
-        try:
-            self._control.execute(sql.SQL("COMMIT PREPARED {}").format(sql.Literal(txn_id)))
-        except psycopg.errors.UndefinedObject:
-            # committed before (phase 2 ran before the job was lost): committing is idempotent
+        row = self._run(self._control, "SELECT transaction::text FROM pg_prepared_xacts "
+                        "WHERE gid = %s AND database = current_database()", (txn_id,)).fetchone()
+        if row is None:
             log.debug("%s: prepared transaction %s is already committed", self._what, txn_id)
-        except psycopg.Error as error:
-            raise self._error(error, f"COMMIT PREPARED {txn_id!r}") from None
+            return
+        if prepared_state is not None and row[0] != prepared_state:
+            log.warning("%s: %s holds transaction %s, prepared after the snapshot that recorded transaction %s;"
+                        " rolling it back (its items are replayed)", self._what, txn_id, row[0], prepared_state)
+            self._run(self._control, sql.SQL("ROLLBACK PREPARED {}").format(sql.Literal(txn_id)))
+            return
+        self._run(self._control, sql.SQL("COMMIT PREPARED {}").format(sql.Literal(txn_id)))
 
     def abort(self, txn_ids: list[str]) -> None:
         from psycopg import sql
