@@ -117,3 +117,32 @@ def test_a_missing_slot_is_named_and_create_makes_slot_and_publication(pg_dsn):
     [record] = drain(created, until=lambda got: len(got) >= 1)
     assert (record.operation, record.after, record.before) == ("insert", {"id": 1, "name": "one"}, None)
     created.close()
+
+
+def test_values_come_as_a_query_gives_them_with_full_before_images_and_truncates(pg_dsn):
+    sql(pg_dsn, "CREATE SCHEMA shop")
+    sql(pg_dsn, "CREATE TABLE shop.typed (id bigint PRIMARY KEY, at timestamptz, day date, flag boolean, "
+                "doc jsonb, tags text[], amount numeric(12, 3), ratio double precision, raw bytea, note text)")
+    sql(pg_dsn, "ALTER TABLE shop.typed REPLICA IDENTITY FULL")
+    sql(pg_dsn, "CREATE TABLE other (id int PRIMARY KEY)")
+    create_slot_and_publication(pg_dsn, "jet_slot", "jet_pub", ["shop.typed", "other"])
+    sql(pg_dsn, "INSERT INTO shop.typed VALUES (1, '2026-11-27 10:00:00.123456+00', '2026-11-27', true, "
+                "'{\"a\": [1, 2]}', '{x,\"y z\"}', 12.5, 0.25, '\\x00ff', NULL), (2, NULL, NULL, NULL, NULL, NULL, "
+                "NULL, NULL, NULL, 'é ünïcode')")
+    inserted = table_as_mirror(pg_dsn, "shop.typed")
+    sql(pg_dsn, "INSERT INTO other VALUES (1)")
+    sql(pg_dsn, "UPDATE shop.typed SET flag = false, note = 'changed' WHERE id = 1")
+    updated = table_as_mirror(pg_dsn, "shop.typed")[1]
+    sql(pg_dsn, "DELETE FROM shop.typed WHERE id = 2")
+    sql(pg_dsn, "TRUNCATE shop.typed")
+    source = start(Sources.postgres_cdc(pg_dsn, "jet_slot", "jet_pub", ["shop.typed"], poll_interval_ms=10).supplier,
+                   guarantee=AT_LEAST_ONCE, vertex="cdc")
+    records = drain(source, until=lambda got: len(got) >= 5)
+    source.close()
+    assert [(r.operation, r.schema, r.table) for r in records] == [
+        ("insert", "shop", "typed"), ("insert", "shop", "typed"), ("update", "shop", "typed"),
+        ("delete", "shop", "typed"), ("truncate", "shop", "typed")]  # not table "other"
+    assert [records[0].after, records[1].after] == [inserted[1], inserted[2]]
+    assert records[2].before == inserted[1] and records[2].after == updated  # REPLICA IDENTITY FULL
+    assert records[3].before == inserted[2] and records[3].after is None
+    assert records[0].lsn < records[2].lsn < records[3].lsn < records[4].lsn

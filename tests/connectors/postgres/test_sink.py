@@ -173,3 +173,21 @@ def test_a_slot_reused_after_a_failed_snapshot_is_not_committed_by_a_restore_of_
     assert rows(kv, "kv") == [(1, "a")]  # snapshot 3's rows in slot 0 are not snapshot 1's: rolled back
     assert prepared_gids(kv) == []
     restored.close()
+
+
+def test_dicts_into_some_columns_of_a_schema_qualified_table_upserted_on_a_composite_key(pg_dsn):
+    sql(pg_dsn, "CREATE SCHEMA stock")
+    sql(pg_dsn, "CREATE TABLE stock.levels (site text, sku int, qty int, updated timestamptz DEFAULT now(), "
+                "PRIMARY KEY (site, sku))")
+    items = [{"site": f"s{n % 3}", "sku": n % 5, "qty": n, "ignored": "extra keys are not written"} for n in range(60)]
+    sink = start(Sinks.postgres(pg_dsn, "stock.levels", columns=["site", "sku", "qty"], upsert_key=["site", "sku"],
+                                batch_rows=7).supplier, guarantee=AT_LEAST_ONCE)
+    feed(sink, items)
+    sink.complete()
+    sink.close()
+    oracle = {}
+    for item in items:
+        oracle[(item["site"], item["sku"])] = item["qty"]
+    assert sql(pg_dsn, "SELECT site, sku, qty FROM stock.levels ORDER BY site, sku") == sorted(
+        (site, sku, qty) for (site, sku), qty in oracle.items())
+    assert sql(pg_dsn, "SELECT count(*) FROM stock.levels WHERE updated IS NULL") == [(0,)]  # the default applies
