@@ -87,7 +87,7 @@ class Sinks:
     @staticmethod
     def postgres(dsn: str, table: str, columns: Sequence[str] | None = None,
                  upsert_key: str | Sequence[str] | None = None, *, batch_rows: int = 1000,
-                 exactly_once: bool | None = None, local_parallelism: int = 1, name: str | None = None) -> Sink:
+                 exactly_once: bool = True, local_parallelism: int = 1, name: str | None = None) -> Sink:
         """Write items (dicts by column name, or tuples in column order) into a PostgreSQL table,
         ``batch_rows`` at a time: ``COPY`` for inserts, ``INSERT ... ON CONFLICT (upsert_key) DO
         UPDATE`` with an ``upsert_key``. ``columns`` defaults to all of the table's.

@@ -30,6 +30,8 @@ DEFAULT_POLL_INTERVAL_MS = 100
 """Pause between two peeks that found nothing new."""
 PEEK_MESSAGES = 5_000
 """New messages asked for per peek (whole transactions: a peek may return more)."""
+_ROW_CHANGES = (b"I", b"U", b"D", b"T")
+"""pgoutput's message types of row changes (insert, update, delete, truncate)."""
 
 
 class ChangeRecord(NamedTuple):
@@ -119,6 +121,8 @@ class PostgresCdcP(_EmitterSourceP):
         begin: Begin | None = None
         known = 0
         for number, message in enumerate(messages, 1):
+            if begin is not None and begin.final_lsn < self._position and message[:1] in _ROW_CHANGES:
+                continue  # a transaction emitted before: its relations are still decoded, its rows not
             event = self._decoder.decode(message)
             if type(event) is Begin:
                 begin, pending = event, []

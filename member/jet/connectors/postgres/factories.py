@@ -17,6 +17,7 @@ from jet.core.processor import Processor
 def postgres_source(dsn: str, query: str, partition_column: str | None = None, *, as_tuples: bool = False,
                     fetch_rows: int = DEFAULT_FETCH_ROWS, statement_timeout_ms: int = STATEMENT_TIMEOUT_MS,
                     name: str | None = None) -> Source:
+    """``Sources.postgres``: a batch source of the query's rows (one processor per member)."""
     what = "Sources.postgres"
     where = _where(dsn, what)
     _non_empty_str(query, what, "query")
@@ -29,8 +30,9 @@ def postgres_source(dsn: str, query: str, partition_column: str | None = None, *
 
 
 def postgres_sink(dsn: str, table: str, columns: Sequence[str] | None = None, upsert_key: str | Sequence[str] | None = None,
-                  *, batch_rows: int = DEFAULT_BATCH_ROWS, exactly_once: bool | None = None,
+                  *, batch_rows: int = DEFAULT_BATCH_ROWS, exactly_once: bool = True,
                   local_parallelism: int = 1, name: str | None = None) -> Sink:
+    """``Sinks.postgres``: ``local_parallelism`` sink processors per member."""
     what = "Sinks.postgres"
     where = _where(dsn, what)
     _non_empty_str(table, what, "table")
@@ -40,8 +42,9 @@ def postgres_sink(dsn: str, table: str, columns: Sequence[str] | None = None, up
         raise ValueError(f"{what}: upsert_key {keys} must be among the columns {columns}")
     _positive_int(batch_rows, what, "batch_rows")
     _positive_int(local_parallelism, what, "local_parallelism")
-    if exactly_once not in (None, True, False):
-        raise ValueError(f"{what}: exactly_once must be None (the job's guarantee), True or False, got {exactly_once!r}")
+    if not isinstance(exactly_once, bool):
+        raise ValueError(f"{what}: exactly_once must be True (exactly-once when the job is) or False, "
+                         f"got {exactly_once!r}")
     return Sink(name or f"postgres({where}/{table})",
                 lambda: PostgresSinkP(dsn, table, columns, keys, batch_rows, exactly_once), local_parallelism)
 
@@ -49,6 +52,7 @@ def postgres_sink(dsn: str, table: str, columns: Sequence[str] | None = None, up
 def postgres_cdc_source(dsn: str, slot: str, publication: str, tables: Sequence[str] | None = None, *,
                         create: bool = False, poll_interval_ms: int = DEFAULT_POLL_INTERVAL_MS,
                         name: str | None = None) -> StreamSource:
+    """``Sources.postgres_cdc``: a stream source with native timestamps (the commit times)."""
     what = "Sources.postgres_cdc"
     where = _where(dsn, what)
     _non_empty_str(slot, what, "slot")

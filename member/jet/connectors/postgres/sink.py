@@ -45,7 +45,7 @@ class PostgresSinkP(Processor):
     is_cooperative = False
 
     def __init__(self, dsn: str, table: str, columns: Sequence[str] | None, upsert_key: Sequence[str] | None,
-                 batch_rows: int, exactly_once: bool | None) -> None:
+                 batch_rows: int, exactly_once: bool) -> None:
         self._dsn, self._table, self._columns, self._upsert_key = dsn, table, columns, upsert_key
         self._batch_rows, self._exactly_once = batch_rows, exactly_once
         self._buffer: list = []
@@ -58,7 +58,7 @@ class PostgresSinkP(Processor):
 
     def init(self, outbox: Outbox, context: Context) -> None:
         super().init(outbox, context)
-        two_phase = context.processing_guarantee is ProcessingGuarantee.EXACTLY_ONCE and self._exactly_once is not False
+        two_phase = context.processing_guarantee is ProcessingGuarantee.EXACTLY_ONCE and self._exactly_once
         name = f"jet {context.vertex_name}#{context.global_index}"
         self._data = connect(self._dsn, "Sinks.postgres", autocommit=two_phase, application_name=name)
         self._writer = TableWriter(self._data, self._dsn, self._table, self._columns, self._upsert_key)
