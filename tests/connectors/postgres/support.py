@@ -6,7 +6,10 @@ from __future__ import annotations
 import time
 from typing import Any
 
-import psycopg
+import pytest
+
+# Every test module imports this one first: without psycopg they are skipped, saying why.
+psycopg = pytest.importorskip("psycopg", reason="psycopg is not installed: pip install 'jet-on-k8s[postgres]'")
 
 from jet.core.inbox import Inbox
 from jet.core.outbox import Outbox

@@ -7,12 +7,11 @@ import json
 import subprocess
 import threading
 
-import psycopg
 import pytest
 
 from tests.cli.support import jet_command, jet_env
 from tests.conftest import REPO_ROOT
-from tests.connectors.postgres.support import sql
+from tests.connectors.postgres.support import psycopg, sql
 
 pytestmark = pytest.mark.slow
 
