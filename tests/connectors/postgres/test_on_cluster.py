@@ -15,7 +15,7 @@ from jet.core.processors import map_p
 from jet.snapshot import SnapshotStore
 from tests.cluster.cluster_support import wait_until
 from tests.cluster.snapshot_support import CheckpointedSequenceP
-from tests.connectors.postgres.support import apply_to_mirror_table, prepared_gids, sql, table_as_mirror
+from tests.connectors.postgres.support import apply_to_mirror_table, prepared_gids, psycopg, sql, table_as_mirror
 from tests.connectors.postgres.test_cdc import confirmed_lsn, random_changes
 
 pytestmark = pytest.mark.slow
@@ -41,16 +41,29 @@ def numbers_into_postgres(dsn: str) -> DAG:
     return dag
 
 
+def kill_holding_a_prepared_transaction(cluster, dsn: str, job_id: str, member: int) -> None:
+    """SIGKILL ``member`` as soon as its sink processor has a transaction prepared (between phase
+    1 and phase 2 of a snapshot), the window where a restore must decide: commit it if the snapshot
+    completed, roll it back if not."""
+    prefix = f"jet-postgres-{job_id}-pg-{member}-"  # one sink processor per member: index = member
+    with psycopg.connect(dsn, autocommit=True) as connection:
+        def prepared() -> bool:
+            return bool(connection.execute("SELECT 1 FROM pg_prepared_xacts WHERE starts_with(gid, %s)",
+                                           (prefix,)).fetchone())
+        wait_until(prepared, 60, f"member {member}'s sink to prepare a transaction", interval_s=0.001)
+        cluster.kill_member(member)
+
+
 def test_an_exactly_once_job_losing_members_writes_every_row_once_and_leaves_nothing_prepared(pg_dsn, tmp_path):
     sql(pg_dsn, "CREATE TABLE numbers (n int, label text)")  # no key: a repeated row would stay
     with jet.local_cluster(members=3, log_dir=tmp_path, restart_delay_ms=100) as cluster:
         job = cluster.new_job(numbers_into_postgres(pg_dsn), {**EXACTLY_ONCE, "name": "pg-exactly-once"})
         wait_until(lambda: completed_snapshots(cluster, job.id) >= 1, 60, "two snapshots")
-        cluster.kill_member(2)
+        kill_holding_a_prepared_transaction(cluster, pg_dsn, job.id, 2)
         wait_until(lambda: job.info()["restarts"] == 1, 60, "the first restart")
         restarted_at = completed_snapshots(cluster, job.id)
         wait_until(lambda: completed_snapshots(cluster, job.id) >= restarted_at + 2, 60, "snapshots after it")
-        cluster.kill_member(1)
+        kill_holding_a_prepared_transaction(cluster, pg_dsn, job.id, 1)
         wait_until(lambda: job.info()["restarts"] == 2, 60, "the second restart")
         job.join(timeout=180)
     got = sql(pg_dsn, "SELECT n, label FROM numbers ORDER BY n")

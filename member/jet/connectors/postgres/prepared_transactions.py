@@ -49,10 +49,11 @@ class PreparedTransactions:
         snapshot recorded (its xid); nothing if it was committed before (phase 2 ran before the
         job was lost).
 
-        Another transaction under the same id was prepared after that snapshot: a failed
-        snapshot lets the pool reuse a slot before the next one completes, and a restore from
-        the older snapshot must not commit the newer rows (the sources replay them), so it is
-        rolled back."""
+        Another transaction under the same id was prepared after that snapshot, by a snapshot that
+        never completed: the pool reuses a slot as soon as its transaction is committed (and
+        after a failed snapshot), so an id alone does not say which snapshot prepared it. A
+        restore from the older snapshot must not commit the newer rows (the sources replay
+        them): that transaction is rolled back."""
         from psycopg import sql
         row = self._run(self._control, "SELECT transaction::text FROM pg_prepared_xacts "
                         "WHERE gid = %s AND database = current_database()", (txn_id,)).fetchone()
@@ -60,8 +61,9 @@ class PreparedTransactions:
             log.debug("%s: prepared transaction %s is already committed", self._what, txn_id)
             return
         if prepared_state is not None and row[0] != prepared_state:
-            log.warning("%s: %s holds transaction %s, prepared after the snapshot that recorded transaction %s;"
-                        " rolling it back (its items are replayed)", self._what, txn_id, row[0], prepared_state)
+            log.info("%s: %s holds transaction %s, prepared after the restored snapshot (which recorded "
+                     "transaction %s); rolling it back (its items are replayed)", self._what, txn_id, row[0],
+                     prepared_state)
             self._run(self._control, sql.SQL("ROLLBACK PREPARED {}").format(sql.Literal(txn_id)))
             return
         self._run(self._control, sql.SQL("COMMIT PREPARED {}").format(sql.Literal(txn_id)))
