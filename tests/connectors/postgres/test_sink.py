@@ -10,8 +10,8 @@ import pytest
 from jet import Pipeline, Sinks, Sources
 from jet.connectors.postgres import PostgresTableError
 from jet.execution.runner import execute
-from tests.connectors.postgres.support import (AT_LEAST_ONCE, EXACTLY_ONCE, feed, phase1, prepared_gids, rows,
-                                               sql, start)
+from tests.connectors.postgres.support import (AT_LEAST_ONCE, feed, phase1, prepared_gids, rows, sql,
+                                               start)
 
 
 @pytest.fixture
