@@ -9,7 +9,7 @@ import time
 import pytest
 
 from jet import Sources
-from jet.connectors.postgres import ChangeRecord, PostgresError, create_slot_and_publication
+from jet.connectors.postgres import ChangeRecord, PostgresError, cdc_source, create_slot_and_publication
 from jet.connectors.postgres.pgoutput import parse_lsn
 from tests.connectors.postgres.support import AT_LEAST_ONCE, apply_change, drain, phase1, sql, start, table_as_mirror
 
@@ -75,7 +75,10 @@ def test_changes_applied_to_a_mirror_equal_the_table(items_table):
     source.close()
 
 
-def test_a_restore_resumes_exactly_after_the_snapshot_and_the_slot_moves_only_when_one_completes(items_table):
+@pytest.mark.parametrize("peek_messages", [cdc_source.PEEK_MESSAGES, 7])  # 7: many peeks, most of them skipped
+def test_a_restore_resumes_exactly_after_the_snapshot_and_the_slot_moves_only_when_one_completes(
+        items_table, peek_messages, monkeypatch):
+    monkeypatch.setattr(cdc_source, "PEEK_MESSAGES", peek_messages)
     random_changes(items_table, 20, seed=2)
     first = start(cdc(items_table), guarantee=AT_LEAST_ONCE, vertex="cdc")
     before_any = confirmed_lsn(items_table)

@@ -68,6 +68,7 @@ class PostgresCdcP(_EmitterSourceP):
         self._known_messages = 0
         """Messages of the last peek up to the position: the next peek asks for this many more."""
         self._next_poll = 0.0
+        self._more_pending = False
         self._active = False
 
     def init(self, outbox: Outbox, context: Context) -> None:
@@ -107,15 +108,17 @@ class PostgresCdcP(_EmitterSourceP):
             if not self.context.snapshots_enabled:
                 advance(self._connection, self._dsn, self._slot, self._position)
         else:
-            self._next_poll = time.monotonic() + self._poll_interval_s
+            if not self._more_pending:
+                self._next_poll = time.monotonic() + self._poll_interval_s
             emitter.idle(now_ms)
         emitter.flush(self.outbox)
         return False
 
     def _poll(self) -> list[ChangeRecord]:
         """The changes of the transactions after the position that the next peek returns."""
-        messages = peek(self._connection, self._dsn, self._slot, self._publication,
-                        self._known_messages + PEEK_MESSAGES)
+        limit = self._known_messages + PEEK_MESSAGES
+        messages = peek(self._connection, self._dsn, self._slot, self._publication, limit)
+        self._more_pending = len(messages) >= limit  # a backlog: peek again at once
         records: list[ChangeRecord] = []
         pending: list[ChangeRecord] = []
         begin: Begin | None = None
