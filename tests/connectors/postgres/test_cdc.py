@@ -149,3 +149,17 @@ def test_values_come_as_a_query_gives_them_with_full_before_images_and_truncates
     assert records[2].before == inserted[1] and records[2].after == updated  # REPLICA IDENTITY FULL
     assert records[3].before == inserted[2] and records[3].after is None
     assert records[0].lsn < records[2].lsn < records[3].lsn < records[4].lsn
+
+
+def test_without_snapshots_the_slot_follows_what_was_emitted(items_table):
+    from jet.job_config import ProcessingGuarantee
+    random_changes(items_table, 10, seed=6)
+    source = start(cdc(items_table), guarantee=ProcessingGuarantee.NONE, vertex="cdc")
+    first = drain(source)
+    assert first and confirmed_lsn(items_table) == source._position
+    source.close()
+    random_changes(items_table, 5, seed=7, first_id=500)
+    again = start(cdc(items_table), guarantee=ProcessingGuarantee.NONE, vertex="cdc")
+    later = drain(again)  # a new job on the same slot: only what came after
+    again.close()
+    assert later and min(r.lsn for r in later) > max(r.lsn for r in first)
