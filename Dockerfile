@@ -20,7 +20,7 @@ COPY operator ./operator
 # The constraints pin what pip would pick, so it does not search releases (minutes) to get there.
 RUN python -m venv /opt/jet \
  && /opt/jet/bin/pip install --no-cache-dir --upgrade pip \
- && /opt/jet/bin/pip install --no-cache-dir -c constraints.txt ".[spark,operator,kafka]"
+ && /opt/jet/bin/pip install --no-cache-dir -c constraints.txt ".[spark,operator,kafka,postgres]"
 
 # ---- runtime: Python, a headless JRE for PySpark, the virtualenv, a non-root user ------------
 FROM ${BASE} AS runtime

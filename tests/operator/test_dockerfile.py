@@ -34,7 +34,7 @@ def test_base_image_can_be_swapped_and_defaults_to_python_3_11() -> None:
 def test_multi_stage_build_leaves_compilers_behind() -> None:
     (build_from, build), (final_from, final) = stages()
     assert build_from.endswith("AS build") and final_from.endswith("AS runtime")
-    assert any('pip install --no-cache-dir -c constraints.txt ".[spark,operator,kafka]"' in step for step in build)
+    assert any('pip install --no-cache-dir -c constraints.txt ".[spark,operator,kafka,postgres]"' in step for step in build)
     final_text = "\n".join(final)
     for tool in ("gcc", "g++", "build-essential"):
         assert tool not in final_text
@@ -79,7 +79,7 @@ def test_examples_with_their_data_are_in_the_working_directory() -> None:
 
 def test_the_image_constraints_pin_every_dependency_within_pyproject() -> None:
     """docker/constraints.txt pins each requirement of the image's install (the project's own,
-    its spark, operator and kafka extras) to a version pyproject.toml allows; the image installs
+    its spark, operator, kafka and postgres extras) to a version pyproject.toml allows; the image installs
     with it."""
     import tomllib
 
@@ -93,7 +93,7 @@ def test_the_image_constraints_pin_every_dependency_within_pyproject() -> None:
             pins[canonicalize_name(name)] = version.strip()
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     extras = project["optional-dependencies"]
-    for text in project["dependencies"] + extras["spark"] + extras["operator"] + extras["kafka"]:
+    for text in project["dependencies"] + extras["spark"] + extras["operator"] + extras["kafka"] + extras["postgres"]:
         requirement = Requirement(text)
         name = canonicalize_name(requirement.name)
         assert name in pins, f"docker/constraints.txt does not pin {requirement.name}"

@@ -85,6 +85,23 @@ class Sinks:
         return Sink("noop", noop_p(), 1)
 
     @staticmethod
+    def postgres(dsn: str, table: str, columns: Sequence[str] | None = None,
+                 upsert_key: str | Sequence[str] | None = None, *, batch_rows: int = 1000,
+                 exactly_once: bool = True, local_parallelism: int = 1, name: str | None = None) -> Sink:
+        """Write items (dicts by column name, or tuples in column order) into a PostgreSQL table,
+        ``batch_rows`` at a time: ``COPY`` for inserts, ``INSERT ... ON CONFLICT (upsert_key) DO
+        UPDATE`` with an ``upsert_key``. ``columns`` defaults to all of the table's.
+
+        Under an exactly-once job (unless ``exactly_once=False``) it is exactly-once through
+        two-phase commit: each processor writes in a transaction that phase 1 of a snapshot
+        ``PREPARE``s (the server needs ``max_prepared_transactions`` > 0) and phase 2 commits,
+        so rows appear once per snapshot. Otherwise it commits at every snapshot and at the end
+        (at-least-once: use an upsert to make repeats harmless). See docs/postgres.md."""
+        from jet.connectors.postgres.factories import postgres_sink
+        return postgres_sink(dsn, table, columns, upsert_key, batch_rows=batch_rows, exactly_once=exactly_once,
+                             local_parallelism=local_parallelism, name=name)
+
+    @staticmethod
     def spark(format: str, path: str | None, mode: str = "errorifexists",
               options: dict[str, str] | None = None, partition_by: Sequence[str] | None = None,
               schema: Any = None) -> Sink:

@@ -63,6 +63,18 @@ class Sources:
         from jet.connectors.spark.stages import spark_query
         return spark_query(fn, as_dicts=as_dicts, name=name)
 
+    @staticmethod
+    def postgres(dsn: str, query: str, partition_column: str | None = None, *, as_tuples: bool = False,
+                 fetch_rows: int = 1024, statement_timeout_ms: int = 60_000, name: str | None = None) -> Source:
+        """The rows of a PostgreSQL ``query`` as dicts (tuples with ``as_tuples=True``), read
+        through a server-side cursor ``fetch_rows`` at a time. With ``partition_column`` (an
+        integer, numeric, date or timestamp column of the query) every source processor of the
+        cluster reads one range of its values; without it one processor reads everything.
+        ``dsn`` is a libpq connection string or URL. See docs/postgres.md."""
+        from jet.connectors.postgres.factories import postgres_source
+        return postgres_source(dsn, query, partition_column, as_tuples=as_tuples, fetch_rows=fetch_rows,
+                               statement_timeout_ms=statement_timeout_ms, name=name)
+
     # -- streams ------------------------------------------------------------------------------
     @staticmethod
     def item_stream(items_per_second: int, generator_fn: Callable[[int, int], Any] | None = None,
@@ -109,6 +121,20 @@ class Sources:
         return StreamSource(f"file_watcher({directory})",
                             lambda: FileWatcherP(directory, pattern, encoding, shared), 1,
                             lambda: check_directory(directory, "Sources.file_watcher"))
+
+    @staticmethod
+    def postgres_cdc(dsn: str, slot: str, publication: str, tables: list[str] | None = None, *,
+                     create: bool = False, poll_interval_ms: int = 100, name: str | None = None) -> StreamSource:
+        """The row changes of PostgreSQL tables through the logical replication slot ``slot``
+        (plugin ``pgoutput``) and ``publication``: one ``ChangeRecord(operation, schema, table,
+        before, after, lsn, timestamp, xid)`` per changed row, in commit order, with the commit
+        time as native timestamp. ``tables`` filters (and, with ``create=True``, makes the
+        publication, created with the slot when missing). One processor in the cluster reads the
+        slot; its position is saved in snapshots and the slot advanced only once a snapshot
+        holding it completed, so a restored job resumes where that snapshot was. See docs/postgres.md."""
+        from jet.connectors.postgres.factories import postgres_cdc_source
+        return postgres_cdc_source(dsn, slot, publication, tables, create=create, poll_interval_ms=poll_interval_ms,
+                                   name=name)
 
     @staticmethod
     def spark_stream(format: str, path: str | None = None, *, schema: Any = None, as_dicts: bool = False,
