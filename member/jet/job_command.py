@@ -168,6 +168,17 @@ def export_snapshot(ctx: click.Context, job_ref: str, name: str, and_cancel: boo
     _with_client(ctx, run)
 
 
+@job.command("delete-snapshot", epilog=JOB_EPILOG)
+@click.argument("name")
+@click.pass_context
+def delete_snapshot(ctx: click.Context, name: str) -> None:
+    """Delete the exported snapshot NAME from the cluster's snapshot store."""
+    def run(client: Any) -> None:
+        client.delete_snapshot(name)
+        click.echo(f"snapshot {name!r} deleted")
+    _with_client(ctx, run)
+
+
 @job.command(epilog=JOB_EPILOG)
 @click.option("--json", "as_json", is_flag=True, help="One JSON record per line instead of a table.")
 @click.pass_context

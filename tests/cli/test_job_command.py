@@ -1,6 +1,7 @@
 """``jet job`` against a running local cluster: list, status, suspend, resume, cancel, exit codes."""
 
 import json
+from pathlib import Path
 
 import jet
 import pytest
@@ -91,3 +92,23 @@ def test_an_unreachable_cluster_exits_3_once_the_timeout_is_over():
                      env=jet_env(JET_CLUSTER_TOKEN="some-token"))
     assert result.returncode == 3, result.stderr
     assert f"cannot reach the cluster at 127.0.0.1:{port}" in result.stderr
+
+
+def test_an_exported_snapshot_can_be_deleted_and_a_missing_one_is_refused(cluster):
+    """Exports could never be deleted, so every savepoint-style upgrade grew the store."""
+    job = cluster.new_job(endless_dag(), {"name": "exporting", "processing_guarantee": "exactly_once",
+                                         "snapshot_interval_ms": 200})
+    wait_until(lambda: job.status is JobStatus.RUNNING, what="RUNNING")
+    exported = jet_job(cluster, "export-snapshot", "exporting", "before-upgrade")
+    assert exported.returncode == 0, exported.stderr
+    assert [s["name"] for s in cluster.snapshots()] == ["before-upgrade"]
+
+    deleted = jet_job(cluster, "delete-snapshot", "before-upgrade")
+    assert (deleted.returncode, deleted.stdout.strip()) == (0, "snapshot 'before-upgrade' deleted"), deleted.stderr
+    assert cluster.snapshots() == []
+    assert not list((Path(cluster.snapshot_store) / "exports").iterdir())  # gone from the store itself
+
+    again = jet_job(cluster, "delete-snapshot", "before-upgrade")
+    assert again.returncode == 1 and "no exported snapshot named 'before-upgrade'" in again.stderr
+    job.cancel()
+    wait_until(lambda: job.status is JobStatus.FAILED, what="cancelled")

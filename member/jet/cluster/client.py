@@ -231,6 +231,11 @@ class JetClient:
         ``snapshotId``, ``bytes``, ``keys``, ``chunks``, ``created`` (epoch seconds)."""
         return self._call(messages.LIST_SNAPSHOTS, {})["snapshots"]
 
+    def delete_snapshot(self, name: str) -> None:
+        """Delete the exported snapshot ``name`` from the cluster's store (``SnapshotError`` when
+        there is none); jobs started from it before keep running."""
+        self._call(messages.DELETE_SNAPSHOT, {"name": name})
+
     def ping(self, cluster: bool = False, timeout_s: float = 5.0, wait_for_ready: bool = False,
              ready_wait_s: float = 0.0) -> dict[str, Any]:
         """Member 0's ping reply; with ``cluster=True`` it says whether every member is connected.

@@ -69,6 +69,15 @@ class JobApi:
     def list_jobs(self, peer: int, header: dict, blob: bytes) -> dict:
         return {"jobs": self.require_coordinator().job_headers()}
 
+    def delete_snapshot(self, peer: int, header: dict, blob: bytes) -> dict:
+        """Delete an exported snapshot; a name there is none of is answered with ``error``."""
+        name = messages.require(header, "name", str)
+        try:
+            self.require_coordinator().delete_snapshot(name)
+        except (SnapshotError, ValueError) as e:
+            return {"error": type(e).__name__, "message": str(e)}
+        return {"deleted": name}
+
     def list_snapshots(self, peer: int, header: dict, blob: bytes) -> dict:
         return {"snapshots": self.require_coordinator().snapshots()}
 

@@ -420,6 +420,7 @@ class Member:
             messages.JOB_RESULTS: (jobs.job_results, ANYONE), messages.OBSERVABLE_READ: (jobs.observable_read, ANYONE),
             messages.JOB_CONTROL: (jobs.job_control, ANYONE), messages.LIST_JOBS: (jobs.list_jobs, ANYONE),
             messages.LIST_SNAPSHOTS: (jobs.list_snapshots, ANYONE),
+            messages.DELETE_SNAPSHOT: (jobs.delete_snapshot, ANYONE),
         }
 
 

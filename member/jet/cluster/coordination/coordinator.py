@@ -121,6 +121,10 @@ class JobCoordinator:
         """The exported snapshots of the store with their figures."""
         return self._requests.snapshots()
 
+    def delete_snapshot(self, name: str) -> None:
+        """Delete the exported snapshot ``name`` (``SnapshotError`` when there is none)."""
+        self._requests.delete_snapshot(name)
+
     def job_headers(self) -> list[dict[str, Any]]:
         """Every job kept, oldest first, as clients see them."""
         return [record.to_header() for record in self.records()]

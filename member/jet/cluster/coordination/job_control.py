@@ -168,6 +168,12 @@ class JobControl:
         """The exported snapshots of the store with their figures."""
         return self._context.job_store.exports()
 
+    def delete_snapshot(self, name: str) -> None:
+        """Delete an exported snapshot (a job's own snapshot slots go with the job)."""
+        if not isinstance(name, str) or not name.strip() or "/" in name:
+            raise ValueError(f"a snapshot name must be a non-empty string without '/', got {name!r}")
+        self._context.job_store.delete_export(name)
+
 
 _ACTIVE = (JobStatus.NOT_RUNNING, JobStatus.STARTING, JobStatus.RUNNING)
 

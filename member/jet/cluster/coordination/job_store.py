@@ -144,6 +144,16 @@ class JobStore:
         with self._lock:
             return self.store.export(job_id, name)
 
+    def delete_export(self, name: str) -> None:
+        """Delete the export ``name`` (``SnapshotError`` naming it when there is none)."""
+        if self.store is None:
+            raise SnapshotError(f"there is no snapshot store, so no exported snapshot {name!r} to delete")
+        with self._lock:
+            if name not in self.store.list_exports():
+                raise SnapshotError(f"no exported snapshot named {name!r} in {self.store.url}")
+            self.store.delete_export(name)
+        log.info("exported snapshot %r deleted", name)
+
     def exports(self) -> list[dict[str, Any]]:
         """Every complete export with its figures."""
         if self.store is None:

@@ -28,6 +28,7 @@ JOB_CONTROL = "job_control"
 """suspend, resume, restart, export_snapshot or cancel_and_export of a job (``action``)."""
 LIST_JOBS = "list_jobs"
 LIST_SNAPSHOTS = "list_snapshots"
+DELETE_SNAPSHOT = "delete_snapshot"
 PING = "ping"
 READY_WAIT_SLICE_S = 1.0
 """How long one readiness ping (``wait_s``) may be held before its caller looks again (at its

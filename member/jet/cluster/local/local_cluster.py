@@ -181,6 +181,22 @@ class LocalCluster:
         return self.client.new_job(job, config)
 
     @property
+    def job(self, job_id_or_name: str) -> Job:
+        """A job of this cluster by its id, or the newest of that name (see ``JetClient.job``)."""
+        return self.client.job(job_id_or_name)
+
+    def list_jobs(self) -> list[Job]:
+        """Every job the coordinator keeps, oldest first."""
+        return self.client.list_jobs()
+
+    def snapshots(self) -> list[dict[str, Any]]:
+        """The exported snapshots of the cluster's store (see ``JetClient.snapshots``)."""
+        return self.client.snapshots()
+
+    def delete_snapshot(self, name: str) -> None:
+        """Delete an exported snapshot from the cluster's store."""
+        self.client.delete_snapshot(name)
+
     def member_restarts(self) -> int:
         """How many member processes were restarted after they died."""
         return 0 if self._supervisor is None else self._supervisor.restarts
