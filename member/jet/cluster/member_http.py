@@ -116,16 +116,51 @@ class JobMetricsCollector:
         yield from (restarts, taken, failed, duration, size)
 
 
-class _IPv6HttpServer(ThreadingHTTPServer):
+HTTP_CONNECTIONS = 32
+"""Connections served at once, each on a thread; more are closed at once (a flood of idle
+connections cannot take every thread of a member)."""
+HTTP_READ_TIMEOUT_S = 10.0
+"""How long a connection may stay silent while its request is read."""
+
+
+class _BoundedHttpServer(ThreadingHTTPServer):
+    """A thread per connection, at most :data:`HTTP_CONNECTIONS` at once."""
+
+    daemon_threads = True
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self._slots = threading.BoundedSemaphore(HTTP_CONNECTIONS)
+        super().__init__(*args, **kwargs)
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        if not self._slots.acquire(blocking=False):
+            log.debug("http: refused a connection from %s: %d are served already", client_address[0],
+                      HTTP_CONNECTIONS)
+            self.shutdown_request(request)
+            return
+        try:
+            super().process_request(request, client_address)
+        except BaseException:
+            self._slots.release()
+            raise
+
+    def process_request_thread(self, request: Any, client_address: Any) -> None:
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            self._slots.release()
+
+
+class _IPv6HttpServer(_BoundedHttpServer):
     address_family = socket.AF_INET6
 
 
 def _http_server(host: str, port: int, handler: type[BaseHTTPRequestHandler]) -> ThreadingHTTPServer:
     """An HTTP server on the gRPC server's ``host`` (every IPv4 interface for an any-address)."""
     if host in _ANY_ADDRESS:
-        return ThreadingHTTPServer(("0.0.0.0", port), handler)
+        return _BoundedHttpServer(("0.0.0.0", port), handler)
     address = host.strip("[]")
-    return (_IPv6HttpServer if ":" in address else ThreadingHTTPServer)((address, port), handler)
+    return (_IPv6HttpServer if ":" in address else _BoundedHttpServer)((address, port), handler)
 
 
 class MemberHttpServer:
@@ -190,6 +225,8 @@ class MemberHttpServer:
         outer = self
 
         class Handler(BaseHTTPRequestHandler):
+            timeout = HTTP_READ_TIMEOUT_S  # a silent connection does not hold its thread forever
+
             def do_GET(self) -> None:  # noqa: N802 - http.server's name
                 path, _, query = self.path.partition("?")
                 if path == "/healthz":

@@ -61,7 +61,15 @@ TICKET_BYTES = 32
 TICKET_TTL_S = 30.0
 """How long a ticket stays good after the OpenLink call that issued it."""
 HANDSHAKE_TIMEOUT_S = 10.0
-"""How long a new connection may take for its TLS handshake and its ticket."""
+"""How long a new connection may take for its TLS handshake and its ticket, in all."""
+MAX_GREETINGS = 64
+"""Connections that have not shown a ticket yet, at most: more are closed at once, so a flood of
+connections without one cannot take every file descriptor and thread of a member."""
+ACCEPT_BACKOFF_S = (0.05, 1.0)
+"""After a failed ``accept()`` (no file descriptor left, say), the pause before the next one:
+from the first value, doubling to the second."""
+REFUSALS_LOGGED_EVERY_S = 10.0
+"""Refused connections are logged once per this many seconds, with how many there were."""
 MAX_RECORD_BYTES = 256 * 1024 * 1024
 _OFFER = struct.Struct(">H")
 _REASON_MARK = 0xFFFFFFFF
@@ -404,6 +412,9 @@ class LinkListener:
         self.port = self._socket.getsockname()[1]
         self._tls = tls
         self._on_connection = on_connection
+        self._greetings = threading.BoundedSemaphore(MAX_GREETINGS)
+        self._stopped = False
+        self._refusals = _RateLimitedLog(REFUSALS_LOGGED_EVERY_S)
         self._thread = threading.Thread(target=self._accept_loop, name="jet-link-accept", daemon=True)
 
     def start(self) -> "LinkListener":
@@ -411,6 +422,7 @@ class LinkListener:
         return self
 
     def stop(self) -> None:
+        self._stopped = True
         try:
             self._socket.shutdown(socket.SHUT_RDWR)  # wakes the accept (closing alone would not)
         except OSError:
@@ -418,36 +430,85 @@ class LinkListener:
         self._socket.close()
 
     def _accept_loop(self) -> None:
-        while True:
+        """Accept until stopped; an error of ``accept()`` itself (no file descriptor left, a
+        connection reset before it was taken) is waited out with backoff, never the end."""
+        backoff_s = ACCEPT_BACKOFF_S[0]
+        while not self._stopped:
             try:
                 connection, address = self._socket.accept()
-            except OSError:
-                return  # stopped
-            threading.Thread(target=self._greet, args=(connection, f"{address[0]}:{address[1]}"),
-                             name="jet-link-greet", daemon=True).start()
+            except OSError as e:
+                if self._stopped:
+                    return
+                self._refusals.log(f"accepting a link connection failed: {e}; retrying in {backoff_s:g} s")
+                time.sleep(backoff_s)
+                backoff_s = min(backoff_s * 2, ACCEPT_BACKOFF_S[1])
+                continue
+            backoff_s = ACCEPT_BACKOFF_S[0]
+            peer = f"{address[0]}:{address[1]}"
+            if not self._greetings.acquire(blocking=False):
+                self._refusals.log(f"refused a link connection from {peer}: {MAX_GREETINGS} connections "
+                                   "have not shown a ticket yet")
+                connection.close()
+                continue
+            try:
+                threading.Thread(target=self._greet, args=(connection, peer), name="jet-link-greet",
+                                 daemon=True).start()
+            except RuntimeError as e:  # no thread can be started now
+                self._greetings.release()
+                self._refusals.log(f"refused a link connection from {peer}: {e}")
+                connection.close()
 
     def _greet(self, connection: socket.socket, address: str) -> None:
         try:
+            deadline = time.monotonic() + HANDSHAKE_TIMEOUT_S
             connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             connection.settimeout(HANDSHAKE_TIMEOUT_S)
             tls = None
             if self._tls is not None:
                 tls = TlsSession(self._tls, server_side=True)
                 tls.handshake(connection)
-            ticket, received = read_ticket(connection, tls)
+            ticket, received = read_ticket(connection, tls, deadline)
         except (OSError, ConnectionError, ssl.SSLError) as e:
-            logger.warning("refused a link connection from %s: %s", address, e)
+            self._refusals.log(f"refused a link connection from {address}: {e}")
             connection.close()
             return
+        finally:
+            self._greetings.release()
         self._on_connection(connection, tls, ticket, received, address)
 
 
-def read_ticket(connection: socket.socket, tls: TlsSession | None) -> tuple[bytes, bytes]:
-    """``(ticket, plaintext after it)`` from a new connection. With TLS the handshake's last read
-    may have taken the ticket with it (the dialler sends it right after its last handshake
-    message), so what TLS holds already comes first."""
+class _RateLimitedLog:
+    """One WARNING per ``every_s`` at most, saying how many more there were meanwhile."""
+
+    def __init__(self, every_s: float) -> None:
+        self._every_s = every_s
+        self._lock = threading.Lock()
+        self._next = 0.0
+        self._suppressed = 0
+
+    def log(self, message: str) -> None:
+        with self._lock:
+            now = time.monotonic()
+            if now < self._next:
+                self._suppressed += 1
+                return
+            suppressed, self._suppressed, self._next = self._suppressed, 0, now + self._every_s
+        logger.warning("%s%s", message, f" (and {suppressed} more like it since the last)" if suppressed else "")
+
+
+def read_ticket(connection: socket.socket, tls: TlsSession | None,
+                deadline: float | None = None) -> tuple[bytes, bytes]:
+    """``(ticket, plaintext after it)`` from a new connection, by the ``time.monotonic()``
+    ``deadline`` if given (a connection sending a byte now and then does not hold on for long).
+    With TLS the handshake's last read may have taken the ticket with it (the dialler sends it
+    right after its last handshake message), so what TLS holds already comes first."""
     received = tls.decrypt(b"")[0] if tls is not None else b""
     while len(received) < TICKET_BYTES:
+        if deadline is not None:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise LinkError(f"sent no ticket within {HANDSHAKE_TIMEOUT_S:g} s")
+            connection.settimeout(left)
         data = connection.recv(_READ_BYTES)
         if not data:
             raise LinkError("closed before sending its ticket")

@@ -180,7 +180,6 @@ class LocalCluster:
         """Submit a ``jet.Pipeline`` or a core ``DAG`` (see :meth:`JetClient.new_job`)."""
         return self.client.new_job(job, config)
 
-    @property
     def job(self, job_id_or_name: str) -> Job:
         """A job of this cluster by its id, or the newest of that name (see ``JetClient.job``)."""
         return self.client.job(job_id_or_name)
@@ -197,6 +196,7 @@ class LocalCluster:
         """Delete an exported snapshot from the cluster's store."""
         self.client.delete_snapshot(name)
 
+    @property
     def member_restarts(self) -> int:
         """How many member processes were restarted after they died."""
         return 0 if self._supervisor is None else self._supervisor.restarts
