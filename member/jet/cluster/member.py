@@ -12,6 +12,7 @@ by itself. Member 0 also runs the :class:`JobCoordinator`. Every job's execution
 from __future__ import annotations
 
 import logging
+import os
 import secrets
 import threading
 import time
@@ -28,7 +29,7 @@ from jet.cluster.edges.network import MemberNetwork
 from jet.cluster.execution_handlers import MemberExecutions
 from jet.cluster.job_handlers import MAX_WAIT_S, JobApi
 from jet.cluster.links import messages
-from jet.cluster.links.auth import ANYONE, COORDINATOR_ONLY, MEMBERS, Caller, Role
+from jet.cluster.links.auth import ANYONE, COORDINATOR_ONLY, MEMBER_KEY_ENV, MEMBER_KEY_FILE_ENV, MEMBERS, Caller, Role
 from jet.cluster.links.errors import LinkError
 from jet.cluster.links.heartbeat import HeartbeatMonitor, check_heartbeat_settings
 from jet.cluster.links.membership import Membership, PeerDialer
@@ -73,6 +74,10 @@ class Member:
         check_heartbeat_settings(settings.heartbeat_interval_ms, settings.heartbeat_timeout_ms)
         self._token = token if token is not None else settings.cluster_token()
         self._member_key = member_key if member_key is not None else self._configured_member_key(settings)
+        # Read once: a job's code runs in this process, and its subprocesses inherit the
+        # environment; neither should find the key there (docs/security.md says what remains).
+        for variable in (MEMBER_KEY_ENV, MEMBER_KEY_FILE_ENV):
+            os.environ.pop(variable, None)
         self.host = settings.bind_host()
         self._tls = settings.tls_config()
         self._peer_timeout_s = peer_timeout_s
