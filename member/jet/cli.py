@@ -164,9 +164,16 @@ def _exit(code: int, message: str) -> None:
               help="Count the metrics only metrics need (JobConfig.metrics_enabled; off: what the"
                    " benchmarks compare the cost against).")
 @_fault_tolerance_options
+@click.option("--snapshot-store", default=None, metavar="DIR|URL",
+              help="Keep job records and snapshots here (kept after the run) [default: a new"
+                   " directory, printed at the start, for a job with a guarantee].")
+@click.option("--initial-snapshot-name", default=None, metavar="NAME",
+              help="Start the job from this exported snapshot of --snapshot-store (the upgrade path:"
+                   " `jet job export-snapshot` of an earlier run's job).")
 def run(file: str, args: tuple[str, ...], members: int | None, threads: int | None,
         timeout: float | None, entrypoint: str | None, output: str | None, dot: bool, ui: bool,
-        metrics_enabled: bool, guarantee: str | None, snapshot_interval: float | None) -> None:
+        metrics_enabled: bool, guarantee: str | None, snapshot_interval: float | None,
+        snapshot_store: str | None, initial_snapshot_name: str | None) -> None:
     """Run the job defined in FILE (a pipeline or a DAG), passing it ARGS.
 
     Prints the first items of each Sinks.list sink (all of them with --output) and the job's
@@ -177,7 +184,11 @@ def run(file: str, args: tuple[str, ...], members: int | None, threads: int | No
     snapshots in a directory printed at the start, and kept after the run."""
     threads = threads or default_cooperative_threads()
     members = members or DEFAULT_LOCAL_MEMBERS
-    config = dataclasses.replace(job_config(file, guarantee, snapshot_interval), metrics_enabled=metrics_enabled)
+    if initial_snapshot_name is not None and snapshot_store is None:
+        raise click.UsageError("--initial-snapshot-name needs --snapshot-store: the store that holds the export"
+                               " (say, the directory an earlier run with --processing-guarantee printed)")
+    config = dataclasses.replace(job_config(file, guarantee, snapshot_interval, initial_snapshot_name),
+                                 metrics_enabled=metrics_enabled)
     if output is not None and not os.access(os.path.dirname(os.path.abspath(output)), os.W_OK):
         raise click.BadParameter(f"cannot write {output!r}: its directory is missing or not writable",
                                  param_hint="--output")
@@ -187,7 +198,7 @@ def run(file: str, args: tuple[str, ...], members: int | None, threads: int | No
         _exit(*_exit_for(error))
     with brief_member_logs(), sigterm_as_interrupt():  # this command prints the job's error, once
         ended, outcome, dashboard = _load_and_run(file, args, entrypoint, members, threads, timeout, dot,
-                                                  config, ui)
+                                                  config, ui, snapshot_store)
         code = _report(ended, outcome, output, timeout)
         if dashboard is not None:
             from jet.local_run import hold_dashboard
@@ -241,16 +252,17 @@ def _report(ended: BaseException | None, outcome: RunOutcome | None, output: str
 
 
 def _load_and_run(file: str, args: tuple[str, ...], entrypoint: str | None, members: int, threads: int,
-                  timeout: float | None, dot: bool, config: JobConfig,
-                  ui: bool = False) -> tuple[BaseException | None, RunOutcome | None, ClusterBoot | None]:
+                  timeout: float | None, dot: bool, config: JobConfig, ui: bool = False,
+                  snapshot_store: str | None = None) -> tuple[BaseException | None, RunOutcome | None,
+                                                              ClusterBoot | None]:
     """Load the job (booting the members meanwhile) and run it, or print its DAG with ``dot``;
     (the error that ended the run, or None; the outcome of a completed run; with ``ui``, the
     members still up once the job ended, for the caller to close)."""
     from jet.local_run import ClusterBoot, MembersDidNotStart, run_locally  # rich: not for `jet member`
 
-    snapshots = config.processing_guarantee.snapshots
+    snapshots = config.processing_guarantee.snapshots or snapshot_store is not None
     # The member processes boot while this process loads and plans the job.
-    boot = ClusterBoot(members, threads, keep_snapshot_store=snapshots) \
+    boot = ClusterBoot(members, threads, keep_snapshot_store=snapshots, snapshot_store=snapshot_store) \
         if (members > 1 or snapshots or ui) and not dot else None
     kept = None
     try:

@@ -44,9 +44,13 @@ class ClusterBoot:
     The thread lives until ``close()``: the members die with the thread that started them
     (PR_SET_PDEATHSIG follows the parent thread), so it must not end while they are used."""
 
-    def __init__(self, members: int, threads: int, keep_snapshot_store: bool = False) -> None:
+    def __init__(self, members: int, threads: int, keep_snapshot_store: bool = False,
+                 snapshot_store: str | None = None) -> None:
+        """``snapshot_store``: where the members keep job records and snapshots (default: a new
+        directory, removed unless ``keep_snapshot_store``)."""
         forked_members.prestart()
         self._keep_snapshot_store = keep_snapshot_store
+        self._store = {} if snapshot_store is None else {"snapshot_store": snapshot_store}
         # The members log at the level `jet run --log-level` set for this process.
         self._log_level = logging.getLevelName(logging.getLogger().getEffectiveLevel())
         self._cluster: Any = None
@@ -62,7 +66,8 @@ class ClusterBoot:
         from jet.local import local_cluster
         try:
             self._cluster = local_cluster(members=members, threads=threads, log_level=self._log_level,
-                                          keep_snapshot_store=self._keep_snapshot_store, token=_given_token())
+                                          keep_snapshot_store=self._keep_snapshot_store, token=_given_token(),
+                                          **self._store)
         except BaseException as error:  # noqa: BLE001 - re-raised by get()
             self._error = error
         self._up.set()
@@ -171,7 +176,8 @@ def run_locally(dag: DAG, name: str, members: int, threads: int, timeout: float 
     streaming = is_streaming(dag)
     if members == 1 and spark_stages(dag) != ([], []):
         members = 2  # Spark tasks reach members over gRPC: run a local cluster
-    if members == 1 and not config.processing_guarantee.snapshots and not ui:  # snapshots need the coordinator
+    if members == 1 and not config.processing_guarantee.snapshots and not ui \
+            and config.initial_snapshot_name is None:  # snapshots need the coordinator
         return _run_in_process(dag, name, threads, timeout, streaming, config.metrics_enabled)
     boot = boot or ClusterBoot(members, threads, keep_snapshot_store=config.processing_guarantee.snapshots)
     job = None

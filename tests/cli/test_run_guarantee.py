@@ -83,3 +83,29 @@ def test_a_restarted_member_0_with_its_pipeline_resumes_the_recorded_job(tmp_pat
     finally:
         if first.poll() is None:
             first.kill()
+
+
+def test_a_run_starts_from_an_exported_snapshot_of_its_store(tmp_path):
+    """`jet run` had no --initial-snapshot-name: the upgrade path needed a cluster of one's own."""
+    from jet.cluster.coordination.job_state import JobStatus
+    from jet.local import local_cluster
+    from tests.cluster.snapshot_support import counting_dag
+
+    store = tmp_path / "store"
+    with local_cluster(members=2, snapshot_store=str(store)) as cluster:
+        earlier = cluster.new_job(counting_dag(2000, per_call=10, pause_s=0.02),
+                                  {"processing_guarantee": "exactly_once", "snapshot_interval_ms": 200})
+        wait_until(lambda: earlier.status is JobStatus.RUNNING and earlier.info()["snapshotCount"] >= 2,
+                   what="two snapshots")
+        earlier.cancel_and_export_snapshot("v1")
+    job = write_job(tmp_path, "counting.py", JOB)
+    result = jet("run", "--members", 2, "--processing-guarantee", "exactly-once", "--snapshot-store", store,
+                 "--initial-snapshot-name", "v1", job, "--output", tmp_path / "out.jsonl")
+    assert result.returncode == 0, result.stderr
+    assert "restores exported snapshot 'v1'" in result.stderr
+    # What the export held (the sink's items, the sources' positions) and the rest: each number once.
+    numbers = sorted(int(line) for line in (tmp_path / "out.jsonl").read_text().splitlines())
+    assert numbers == list(range(2000))
+
+    refused = jet("run", "--initial-snapshot-name", "v1", job)
+    assert refused.returncode == 2 and "--initial-snapshot-name needs --snapshot-store" in refused.stderr
