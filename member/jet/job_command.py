@@ -130,11 +130,6 @@ def _suspend(found: Any, timeout: float) -> str:
     return "SUSPENDED"
 
 
-def _resume(found: Any, timeout: float) -> str:
-    found.resume()
-    return "resumed"
-
-
 def _restart(found: Any, timeout: float) -> str:
     found.restart()
     return "restarting"
@@ -147,7 +142,23 @@ def _cancel(found: Any, timeout: float) -> str:
 
 _job_action("suspend", "Suspend the job (a terminal snapshot with a processing guarantee); waits for SUSPENDED.",
             _suspend)
-_job_action("resume", "Resume a suspended job from its last snapshot.", _resume)
+
+
+@job.command("resume", epilog=JOB_EPILOG)
+@click.argument("job_ref", metavar="ID|NAME")
+@click.option("--older-snapshot", is_flag=True,
+              help="From the snapshot before the last good one (when that one is damaged); what"
+                   " exactly-once sinks committed after it is produced again.")
+@click.pass_context
+def resume(ctx: click.Context, job_ref: str, older_snapshot: bool) -> None:
+    """Resume a suspended job from its last snapshot."""
+    def run(client: Any) -> None:
+        found = client.job(job_ref)
+        found.resume(older_snapshot)
+        click.echo(f"job {found.name} ({found.id}): resumed{' from its older snapshot' if older_snapshot else ''}")
+    _with_client(ctx, run)
+
+
 _job_action("restart", "Restart the job from a terminal snapshot.", _restart)
 _job_action("cancel", "Cancel the job for good (its snapshots go; exported ones stay).", _cancel)
 

@@ -139,9 +139,12 @@ class Job:
         self._control("suspend")
         self._await_status(lambda status: status.is_suspended or status.is_terminal, timeout, "SUSPENDED")
 
-    def resume(self) -> None:
-        """Resume a SUSPENDED job from its last snapshot; :class:`JobStateError` when it is not suspended."""
-        self._control("resume")
+    def resume(self, older_snapshot: bool = False) -> None:
+        """Resume a SUSPENDED job from its last snapshot; :class:`JobStateError` when it is not
+        suspended. ``older_snapshot``: from the snapshot before the last good one (when that one is
+        damaged; ``SnapshotError`` when there is no older complete one). What exactly-once sinks
+        committed after the older snapshot is produced again: they see it twice."""
+        self._control("resume", {"older_snapshot": older_snapshot})
 
     def restart(self) -> None:
         """Stop the running execution (a terminal snapshot with a guarantee) and start a new one from it."""

@@ -57,8 +57,9 @@ class JobApi:
             if action in _EXPORTS:
                 return {"snapshot": coordinator.export_snapshot(job_id, messages.require(header, "name", str),
                                                                 cancel=action == "cancel_and_export")}
-            operation = {"suspend": coordinator.suspend, "resume": coordinator.resume,
-                         "restart": coordinator.restart}.get(action)
+            if action == "resume":
+                return coordinator.resume(job_id, bool(header.get("older_snapshot"))).to_header()
+            operation = {"suspend": coordinator.suspend, "restart": coordinator.restart}.get(action)
             if operation is None:
                 raise ValueError(f"job_control: unknown action {action!r}; known: suspend, resume, restart, "
                                  f"{', '.join(_EXPORTS)}")

@@ -4,7 +4,7 @@ Layout under the store's root URL::
 
     jobs/<job_id>/record.json                         the JobRecord without its DAG
     jobs/<job_id>/dag.pickle                          the pickled DAG
-    jobs/<job_id>/snapshots/<0|1>/<snapshot_id>/chunks/<vertex>.<member>.<sequence>.pkl
+    jobs/<job_id>/snapshots/<0|1>/<snapshot_id>/chunks/<vertex>.<member>.<sequence>.<crc32>.pkl
     jobs/<job_id>/snapshots/<0|1>/<snapshot_id>/validation.json   written after every chunk
     exports/<name>/chunks/...  exports/<name>/validation.json
 
@@ -12,7 +12,9 @@ The commit point of a snapshot is the job record: its validation record is writt
 its chunks, then the job record's ``last_good_snapshot_id``/``last_good_slot`` is replaced
 atomically (a rename locally, a single PUT on an object store). A new snapshot always goes into
 the slot that is not the last good one, so an abandoned or failed snapshot never damages the
-last good snapshot.
+last good snapshot. Each chunk's name carries the CRC-32 of its bytes: :meth:`SnapshotStore.verify`
+reads every chunk and checks it before a job is restored, and reading a chunk checks it again, so a
+damaged snapshot is refused naming the chunk instead of restoring wrong state.
 """
 
 from __future__ import annotations
@@ -23,6 +25,8 @@ import time
 from collections.abc import Iterator
 from typing import Any
 from urllib.parse import quote, unquote
+
+import zlib
 
 import cloudpickle
 
@@ -57,9 +61,9 @@ class SnapshotWriter:
         if self.committed:
             raise SnapshotError(f"job {self.job_id}: snapshot {self.snapshot_id} in slot "
                                 f"{self.slot} is already committed; no more chunks")
-        name = f"{quote(vertex, safe='')}.{member}.{sequence}.pkl"
         # cloudpickle: state may hold instances of classes defined in the user's pipeline file.
         data = cloudpickle.dumps((vertex, list(entries)), protocol=pickle.HIGHEST_PROTOCOL)
+        name = f"{quote(vertex, safe='')}.{member}.{sequence}.{zlib.crc32(data):08x}.pkl"
         self.store.fs.pipe_file(f"{self.dir}/{CHUNKS}/{name}", data)
         self.keys_written += len(entries)
         self.bytes_written += len(data)
@@ -185,6 +189,55 @@ class SnapshotStore:
         where = f"job {job_id}, slot {record.last_good_slot}, snapshot {record.last_good_snapshot_id}"
         return self._validate(directory, where, record.last_good_snapshot_id)
 
+    def verify(self, job_id: str, snapshot_id: int, slot: int) -> SnapshotInfo:
+        """Check the snapshot completely before it is restored: its validation record, every
+        chunk present and of the recorded count, and every chunk's bytes against its CRC-32;
+        :class:`SnapshotError` naming the snapshot and what is wrong."""
+        directory = self._snapshot_dir(job_id, slot, snapshot_id)
+        where = f"job {job_id}, snapshot {snapshot_id} in slot {slot}"
+        info = self._validate(directory, where, snapshot_id)
+        for chunk in info.chunks:
+            self._chunk_bytes(directory, chunk, where)
+        return info
+
+    def verify_export(self, name: str) -> SnapshotInfo:
+        """:meth:`verify` for the export ``name``."""
+        directory, where = self._export_dir(name), f"export {name!r}"
+        info = self._validate(directory, where, None)
+        for chunk in info.chunks:
+            self._chunk_bytes(directory, chunk, where)
+        return info
+
+    def older_snapshot(self, job_id: str) -> SnapshotInfo | None:
+        """The complete snapshot in the slot that is not the last good one, if it is older than
+        the last good one (the one before it, until the next snapshot starts over that slot)."""
+        record = self.load_job_record(job_id)
+        if record.last_good_slot < 0:
+            return None
+        slot = (record.last_good_slot + 1) % 2
+        ids = sorted((int(name) for name in list_names(self.fs, f"{self._job_dir(job_id)}/snapshots/{slot}")
+                      if name.isdigit() and int(name) < record.last_good_snapshot_id), reverse=True)
+        for snapshot_id in ids:
+            try:
+                return self._validate(self._snapshot_dir(job_id, slot, snapshot_id),
+                                      f"job {job_id}, snapshot {snapshot_id} in slot {slot}", snapshot_id)
+            except SnapshotError:
+                continue
+        return None
+
+    def restore_older_snapshot(self, job_id: str) -> SnapshotInfo:
+        """Make the older snapshot (:meth:`older_snapshot`), verified, the job's last good one:
+        the explicit fall-back when the last good one is damaged. ``SnapshotError`` when there
+        is none or it is damaged too."""
+        info = self.older_snapshot(job_id)
+        if info is None:
+            raise SnapshotError(f"job {job_id}: no older complete snapshot in its other slot to fall back to")
+        self.verify(job_id, info.snapshot_id, info.slot)
+        record = self.load_job_record(job_id)
+        record.last_good_snapshot_id, record.last_good_slot = info.snapshot_id, info.slot
+        self.save_job_record(record, with_dag=False)
+        return info
+
     def read_snapshot(self, job_id: str, expected_id: int | None = None) -> Iterator[tuple[str, Any, Any]]:
         """(vertex, key, value) of every entry of the job's last good snapshot (which must be
         ``expected_id`` when given)."""
@@ -259,15 +312,26 @@ class SnapshotStore:
     def _read_entries(self, directory: str, info: SnapshotInfo,
                       where: str) -> Iterator[tuple[str, Any, Any]]:
         for chunk in info.chunks:
-            path = f"{directory}/{CHUNKS}/{chunk}"
+            data = self._chunk_bytes(directory, chunk, where)
             try:
-                vertex, entries = pickle.loads(self.fs.cat_file(path))
-            except FileNotFoundError:
-                raise SnapshotError(f"{where}: chunk {path} is missing") from None
+                vertex, entries = pickle.loads(data)
             except Exception as e:  # unpickling a damaged chunk can raise almost anything
-                raise SnapshotError(f"{where}: chunk {path} is damaged: {e!r}") from e
+                raise SnapshotError(f"{where}: chunk {directory}/{CHUNKS}/{chunk} is damaged: {e!r}") from e
             for key, value in entries:
                 yield vertex, key, value
+
+    def _chunk_bytes(self, directory: str, chunk: str, where: str) -> bytes:
+        """A chunk's bytes, checked against the CRC-32 its name carries."""
+        path = f"{directory}/{CHUNKS}/{chunk}"
+        try:
+            data = self.fs.cat_file(path)
+        except FileNotFoundError:
+            raise SnapshotError(f"{where}: chunk {path} is missing") from None
+        recorded = chunk.rsplit(".", 2)[-2] if chunk.count(".") >= 4 else None
+        if recorded is not None and f"{zlib.crc32(data):08x}" != recorded:
+            raise SnapshotError(f"{where}: chunk {path} is damaged: its CRC-32 is {zlib.crc32(data):08x}, "
+                                f"{recorded} when it was written ({len(data)} bytes now)")
+        return data
 
 
 def _unquote(name: str) -> str:

@@ -109,9 +109,10 @@ class JobCoordinator:
         """Stop the running execution (terminal snapshot) and start a new one from it."""
         return self._requests.restart(job_id)
 
-    def resume(self, job_id: str) -> JobRecord:
-        """Resume a suspended job from its last good snapshot (from scratch without one)."""
-        return self._requests.resume(job_id)
+    def resume(self, job_id: str, older_snapshot: bool = False) -> JobRecord:
+        """Resume a suspended job from its last good snapshot (from scratch without one), or from
+        the one before it (``older_snapshot``, see :meth:`JobControl.resume`)."""
+        return self._requests.resume(job_id, older_snapshot)
 
     def export_snapshot(self, job_id: str, name: str, cancel: bool = False) -> dict[str, Any]:
         """Export the job's state as ``name`` (then cancel it, with ``cancel``); the export's figures."""

@@ -28,6 +28,7 @@ from jet.cluster.edges.distributed_plan import partition_owners
 from jet.cluster.executions.job_execution import PlanMessage
 from jet.cluster.executions.outcome import ExecutionOutcome, FailureKind, decode_report
 from jet.cluster.links import messages
+from jet.snapshot import SnapshotError
 
 log = logging.getLogger("jet.cluster.coordination.coordinator")
 
@@ -115,8 +116,9 @@ class ExecutionDriver:
         try:
             restore = context.job_store.restore_point(record)
         except Exception as e:  # noqa: BLE001 - a damaged record or store: the job cannot go on
+            kind = FailureKind.SNAPSHOT_DAMAGED if isinstance(e, SnapshotError) else FailureKind.COORDINATOR
             self.fail(ExecutionOutcome(record.job_id, execution.id, 0, ok=False, error=f"{type(e).__name__}: {e}",
-                                       tasklet="reading the snapshot to restore", kind=FailureKind.COORDINATOR))
+                                       tasklet="reading the snapshot to restore", kind=kind))
             return
         if restore is not None:
             log.info("job %s: execution %d restores %s", record.job_id, execution.id, restore)

@@ -62,13 +62,20 @@ class JobControl:
         self.request(run, Termination.RESTART, allowed=(JobStatus.RUNNING,))
         return run.record
 
-    def resume(self, job_id: str) -> JobRecord:
-        """Resume a suspended job from its last good snapshot (from scratch without one)."""
+    def resume(self, job_id: str, older_snapshot: bool = False) -> JobRecord:
+        """Resume a suspended job from its last good snapshot (from scratch without one); with
+        ``older_snapshot``, from the one before it, kept in the job's other slot (when the last
+        good one is damaged; exactly-once sinks then see again what they committed after it)."""
         run = self._run_of(job_id)
         with self._context.changed:
             if run.record.status is not JobStatus.SUSPENDED:
                 raise JobStateError(f"job {run.record.name} ({job_id}) is {run.record.status.value}; only a "
                                     "SUSPENDED job can be resumed")
+        if older_snapshot:
+            info = self._context.job_store.restore_older_snapshot(job_id)
+            log.warning("job %s resumes from its older snapshot %d: output that exactly-once sinks committed "
+                        "after it will be produced again", job_id, info.snapshot_id)
+        with self._context.changed:
             run.resume_requested = True
             self._context.changed.notify_all()
         return run.record

@@ -9,8 +9,9 @@
    a job without a guarantee from scratch); when they are not back, a job with ``auto_scaling``
    restarts on the members that are up (and scales up when members join later), one without
    ``auto_scaling`` but with a guarantee is suspended;
-4. any failure with ``suspend_on_failure``: suspended, its cause kept;
-5. otherwise the job failed.
+4. a snapshot that cannot be restored (missing, damaged): suspended, its store's data kept;
+5. any failure with ``suspend_on_failure``: suspended, its cause kept;
+6. otherwise the job failed.
 """
 
 from __future__ import annotations
@@ -62,6 +63,9 @@ def decide(config: JobConfig, requested: Termination | None, failure: ExecutionO
         return Decision(Next.FAIL)
     if failure is None:
         return Decision(Next.COMPLETE)
+    if failure.kind is FailureKind.SNAPSHOT_DAMAGED:  # never failed (nor its store cleared) for it
+        return Decision(Next.SUSPEND, f"{failure.error}; resume it from the snapshot before it with "
+                                      f"`jet job resume --older-snapshot` (docs/fault-tolerance.md), or cancel it")
     cause = f"{failure.error} (on member {failure.member})"
     if is_restartable(failure, lost_members):
         if lost_members:

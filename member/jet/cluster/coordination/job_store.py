@@ -15,6 +15,7 @@ import threading
 from typing import Any
 
 from jet.cluster.coordination.job_state import JobConfigError, JobRecord, JobStatus, SnapshotStats
+from jet.cluster.executions.outcome import FailureKind
 from jet.job_config import JobConfig
 from jet.snapshot import SnapshotError, SnapshotInfo, SnapshotStore, SnapshotWriter
 from jet.snapshot.records import JobRecord as StoredJob
@@ -77,6 +78,12 @@ class JobStore:
             return
         with self._lock:
             try:
+                if record.status.is_terminal and record.failure is not None \
+                        and record.failure.kind is FailureKind.SNAPSHOT_DAMAGED:
+                    log.warning("job %s ended with a snapshot it could not restore; its record and snapshots "
+                                "stay in the store (%s)", record.job_id, self.store.url)
+                    self._kept.discard(record.job_id)
+                    return
                 if record.status.is_terminal:
                     self.store.delete_job(record.job_id)
                     self._kept.discard(record.job_id)
@@ -126,18 +133,33 @@ class JobStore:
 
     def restore_point(self, record: JobRecord) -> dict[str, Any] | None:
         """Where a new execution starts: the job's last good snapshot, else its initial snapshot,
-        else nothing (from scratch)."""
+        else nothing (from scratch). The snapshot is verified first, every chunk read and checked
+        (``SnapshotError`` naming the snapshot and what is wrong: nothing is restored from it)."""
         if self.store is None:
             return None
         if record.job_id in self._kept:
             with self._lock:
                 stored = self.store.load_job_record(record.job_id)
             if stored.last_good_snapshot_id >= 0:
+                self.store.verify(record.job_id, stored.last_good_snapshot_id, stored.last_good_slot)
                 return {"job_id": record.job_id, "snapshot_id": stored.last_good_snapshot_id,
                         "slot": stored.last_good_slot}
         if record.config.initial_snapshot_name:
+            self.store.verify_export(record.config.initial_snapshot_name)
             return {"export": record.config.initial_snapshot_name}
         return None
+
+    def restore_older_snapshot(self, job_id: str) -> SnapshotInfo:
+        """Make the job's older snapshot (in its other slot) its last good one, verified; the
+        explicit fall-back when the last good one is damaged (docs/fault-tolerance.md)."""
+        if self.store is None or job_id not in self._kept:
+            raise SnapshotError(f"job {job_id} keeps no snapshots in a store")
+        with self._lock:
+            info = self.store.restore_older_snapshot(job_id)
+            self._next_snapshot_id[job_id] = max(self._next_snapshot_id.get(job_id, 0), info.snapshot_id + 1)
+        log.warning("job %s: its last good snapshot is now the older snapshot %d (slot %d)", job_id,
+                    info.snapshot_id, info.slot)
+        return info
 
     def export(self, job_id: str, name: str) -> SnapshotInfo:
         """Copy the job's last good snapshot to the export ``name``."""

@@ -43,8 +43,11 @@ class FailureKind(str, enum.Enum):
     rejoining). Restartable."""
     MEMBER_SILENT = "member_silent"
     """A member did not answer a control call or a question about its execution in time."""
+    SNAPSHOT_DAMAGED = "snapshot_damaged"
+    """The snapshot to restore is missing or damaged (a chunk gone, a checksum that does not
+    match): the job is suspended, and its store's data is never deleted for it."""
     COORDINATOR = "coordinator"
-    """The coordinator itself failed (a bug, or a damaged job record or snapshot)."""
+    """The coordinator itself failed (a bug, or a damaged job record)."""
 
     @property
     def restartable(self) -> bool:
