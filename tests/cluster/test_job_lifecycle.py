@@ -6,6 +6,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
+from jet.cluster.coordination.job_history import JobResumingError, UnknownJobError
 from jet.cluster.coordination.job_state import JobConfigError, JobStateError, JobStatus
 from jet.snapshot import SnapshotStore
 
@@ -126,6 +127,11 @@ def test_a_new_coordinator_over_the_same_store_resumes_the_job_and_its_snapshot_
     last = committed_id(members.store, job_id)
     assert members.store.load_job_record(job_id).status == "RUNNING"  # left for the next coordinator
     successor, new_members = fake_cluster(tmp_path)
+    # Until it has read the store, it says the job resumes rather than that it never heard of it.
+    with pytest.raises(JobResumingError, match="resumes once the cluster is whole"):
+        successor.record(job_id)
+    with pytest.raises(UnknownJobError):
+        successor.record("0000-0000-0000-0000")
     assert successor.resume_stored_jobs() == [job_id]
     assert successor.submit_or_resume(small_dag(), EXACTLY_ONCE) == job_id  # --pipeline on a restarted member 0
     wait_until(lambda: new_members.inits and successor.record(job_id).status is JobStatus.RUNNING,

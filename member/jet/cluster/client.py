@@ -15,6 +15,7 @@ import time
 from typing import Any, Mapping, Sequence
 
 import cloudpickle
+import grpc
 
 from jet.cluster.coordination.job_history import UnknownJobError
 from jet.cluster.coordination.job_state import JobConfigError, JobStateError, JobStatus, job_failure
@@ -30,6 +31,10 @@ from jet.snapshot import SnapshotError
 
 CALL_TIMEOUT_S = 30.0
 WAIT_SLICE_S = 10.0
+COORDINATOR_BACK_WAIT_S = 120.0
+"""How long ``join`` waits for a member 0 that does not answer (it restarts, as a pod is
+recreated, and takes its jobs over from the snapshot store) before it raises."""
+RETRY_PAUSE_S = 0.25
 EXPORT_TIMEOUT_S = 300.0
 """How long ``export_snapshot`` waits for the coordinator (a snapshot of the running job, then its copy)."""
 STATUS_POLL_S = 0.1
@@ -65,14 +70,28 @@ class Job:
         Without ``timeout`` it waits as long as the job runs, in bounded slices: each ``job_wait``
         call has a deadline (a coordinator that stops answering raises ``ControlCallError``), and
         every wait of the coordinator is bounded, so a job whose members stop answering ends
-        FAILED naming them rather than leaving this call waiting."""
+        FAILED naming them rather than leaving this call waiting. A member 0 that does not answer
+        (it restarts, and takes its jobs over from the snapshot store) is waited for up to
+        :data:`COORDINATOR_BACK_WAIT_S`; then its ``ControlCallError`` is raised."""
         deadline = None if timeout is None else time.monotonic() + timeout
+        unavailable_since: float | None = None
         while True:
             remaining = WAIT_SLICE_S if deadline is None else min(WAIT_SLICE_S, deadline - time.monotonic())
             if remaining <= 0:
                 raise JobTimeoutError(f"job {self.name} ({self.id}) did not finish within {timeout} s", [])
-            info = self._client._call(messages.JOB_WAIT, {"job_id": self.id, "timeout_s": remaining},
-                                      timeout_s=remaining + CALL_TIMEOUT_S)
+            try:
+                info = self._client._call(messages.JOB_WAIT, {"job_id": self.id, "timeout_s": remaining},
+                                          timeout_s=remaining + CALL_TIMEOUT_S)
+            except ControlCallError as error:
+                # Member 0 restarting (down, or reading its job records): the job goes on there.
+                if error.code is not grpc.StatusCode.UNAVAILABLE:
+                    raise
+                unavailable_since = unavailable_since or time.monotonic()
+                if time.monotonic() - unavailable_since > COORDINATOR_BACK_WAIT_S:
+                    raise
+                time.sleep(min(RETRY_PAUSE_S, max(0.0, remaining)))
+                continue
+            unavailable_since = None
             status = JobStatus(info["status"])
             if status is JobStatus.COMPLETED:
                 return

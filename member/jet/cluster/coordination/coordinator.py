@@ -30,7 +30,7 @@ import cloudpickle
 from jet.cluster.coordination.context import CoordinationContext, MemberCall, StartCall, lost_member_outcome
 from jet.cluster.coordination.execution_driver import EXECUTION_DONE_STATE, EXECUTION_RUNNING_STATE, fail_execution
 from jet.cluster.coordination.job_control import JobControl
-from jet.cluster.coordination.job_history import FinishedJobs, UnknownJobError
+from jet.cluster.coordination.job_history import FinishedJobs, JobResumingError, UnknownJobError
 from jet.cluster.coordination.job_lifecycle import JobLifecycle
 from jet.cluster.coordination.job_state import JobConfigError, JobRecord, JobRun, JobStatus, new_job_id
 from jet.cluster.coordination.job_store import JobStore, record_from_store
@@ -74,6 +74,9 @@ class JobCoordinator:
         self._jobs: dict[str, JobRun] = {}
         self._finished = FinishedJobs(self.control.max_finished_jobs, self.control.finished_job_ttl_s, clock)
         self._latest: str | None = None
+        self._stored_jobs_taken = False
+        """Whether the jobs of the store were taken over (until then a job of the store is
+        answered as resuming, not unknown)."""
         self.observables = ObservableStore()
         """The buffers of the jobs' observable sinks."""
         self._requests = JobControl(self._context, self._jobs, self._run_of)
@@ -168,6 +171,13 @@ class JobCoordinator:
         """Take over every unfinished job recorded in the snapshot store that this coordinator
         does not run yet: restart it from its last good snapshot (a SUSPENDED job stays so)."""
         resumed = []
+        try:
+            self._take_stored_jobs(resumed)
+        finally:
+            self._stored_jobs_taken = True
+        return resumed
+
+    def _take_stored_jobs(self, resumed: list[str]) -> None:
         for stored in self.job_store.stored_jobs():
             with self._changed:
                 if stored.job_id in self._jobs:
@@ -184,12 +194,12 @@ class JobCoordinator:
                 record.status = JobStatus.NOT_RUNNING
                 record.restarts += 1
                 record.last_restart_cause = "the coordinator restarted"
-            log.info("job %s (%s) found in the snapshot store: %s from snapshot %d", record.job_id, record.name,
+            log.info("job %s (%s) found in the snapshot store: %s %s", record.job_id, record.name,
                      "stays suspended" if record.status.is_suspended else "resumes",
-                     stored.last_good_snapshot_id)
+                     f"from snapshot {stored.last_good_snapshot_id}" if stored.last_good_snapshot_id >= 0
+                     else "from the start")
             self._launch(JobRun(record, dag, stored.dag))
             resumed.append(record.job_id)
-        return resumed
 
     def _launch(self, run: JobRun) -> None:
         with self._changed:
@@ -248,6 +258,9 @@ class JobCoordinator:
             self._forget(self._finished.expired())
             run = self._jobs.get(job_id)
         if run is None:
+            if not self._stored_jobs_taken and self.job_store.has_record(job_id):
+                raise JobResumingError(f"job {job_id!r} is in the snapshot store of a coordinator that has just "
+                                       "restarted; it resumes once the cluster is whole")
             raise UnknownJobError(f"unknown job {job_id!r}: it was never submitted to this coordinator or "
                                   f"is no longer kept (the coordinator keeps {self._finished.describe()})")
         return run

@@ -10,11 +10,16 @@ from __future__ import annotations
 from collections import OrderedDict
 from typing import Callable
 
-from jet.cluster.links.errors import NotFoundError
+from jet.cluster.links.errors import NotFoundError, RetryLaterError
 
 
 class UnknownJobError(NotFoundError):
     """No job with this id on the coordinator: never submitted, or forgotten from the history."""
+
+
+class JobResumingError(RetryLaterError):
+    """Member 0 restarted and has not taken over the jobs of its snapshot store yet, this one
+    among them: ask again in a moment (clients' ``join`` does)."""
 
 
 class FinishedJobs:

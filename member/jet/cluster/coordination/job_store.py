@@ -1,7 +1,7 @@
 """The coordinator's job records in the snapshot store, so a restarted coordinator resumes its jobs.
 
-A job is *kept* when it has a processing guarantee or an initial snapshot and the cluster has a
-store: at submission its record (pickled DAG, config, status) is written; every status change,
+Every job is *kept* when the cluster has a store: at submission its record (pickled DAG, config,
+status) is written; every status change,
 restart and snapshot updates it; COMPLETED or FAILED delete it with its snapshot slots (exports
 stay). Every change to a record goes through this object's lock, so a snapshot's commit (which
 rewrites the record) never races a status update. Snapshot ids rise by one across a job's
@@ -54,9 +54,11 @@ class JobStore:
         return job_id in self._kept
 
     def create(self, record: JobRecord, dag_bytes: bytes) -> None:
-        """Write a new job's record when the job is to be kept (a guarantee or an initial snapshot)."""
+        """Write a new job's record when the cluster has a store: every job is kept while it runs,
+        so a restarted coordinator runs it again (from its last snapshot; from the start without
+        a guarantee, as Jet restarts such a job after a topology change) rather than lose it."""
         config = record.config
-        if self.store is None or not (config.processing_guarantee.snapshots or config.initial_snapshot_name):
+        if self.store is None:
             return
         stored = StoredJob(job_id=record.job_id, name=record.name, creation_time=record.submission_time,
                            dag=dag_bytes, config=config.to_dict(), status=record.status.value)
@@ -99,6 +101,16 @@ class JobStore:
             except (OSError, SnapshotError) as e:
                 log.warning("job %s: its record in the snapshot store could not be updated to %s: %s",
                             record.job_id, record.status.value, e)
+
+    def has_record(self, job_id: str) -> bool:
+        """Whether the store holds an unfinished job of this id (one this coordinator may resume)."""
+        if self.store is None:
+            return False
+        try:
+            self.store.load_job_record(job_id)
+        except SnapshotError:
+            return False
+        return True
 
     def stored_jobs(self) -> list[StoredJob]:
         """The records in the store, oldest first (a damaged one is logged and left out)."""

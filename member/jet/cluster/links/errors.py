@@ -18,3 +18,8 @@ class NotFoundError(KeyError):
 
     def __str__(self) -> str:  # KeyError would print the repr of its argument
         return str(self.args[0]) if self.args else ""
+
+
+class RetryLaterError(Exception):
+    """A request this member cannot answer yet but will soon (member 0 reading its job records
+    after a restart): answered ``UNAVAILABLE``, which clients retry."""

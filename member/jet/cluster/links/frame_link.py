@@ -20,7 +20,6 @@ from typing import Callable
 import grpc
 
 from jet.cluster.links.errors import LinkError
-from jet.cluster.links.packets import PacketFormatError
 
 FrameCallback = Callable[[int, bytes], None]
 ConnectionLostCallback = Callable[[int, BaseException], None]

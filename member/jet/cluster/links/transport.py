@@ -36,7 +36,7 @@ from typing import Callable, Iterator
 import grpc
 
 from jet.cluster.links.auth import Caller, ClusterAuthInterceptor, TlsConfig, call_metadata, caller_of
-from jet.cluster.links.errors import LinkError, NotFoundError
+from jet.cluster.links.errors import LinkError, NotFoundError, RetryLaterError
 from jet.cluster.links.frame_link import ConnectionLostCallback, FrameCallback, FrameLink
 from jet.cluster.links.grpc_link import GrpcFrameLink, describe_rpc_error
 from jet.cluster.links.packets import PacketFormatError
@@ -395,6 +395,9 @@ def serve_control(on_control: ControlHandler, caller: Caller,
     except NotFoundError as e:
         logger.info("control call %r of %s: %s", msg_type, caller, e)
         return grpc.StatusCode.NOT_FOUND, f"{type(e).__name__}: {e}"
+    except RetryLaterError as e:
+        logger.info("control call %r of %s: %s", msg_type, caller, e)
+        return grpc.StatusCode.UNAVAILABLE, f"{type(e).__name__}: {e}"
     except PermissionError as e:
         logger.warning("refused control call %r of %s: %s", msg_type, caller, e)
         return grpc.StatusCode.PERMISSION_DENIED, f"{type(e).__name__}: {e}"
