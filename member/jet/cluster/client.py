@@ -19,7 +19,7 @@ import grpc
 
 from jet.cluster.coordination.job_history import UnknownJobError
 from jet.cluster.coordination.job_state import JobConfigError, JobStateError, JobStatus, job_failure
-from jet.cluster.executions.observables import READ_WAIT_S, ObservableIterator, UnknownObservableError
+from jet.cluster.executions.observables import POLL_PAUSE_S, READ_WAIT_S, ObservableIterator, UnknownObservableError
 from jet.cluster.links import messages
 from jet.cluster.links.auth import TlsConfig, load_cluster_token
 from jet.cluster.links.transport import ControlCallError, PeerConnection
@@ -97,6 +97,8 @@ class Job:
                 return
             if status is JobStatus.FAILED:
                 raise job_failure(info)
+            if info.get("waited") is False:  # member 0 had no waiting slot free: ask again in a while
+                time.sleep(min(POLL_PAUSE_S, max(0.0, remaining)))
 
     def metrics(self) -> dict[str, dict[str, int]]:
         """Each vertex's figures over the whole cluster so far (``{"in": n, "out": m, ...}``, the

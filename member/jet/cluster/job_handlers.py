@@ -12,12 +12,19 @@ from jet.cluster.executions.observables import READ_MAX_ITEMS, READ_WAIT_S, Unkn
 from jet.cluster.executions.outcome import ExecutionOutcome, decode_report
 from jet.cluster.links import messages
 from jet.cluster.links.packets import PacketFormatError
+from jet.cluster.links.server_limits import Slots
 from jet.core.dag import DagValidationError
 from jet.execution.measurements import pack_measurements
 from jet.snapshot import SnapshotError
 
 MAX_WAIT_S = 30.0
 """The longest a waiting call (``job_wait``, ``observable_read``, ``ping``) holds its thread."""
+WAITING_CALLS = 12
+"""Clients' calls that wait (``job_wait``, ``observable_read``) at once, of the server's
+``max_client_calls`` (32): the rest always serve calls that answer at once, so however many
+clients wait on their jobs, another client's submit or status goes through. A waiting call
+beyond it is answered at once with ``"waited": false``, and the client asks again after
+:data:`~jet.cluster.executions.observables.POLL_PAUSE_S`."""
 _EXPORTS = ("export_snapshot", "cancel_and_export")
 
 
@@ -28,6 +35,7 @@ class JobApi:
         self.index = index
         self.member_count = member_count
         self.coordinator = coordinator
+        self._waits = Slots(WAITING_CALLS)
 
     def require_coordinator(self) -> JobCoordinator:
         if self.coordinator is None:
@@ -84,7 +92,14 @@ class JobApi:
 
     def job_wait(self, peer: int, header: dict, blob: bytes) -> dict:
         timeout_s = min(float(header.get("timeout_s", MAX_WAIT_S)), MAX_WAIT_S)
-        return self.require_coordinator().wait(messages.require(header, "job_id", str), timeout_s).to_header()
+        job_id = messages.require(header, "job_id", str)
+        give_back = self._waits.take()
+        if give_back is None:  # every waiting slot is taken: the answer now, and the client asks again
+            return {**self.require_coordinator().wait(job_id, 0.0).to_header(), "waited": False}
+        try:
+            return self.require_coordinator().wait(job_id, timeout_s).to_header()
+        finally:
+            give_back()
 
     def cancel_job(self, peer: int, header: dict, blob: bytes) -> dict:
         """Cancel a job; one that already ended is answered with ``error`` (the client raises it)."""
@@ -123,10 +138,16 @@ class JobApi:
         from_sequence = messages.require(header, "from", int)
         if from_sequence < 0:
             raise PacketFormatError(f"observable_read: 'from' must be a sequence number >= 0, got {from_sequence}")
+        give_back = self._waits.take() if wait_s > 0 else (lambda: None)
         try:
             items, reply = self.require_coordinator().observable_read(
                 messages.require(header, "job_id", str), messages.require(header, "name", str),
-                from_sequence, max_items, wait_s)
+                from_sequence, max_items, wait_s if give_back is not None else 0.0)
         except UnknownObservableError as e:
             return {"error": type(e).__name__, "message": str(e)}, b""
+        finally:
+            if give_back is not None:
+                give_back()
+        if give_back is None:
+            reply = {**reply, "waited": False}
         return reply, cloudpickle.dumps(items) if items else b""

@@ -34,6 +34,9 @@ READ_MAX_ITEMS = 4096
 """Most items one read returns."""
 READ_WAIT_S = 1.0
 """How long one read waits on member 0 for new items (a long poll)."""
+POLL_PAUSE_S = 1.0
+"""How long a client pauses before it asks again when member 0 answered a waiting call (a read,
+a ``job_wait``) without waiting, every waiting slot being taken."""
 
 Publisher = Callable[[str, int, list], None]
 """``publish(observable name, capacity, items)`` on one member, for one job."""
@@ -186,7 +189,10 @@ class ObservableIterator(Iterator[Any]):
                 if error is not None:
                     raise error
                 raise StopIteration
-            self._take(*self._read(self._next_sequence))
+            header, items = self._read(self._next_sequence)
+            self._take(header, items)
+            if not items and header.get("waited") is False:  # no waiting slot was free on member 0
+                time.sleep(POLL_PAUSE_S)
         return batch.popleft()
 
     def _take(self, header: dict[str, Any], items: list) -> None:

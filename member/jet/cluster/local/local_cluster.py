@@ -167,7 +167,7 @@ class LocalCluster:
         if index >= len(self.log_paths) or not self.log_paths[index].exists():
             return ""
         tail = self.log_paths[index].read_text(errors="replace").splitlines()[-lines:]
-        return f"; its log ends:\n" + "\n".join(tail)
+        return "; its log ends:\n" + "\n".join(tail)
 
     @property
     def client(self) -> JetClient:
