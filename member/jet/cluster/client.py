@@ -206,7 +206,10 @@ def as_dag(job: Any) -> DAG:
         return job
     to_dag = getattr(job, "to_dag", None)
     if not callable(to_dag):
-        raise TypeError(f"new_job() needs a jet.Pipeline or a jet.core.DAG, got {type(job).__name__}")
+        hint = (f": call it, new_job({job.__name__}(...)), to get the Pipeline it returns"
+                if callable(job) and hasattr(job, "__name__") else "")
+        raise TypeError(f"new_job() needs a jet.Pipeline or a jet.core.DAG, got {type(job).__name__} "
+                        f"{getattr(job, '__name__', '')!r}{hint}".replace(" ''", ""))
     preflight = getattr(job, "preflight", None)
     if callable(preflight):
         preflight()
