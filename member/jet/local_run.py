@@ -45,10 +45,14 @@ class ClusterBoot:
     (PR_SET_PDEATHSIG follows the parent thread), so it must not end while they are used."""
 
     def __init__(self, members: int, threads: int, keep_snapshot_store: bool = False,
-                 snapshot_store: str | None = None) -> None:
+                 snapshot_store: str | None = None, relay_member_logs: bool | None = None) -> None:
         """``snapshot_store``: where the members keep job records and snapshots (default: a new
         directory, removed unless ``keep_snapshot_store``)."""
         forked_members.prestart()
+        # On a terminal the members log into files whose lines this process prints through its
+        # own stderr, so the live table's redirection puts them above the table, not over it.
+        relay = sys.stderr.isatty() if relay_member_logs is None else relay_member_logs
+        self._logs = MemberLogRelay(Path(tempfile.mkdtemp(prefix="jet-run-logs-"))) if relay else None
         self._keep_snapshot_store = keep_snapshot_store
         self._store = {} if snapshot_store is None else {"snapshot_store": snapshot_store}
         # The members log at the level `jet run --log-level` set for this process.
@@ -67,6 +71,7 @@ class ClusterBoot:
         try:
             self._cluster = local_cluster(members=members, threads=threads, log_level=self._log_level,
                                           keep_snapshot_store=self._keep_snapshot_store, token=_given_token(),
+                                          log_dir=None if self._logs is None else self._logs.directory,
                                           **self._store)
         except BaseException as error:  # noqa: BLE001 - re-raised by get()
             self._error = error
@@ -99,6 +104,48 @@ class ClusterBoot:
             self._cluster.close()
             self._cluster = None
         self._closed.set()
+        if self._logs is not None:
+            self._logs.close()
+
+
+class MemberLogRelay:
+    """Prints the new lines of the members' log files (``member-<i>.log`` in ``directory``) to
+    this process's current stderr, every :data:`RELAY_INTERVAL_S`, until closed."""
+
+    def __init__(self, directory: Path) -> None:
+        self.directory = directory
+        self._read: dict[Path, int] = {}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="jet-member-logs", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.wait(RELAY_INTERVAL_S):
+            self._relay()
+
+    def _relay(self) -> None:
+        for path in sorted(self.directory.glob("member-*.log")):
+            try:
+                with path.open("rb") as log_file:
+                    log_file.seek(self._read.get(path, 0))
+                    data = log_file.read()
+            except OSError:
+                continue
+            whole = data[:data.rfind(b"\n") + 1]  # a line still being written waits for its end
+            if whole:
+                self._read[path] = self._read.get(path, 0) + len(whole)
+                sys.stderr.write(whole.decode("utf-8", "replace"))
+                sys.stderr.flush()
+
+    def close(self) -> None:
+        """Print what is left, then remove the files."""
+        self._stop.set()
+        self._thread.join(timeout=2)
+        self._relay()
+        shutil.rmtree(self.directory, ignore_errors=True)
+
+
+RELAY_INTERVAL_S = 0.2
 
 
 @dataclass(frozen=True)
@@ -113,6 +160,14 @@ class RunOutcome:
     stopped: bool = False
     latest: dict[str, list] = field(default_factory=dict)
     """The newest items of each observable sink (``Sinks.observable``) when the job ended."""
+
+
+def _last_execution_seconds(info: dict[str, Any]) -> float | None:
+    """Since the job's last execution started, when it restarted (its figures count from there)."""
+    began = info.get("executionStartTime")
+    if not info.get("restarts") or not began:
+        return None
+    return (datetime.now().astimezone() - datetime.fromisoformat(began)).total_seconds()
 
 
 def _cluster_job_seconds(info: dict[str, Any]) -> float:
@@ -190,7 +245,8 @@ def run_locally(dag: DAG, name: str, members: int, threads: int, timeout: float 
             print(dashboard_line(cluster), file=sys.stderr, flush=True)
         job = cluster.new_job(dag, config)  # with its Spark side, if it has Spark stages
         latest = LatestResults().follow(job, observable_names(dag))
-        with ProgressDisplay(job.metrics, title=name, results_fn=latest.items, streaming=streaming):
+        with ProgressDisplay(job.metrics, title=name, results_fn=latest.items, streaming=streaming,
+                             counted_since_fn=lambda: _last_execution_seconds(job.info())):
             if streaming:
                 stopped = _run_for(job, timeout)
             else:

@@ -80,7 +80,8 @@ def metrics_line(metrics: Metrics, elapsed_s: float, previous: Metrics | None = 
                  interval_s: float = 1.0, wall_ms: int | None = None) -> str:
     """The progress of every vertex in one log line."""
     wall_ms = now_ms() if wall_ms is None else wall_ms
-    parts = [progress_line(vertex, figures, emitted_rate(figures, (previous or {}).get(vertex), interval_s),
+    # The first line (no previous sample) counts from nothing: its rate is over the first interval.
+    parts = [progress_line(vertex, figures, emitted_rate(figures, (previous or {}).get(vertex, {}), interval_s),
                            wall_ms)
              for vertex, figures in metrics.items()]
     return f"[{elapsed_s:.1f} s] " + "; ".join(parts)
@@ -93,8 +94,12 @@ class ProgressDisplay:
 
     def __init__(self, metrics_fn: Callable[[], Metrics], title: str = "job",
                  console: Console | None = None, interval_s: float | None = None,
-                 results_fn: ResultsFn | None = None, streaming: bool = False) -> None:
+                 results_fn: ResultsFn | None = None, streaming: bool = False,
+                 counted_since_fn: Callable[[], float | None] | None = None) -> None:
+        """``counted_since_fn``: how many seconds the final figures cover, when not the whole
+        display's time (a job that restarted counts from its last execution's start)."""
         self._metrics_fn = metrics_fn
+        self._counted_since_fn = counted_since_fn
         self._results_fn = results_fn
         self._title = title
         self._streaming = streaming
@@ -159,6 +164,15 @@ class ProgressDisplay:
         if self._thread.is_alive():
             self._thread.join(timeout=2)
         metrics = self._sample()
-        self._console.print(metrics_table(metrics, self.elapsed_s, title=f"{self._title}: summary",
+        self._console.print(metrics_table(metrics, self._counted_s(), title=f"{self._title}: summary",
                                           streaming=self._streaming))
         return metrics
+
+    def _counted_s(self) -> float:
+        """The seconds the final figures cover: the last execution's, else the whole display's."""
+        try:
+            since = self._counted_since_fn() if self._counted_since_fn is not None else None
+        except Exception as error:  # noqa: BLE001 - progress must never break the job
+            log.debug("execution start unavailable: %s", error)
+            since = None
+        return self.elapsed_s if since is None else min(self.elapsed_s, since)

@@ -34,9 +34,20 @@ class OneLineErrors(logging.Filter):
         return True
 
 
+class CurrentStderr:
+    """``sys.stderr`` as it is at each write: while ``jet run``'s live table runs, rich puts a proxy
+    there that prints above the table, and log lines go through it instead of drawing over it."""
+
+    def write(self, text: str) -> int:
+        return sys.stderr.write(text)
+
+    def flush(self) -> None:
+        sys.stderr.flush()
+
+
 def configure_logging(level: str) -> None:
     """Log to stderr at ``level``; in a member ``jet run`` started, errors in one line."""
-    logging.basicConfig(level=getattr(logging, level.upper()), stream=sys.stderr,
+    logging.basicConfig(level=getattr(logging, level.upper()), stream=CurrentStderr(),
                         format="%(asctime)s %(levelname)-5s %(name)s: %(message)s")
     if os.environ.get(BRIEF_MEMBER_LOG_ENV):
         for handler in logging.getLogger().handlers:

@@ -63,6 +63,12 @@ def test_the_log_line_has_every_vertex_with_its_rate_and_lag():
                     "sink: in=10 out=0 rate=0/s wm_lag=- late=0")
 
 
+def test_the_first_log_line_counts_its_rate_from_the_start():
+    """With no previous sample the first line always said rate=0/s."""
+    line = metrics_line({"source": {"in": 0, "out": 5_000}}, 5.0, None, 5.0, wall_ms=NOW_MS)
+    assert "source: in=0 out=5,000 rate=1,000/s" in line
+
+
 def test_off_a_terminal_progress_goes_to_the_log_every_interval(caplog):
     samples = iter([BEFORE, STREAM, STREAM, STREAM, STREAM, STREAM])
     logged = threading.Event()
@@ -86,3 +92,13 @@ def test_off_a_terminal_progress_goes_to_the_log_every_interval(caplog):
         logging.getLogger("jet.progress").removeHandler(handler)
     summary = console.file.getvalue()
     assert "trades: summary" in summary and "wm lag ms" in summary
+
+
+def test_after_a_restart_the_summary_divides_by_the_last_executions_time_not_the_whole_run():
+    """The summary divided the last execution's counts by the whole run's time."""
+    console = Console(file=io.StringIO(), width=120, force_terminal=False)
+    display = ProgressDisplay(lambda: {"read": {"in": 0, "out": 900}}, console=console, interval_s=60,
+                              counted_since_fn=lambda: 3.0)  # the last execution ran 3 s
+    display._started -= 100  # the whole run: 100 s
+    display.stop()
+    assert row(console.file.getvalue(), "read") == ["read", "0", "900", "300"]

@@ -22,6 +22,9 @@ def shared_spark_session() -> Any:
                                               "spark.default.parallelism": "4",
                                               "spark.task.maxFailures": "4",
                                               "spark.driver.memory": "2g"}, "jet-tests")
+        # Tests fail Spark tasks on purpose; each failure logged its Java stack at ERROR, about
+        # 1,500 lines a run that made a passing run read as alarming. The tests assert what fails.
+        _session.sparkContext.setLogLevel("FATAL")
     return _session
 
 

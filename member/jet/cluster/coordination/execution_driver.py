@@ -82,6 +82,7 @@ class ExecutionDriver:
             run.execution = execution
             record.status = JobStatus.STARTING
             record.start_time = record.start_time or context.clock()
+            record.execution_start_time = context.clock()
             record.members = list(execution.members)
             lost = {m: error for m, error in context.lost.items() if m in execution.members}
         context.status_changed(record)

@@ -121,6 +121,8 @@ class JobRecord:
     status: JobStatus = JobStatus.NOT_RUNNING
     submission_time: float = field(default_factory=time.time)
     start_time: float | None = None
+    execution_start_time: float | None = None
+    """When its current (or last) execution started: its figures count from there."""
     completion_time: float | None = None
     failure: ExecutionOutcome | None = None
     config: JobConfig = field(default_factory=JobConfig)
@@ -142,6 +144,7 @@ class JobRecord:
             self.suspension_cause if self.status.is_suspended else "")
         return {"jobId": self.job_id, "name": self.name, "status": self.status.value, "message": message,
                 "submissionTime": iso_time(self.submission_time), "startTime": iso_time(self.start_time),
+                "executionStartTime": iso_time(self.execution_start_time),
                 "completionTime": iso_time(self.completion_time),
                 "failure": None if failure is None else failure.to_header(),
                 "processingGuarantee": self.config.processing_guarantee.value,
