@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from jet.connectors.transaction_pool import DEFAULT_PROBE_SLOTS, TransactionPool, default_prefix, transaction_id
+from jet.connectors.transaction_pool import TransactionPool, default_prefix, transaction_id
 from jet.core.outbox import Outbox
 from jet.core.processor import Context
 
@@ -87,8 +87,8 @@ def test_ids_are_deterministic_per_job_vertex_index_and_slot():
     assert transaction_id("p", 3, 1) == "p-3-1"
     pool = TransactionPool(StoreResource(Store()), context, "p")
     assert pool.id_of(0) == "p-3-0"
-    # indices 3, 7, 11, 15, 19 (below 5 x 4), DEFAULT_PROBE_SLOTS slots each
-    assert pool.probed_ids() == [f"p-{i}-{s}" for i in (3, 7, 11, 15, 19) for s in range(DEFAULT_PROBE_SLOTS)]
+    # indices 3, 7, 11, 15, 19 (below 5 x 4), four slots each
+    assert pool.probed_ids() == [f"p-{i}-{s}" for i in (3, 7, 11, 15, 19) for s in range(4)]
 
 
 def test_nothing_is_visible_before_phase_2_and_each_row_once_after():
@@ -176,12 +176,12 @@ def test_a_failed_snapshot_keeps_its_transaction_for_the_next_one():
 def test_too_many_failed_snapshots_in_a_row_stop_the_sink_clearly():
     store = Store()
     sink = SinkUnderTest(store)
-    for row in range(DEFAULT_PROBE_SLOTS):
+    for row in range(4):
         sink.write(row)
         sink.phase1()
         sink.pool.snapshot_commit_finish(False)
     with pytest.raises(RuntimeError, match="snapshots keep failing"):
-        sink.write("one more")
+        sink.write(4)
 
 
 def test_close_aborts_the_active_transaction_and_leaves_prepared_ones():
@@ -193,35 +193,3 @@ def test_close_aborts_the_active_transaction_and_leaves_prepared_ones():
     sink.pool.close()
     assert store.open == {}
     assert list(store.prepared.values()) == [[1]]
-
-
-def test_a_restore_never_commits_a_slot_reused_after_the_snapshot_it_restores():
-    """With the lowest free slot taken, the slot snapshot 1 recorded (and its phase 2 committed)
-    was begun again for row 2; a restore from snapshot 1 then committed row 2 too, which the
-    restored source replays: row 2 twice."""
-    store = Store()
-    sink = SinkUnderTest(store)
-    sink.write(1)
-    snapshot1 = sink.phase1()
-    sink.pool.snapshot_commit_finish(True)
-    sink.write(2)
-    sink.phase1()
-    sink.pool.snapshot_commit_finish(False)  # snapshot 2 failed: snapshot 1 is the restore point
-    sink.write(3)
-    sink.phase1()  # snapshot 3 prepared, and the job is lost before it completes
-    SinkUnderTest(store, restore=snapshot1)
-    assert store.visible == [1]  # 2 and 3 come again from the replayed source, once
-    assert store.open == {} and store.prepared == {}
-
-
-def test_the_slots_turn_so_each_is_reused_only_after_a_later_snapshot_completed():
-    store = Store()
-    sink = SinkUnderTest(store)
-    begun = []
-    for row in range(6):
-        sink.write(row)
-        begun.append(sink.pool.active_id())
-        sink.phase1()
-        sink.pool.snapshot_commit_finish(True)
-    assert [txn_id.rsplit("-", 1)[1] for txn_id in begun] == ["0", "1", "2", "0", "1", "2"]
-    assert store.visible == list(range(6))

@@ -47,10 +47,22 @@ def test_manifest_of_each_example_is_valid_and_runnable(example: str, entrypoint
     assert ("spark" in document["spec"]) is spark
 
 
+@pytest.mark.parametrize("example", ["postgres_sink.py", "postgres_cdc.py"])
+def test_the_postgres_examples_need_their_server_only_to_run_not_for_a_manifest(example: str) -> None:
+    """Their pipeline functions reach the database (postgres_sink makes its table), so the
+    manifest is written without loading them: --no-spark."""
+    code, output = manifest(f"examples/{example}", "--name", "example", "--no-spark")
+    assert code == 0, output
+    document = yaml.safe_load(output)
+    assert [error.message for error in validator().iter_errors(document)] == []
+    assert document["spec"]["pipeline"]["code"] == (EXAMPLES_DIR / example).read_text()
+    assert "spark" not in document["spec"]
+
+
 def test_every_example_is_covered() -> None:
     covered = {"wordcount.py", "wordcount_dag.py", "enrichment.py", "grouped_average.py", "spark_wordcount.py",
                "stream_wordcount.py", "stream_trades.py", "stream_sessions.py", "stream_enrichment.py",
-               "spark_streaming.py", "kafka_wordcount.py"}
+               "spark_streaming.py", "kafka_wordcount.py", "postgres_sink.py", "postgres_cdc.py"}
     assert {path.name for path in EXAMPLES_DIR.glob("*.py")} == covered
 
 

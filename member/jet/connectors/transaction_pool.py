@@ -15,13 +15,8 @@ the ids its predecessors used and can commit or abort them. The lifecycle::
 - **Phase 2** (``snapshot_commit_finish(True)``): ``commit(id, state)`` for what that snapshot
   prepared. A failed snapshot (``False``) keeps the prepared transactions: the next snapshot
   records them again and its phase 2 commits them. Each needs a slot of its own, so after
-  ``probe_slots - 2`` failed snapshots in a row the processor fails (clearly) rather than use
+  ``probe_slots - 1`` failed snapshots in a row the processor fails (clearly) rather than use
   ids a restore would not probe.
-- **Slots turn**: a slot recorded by the last snapshot this processor saw complete is not
-  reused until a later one completes: a restore from that snapshot commits its id again, and
-  must not find another transaction's writes under it (with the lowest free slot taken, the
-  slot a phase 2 had just committed was reused at once, and a restore from that snapshot
-  committed the newer writes as well, twice counting them after the replay).
 - **Restore**: every entry reaches every processor (broadcast keys); each commits the ones whose
   processor index maps to it (``index % total parallelism == own index``, so a smaller cluster
   still commits them all), then aborts every other id it could own: indices ``own + k * total``
@@ -32,7 +27,11 @@ the ids its predecessors used and can commit or abort them. The lifecycle::
   transaction at once; no snapshot follows.
 
 ``commit`` must be idempotent (phase 2 may have run before the job was lost) and ``abort`` must
-accept ids that never existed or were committed. Neither is called on the cooperative thread
+accept ids that never existed or were committed. A slot is begun again as soon as its phase 2
+committed it, so after a restore an id may hold a newer transaction than the one the snapshot
+recorded (the snapshot after it prepared it, and never completed): ``commit`` must tell them
+apart by the prepared state and leave the newer one alone. The PostgreSQL sink checks the
+prepared transaction's xid, the Kafka sink its marker's number, unique per transaction. Neither is called on the cooperative thread
 of a cooperative processor unless it is quick: a sink using the pool should be non-cooperative.
 
 The pool does not know what a transaction is; the resource does (:class:`TransactionalResource`).
@@ -49,13 +48,11 @@ from jet.core.snapshot_keys import BroadcastKey
 #: Jet's TXN_PROBING_FACTOR: a restored processor aborts ids of indices up to this many times
 #: the total parallelism, so the ids of a bigger earlier cluster are covered.
 TXN_PROBING_FACTOR = 5
-#: Slots one processor turns through in the steady state: the one the last completed snapshot
-#: recorded (a restore may commit it again, so it is not reused until a later snapshot
-#: completes), one prepared for the snapshot in progress, one active.
-DEFAULT_POOL_SIZE = 3
+#: Transactions in use by one processor in the steady state: one prepared, one active.
+DEFAULT_POOL_SIZE = 2
 #: Slots probed (and so usable) per processor index; more than the pool size leaves room for
 #: transactions kept by failed snapshots.
-DEFAULT_PROBE_SLOTS = 5
+DEFAULT_PROBE_SLOTS = 4
 
 
 class TransactionalResource(Protocol):
@@ -111,8 +108,6 @@ class TransactionPool:
         self._active_slot: int | None = None
         self._prepared: dict[int, Any] = {}  # slot -> prepared state, waiting for a phase 2
         self._recorded: set[int] = set()  # slots the snapshot in progress recorded
-        self._restorable: set[int] = set()  # own slots of the last snapshot known complete
-        self._last_slot = -1  # the slot begun last: the next one is taken after it
         self._restored: list[tuple[str, Any]] = []  # (id, prepared state) this processor commits
 
     # -- ids -------------------------------------------------------------------------------------
@@ -132,16 +127,16 @@ class TransactionPool:
         """The id of the transaction to write into now, begun if needed."""
         if self._active_slot is None:
             self._start()
-            busy = self._prepared.keys() | self._restorable
-            turn = [(self._last_slot + 1 + k) % self._pool_size for k in range(self._pool_size)]
-            slot = next((s for s in turn + list(range(self._pool_size, self._probe_slots)) if s not in busy), None)
+            slot = next((s for s in range(self._pool_size) if s not in self._prepared), None)
+            if slot is None:
+                slot = next((s for s in range(self._probe_slots) if s not in self._prepared), None)
             if slot is None:
                 raise RuntimeError(
                     f"sink {self._context.vertex_name!r}: {len(self._prepared)} transactions are prepared and"
                     f" wait for a snapshot to complete; the snapshots keep failing, so this sink stops"
                     f" rather than open a transaction under an id a restore would not find")
             self._resource.begin(self.id_of(slot))
-            self._active_slot = self._last_slot = slot
+            self._active_slot = slot
         return self.id_of(self._active_slot)
 
     @property
@@ -165,7 +160,6 @@ class TransactionPool:
         if success:
             for slot in sorted(self._recorded):
                 self._resource.commit(self.id_of(slot), self._prepared.pop(slot))
-            self._restorable = self._recorded  # a restore from this snapshot commits them again
         self._recorded = set()
 
     def complete(self) -> None:
@@ -189,8 +183,6 @@ class TransactionPool:
         _, index, slot = key.key
         if index % self._context.total_parallelism == self._context.global_index:
             self._restored.append((self.id_of(slot, index), prepared_state))
-            if index == self._context.global_index:
-                self._restorable.add(slot)
 
     def finish_snapshot_restore(self) -> None:
         """Commit the owned prepared transactions of the snapshot, abort every other probed id."""

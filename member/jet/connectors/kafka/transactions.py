@@ -41,6 +41,8 @@ from jet.connectors.kafka.delivery import DeliveryWatch
 
 log = logging.getLogger("jet.connectors.kafka.transactions")
 _MAX_PARALLEL_ABORTS = 8
+MARKER_RECHECK_PAUSES_S = (0.2, 0.5, 1.0)
+"""Pauses between reads of a transaction's marker before it is taken as not committed."""
 
 
 class PreparedKafkaTransaction(NamedTuple):
@@ -92,7 +94,7 @@ class KafkaTransactions:
             self._producers[txn_id] = producer
             return
         producer = self._initialized_producer(txn_id)  # settles what an earlier producer left
-        if self._committed_marker(txn_id) != prepared.number:
+        if not self._marker_shows(txn_id, prepared.number):
             log.info("Kafka sink: transaction %s (%d records) was not committed before the restart;"
                      " writing its records again", txn_id, len(prepared.records))
             producer.begin_transaction()
@@ -151,6 +153,19 @@ class KafkaTransactions:
                                                  consumer.consumer_group_metadata(), TRANSACTION_TIMEOUT_S)
         finally:
             consumer.close()
+
+    def _marker_shows(self, txn_id: str, number: int) -> bool:
+        """Whether the marker group's committed offset says transaction ``number`` committed.
+
+        ``init_transactions`` may have just finished a commit the dead producer had asked for,
+        and a broker can answer the offset fetch from before that for a moment (seen with tansu
+        under load: records then written twice), so a marker that does not show it yet is read
+        again a few times before the records are written anew."""
+        for pause_s in MARKER_RECHECK_PAUSES_S:
+            if self._committed_marker(txn_id) == number:
+                return True
+            time.sleep(pause_s)
+        return self._committed_marker(txn_id) == number
 
     def _committed_marker(self, txn_id: str) -> int | None:
         from confluent_kafka import TopicPartition
