@@ -4,6 +4,7 @@ The threads here park for an hour (``long_park_s=3600``), so a test that ends at
 the wake-up came from the signal under test, not from the park's timeout.
 """
 
+import pickle
 import threading
 
 import pytest
@@ -244,7 +245,7 @@ def test_a_snapshot_wakes_a_parked_source_for_both_phases():
         worker = service.workers[0]
         wait_until(_parked(worker))
         parks = worker.long_parks
-        write = lambda vertex, sequence, entries: written.extend(entries) or len(entries)  # noqa: E731
+        write = lambda vertex, sequence, chunk: written.extend(pickle.loads(chunk)[1]) or len(chunk)  # noqa: E731
         assert context.start_phase1(0, False, write).result(timeout=20)["keys"] == 1
         assert written == [("offset", 42)]
         wait_until(_parked(worker, parks + 1))

@@ -1,6 +1,7 @@
 """Snapshot barriers through edge streams and processor tasklets; a snapshot and a restore of a
 running job on one member, checked against plain Python over the same numbers."""
 
+import pickle
 import threading
 import time
 
@@ -120,6 +121,24 @@ def test_a_save_that_comes_before_its_phase_reaches_the_member_is_kept_for_it():
     context.tasklet_saved(late, 0, "v", [("j", 2)])
     assert phase1.result(timeout=5)["keys"] == 2
     assert sorted(chunks.entries[0]) == [("v", "j", 2), ("v", "k", 1)]
+
+
+def test_a_snapshot_holds_the_state_as_it_was_saved_not_as_it_is_changed_after():
+    """Entries were pickled later, on the writer thread: a window's list or a stateful map's
+    object changed after the save (the next items) went into the snapshot, and exactly-once
+    output came twice after a restore. The saving tasklet pickles them at once now."""
+    context = SnapshotContext(ProcessingGuarantee.EXACTLY_ONCE)
+    tasklet = _Tasklet(0)
+    context.register(tasklet, False)
+    chunks, written = Chunks(), threading.Event()
+    write = chunks.writer(0)
+    phase1 = context.start_phase1(0, False, lambda *chunk: written.wait(5) and write(*chunk))
+    window = ["a"]
+    context.tasklet_saved(tasklet, 0, "v", [("window", window)])
+    window.append("after the barrier")  # the processor goes on at once, before the writer writes
+    written.set()
+    phase1.result(timeout=5)
+    assert chunks.entries[0] == [("v", "window", ["a"])]
 
 
 def test_a_newer_snapshot_supersedes_one_that_never_completed():
@@ -298,9 +317,10 @@ class Chunks:
         self.entries: dict[int, list] = {}
 
     def writer(self, snapshot_id):
-        def write(vertex, sequence, entries):
+        def write(vertex, sequence, chunk):  # the chunk the tasklet pickled: (vertex, entries)
+            _, entries = pickle.loads(chunk)
             self.entries.setdefault(snapshot_id, []).extend((vertex, k, v) for k, v in entries)
-            return len(entries)
+            return len(chunk)
         return write
 
 

@@ -18,9 +18,12 @@ so a restore does not run a finished source, or a finished aggregation's ``compl
 from __future__ import annotations
 
 import logging
+import pickle
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, Callable
+
+import cloudpickle
 
 from jet.core.snapshot_keys import ProcessorEnded
 from jet.execution.backoff import wake_parked_workers
@@ -31,9 +34,29 @@ log = logging.getLogger("jet.execution.snapshot")
 CHUNK_ENTRIES = 20_000
 """Entries per chunk file: big enough to amortise a store write, small enough to stream."""
 
-ChunkWriter = Callable[[str, int, list], int]
-"""``write(vertex, sequence, entries) -> bytes written``: store one chunk of a snapshot (raises on
-failure)."""
+ChunkWriter = Callable[[str, int, bytes], int]
+"""``write(vertex, sequence, data) -> bytes written``: store one chunk of a snapshot, ``data``
+being the pickled ``(vertex, entries)`` (:func:`pickled_chunks`); raises on failure."""
+
+
+def pickled_chunks(vertex: str, entries: list) -> list[bytes]:
+    """The entries as the pickled ``(vertex, entries)`` chunks the store writes, of at most
+    :data:`CHUNK_ENTRIES` each. Pickled by the tasklet that saved them, at once: a processor goes
+    on changing its state (a window's list, a stateful map's object) right after its save, and a
+    writer thread pickling later would store those later changes (exactly-once output twice)."""
+    return [cloudpickle.dumps((vertex, entries[start:start + CHUNK_ENTRIES]), protocol=pickle.HIGHEST_PROTOCOL)
+            for start in range(0, len(entries), CHUNK_ENTRIES)]
+
+
+class _Pickled:
+    """A tasklet's saved entries, already pickled into chunks (:func:`pickled_chunks`)."""
+
+    def __init__(self, count: int, chunks: list[bytes]) -> None:
+        self.count = count
+        self.chunks = chunks
+
+    def __len__(self) -> int:
+        return self.count
 
 
 class _Finished:
@@ -113,7 +136,9 @@ class SnapshotContext:
             self._publish_if_due()
 
     def tasklet_saved(self, tasklet: Any, snapshot_id: int, vertex: str, entries: list) -> None:
-        """The tasklet saved its state for ``snapshot_id`` (its barrier goes downstream next)."""
+        """The tasklet saved its state for ``snapshot_id`` (its barrier goes downstream next); on
+        the tasklet's thread, which pickles the entries here, before the state changes again."""
+        entries = _Pickled(len(entries), pickled_chunks(vertex, entries))
         with self._lock:
             phase = self._phase1
             if phase is None or snapshot_id > phase.snapshot_id:
@@ -124,7 +149,7 @@ class SnapshotContext:
                          "are dropped", self.name, tasklet, snapshot_id, len(entries))
                 return
             self._schedule_write(phase, vertex, entries, tasklet)
-            phase.keys += len(entries)
+            phase.keys += entries.count
             phase.remaining.discard(tasklet)
             self._complete_phase1_if_done(phase)
 
@@ -222,14 +247,14 @@ class SnapshotContext:
         self._pool.shutdown(wait=False)
 
     # -- inside the lock -------------------------------------------------------------------------
-    def _schedule_write(self, phase: _Phase, vertex: str, entries: list, tasklet: Any = None) -> None:
+    def _schedule_write(self, phase: _Phase, vertex: str, entries: "list | _Pickled", tasklet: Any = None) -> None:
         if tasklet is not None:
             self.saved_bytes[tasklet] = 0
-        for start in range(0, len(entries), CHUNK_ENTRIES):
+        chunks = entries.chunks if isinstance(entries, _Pickled) else pickled_chunks(vertex, entries)
+        for chunk in chunks:
             self._sequence += 1
             phase.writes_pending += 1
-            self._pool.submit(self._write, phase, vertex, self._sequence, entries[start:start + CHUNK_ENTRIES],
-                              tasklet)
+            self._pool.submit(self._write, phase, vertex, self._sequence, chunk, tasklet)
 
     def _publish_if_due(self) -> None:
         if self._unpublished is None or self._waiting_for_groups:
@@ -249,9 +274,9 @@ class SnapshotContext:
         if not phase.remaining and not phase.future.done():
             phase.future.set_result(None)
 
-    def _write(self, phase: _Phase, vertex: str, sequence: int, entries: list, tasklet: Any) -> None:
+    def _write(self, phase: _Phase, vertex: str, sequence: int, chunk: bytes, tasklet: Any) -> None:
         try:
-            written = self._writer(vertex, sequence, entries)
+            written = self._writer(vertex, sequence, chunk)
         except BaseException as e:  # noqa: BLE001 - the snapshot fails, named, on the coordinator
             log.warning("%s: writing a chunk of snapshot %d (vertex %s) failed: %s", self.name,
                         phase.snapshot_id, vertex, e)

@@ -63,9 +63,16 @@ class SnapshotWriter:
                                 f"{self.slot} is already committed; no more chunks")
         # cloudpickle: state may hold instances of classes defined in the user's pipeline file.
         data = cloudpickle.dumps((vertex, list(entries)), protocol=pickle.HIGHEST_PROTOCOL)
+        self.keys_written += len(entries)
+        return self.write_chunk_bytes(vertex, member, sequence, data)
+
+    def write_chunk_bytes(self, vertex: str, member: int, sequence: int, data: bytes) -> str:
+        """Write one chunk already pickled as ``(vertex, entries)``; its file name."""
+        if self.committed:
+            raise SnapshotError(f"job {self.job_id}: snapshot {self.snapshot_id} in slot "
+                                f"{self.slot} is already committed; no more chunks")
         name = f"{quote(vertex, safe='')}.{member}.{sequence}.{zlib.crc32(data):08x}.pkl"
         self.store.fs.pipe_file(f"{self.dir}/{CHUNKS}/{name}", data)
-        self.keys_written += len(entries)
         self.bytes_written += len(data)
         return name
 

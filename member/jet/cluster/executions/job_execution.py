@@ -197,10 +197,9 @@ class JobExecution:
         writer = self._store.join_snapshot(self.job_id, snapshot_id, slot)
         member = self.member_index
 
-        def write_chunk(vertex: str, sequence: int, entries: list) -> int:
-            before = writer.bytes_written
-            writer.write_chunk(vertex, member, sequence, entries)
-            return writer.bytes_written - before
+        def write_chunk(vertex: str, sequence: int, data: bytes) -> int:
+            writer.write_chunk_bytes(vertex, member, sequence, data)
+            return len(data)
 
         future = context.start_phase1(snapshot_id, terminal, write_chunk)
         return future.result(timeout=timeout_s)
