@@ -20,6 +20,10 @@ from jet import AggregateOperations, Pipeline, ServiceFactories, Sinks, Sources
 LATENCY_S = 0.02
 
 
+class Server(ThreadingHTTPServer):
+    request_queue_size = 1024  # the default backlog of 5 drops the SYNs of a burst of calls
+
+
 def start_company_service(companies_csv: str) -> tuple[str, int]:
     """Serve ``GET /company/SYMBOL`` as JSON from the CSV; returns the (host, port)."""
     with open(companies_csv, newline="") as file:
@@ -38,7 +42,7 @@ def start_company_service(companies_csv: str) -> tuple[str, int]:
         def log_message(self, *args):
             pass
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server = Server(("127.0.0.1", 0), Handler)
     server.daemon_threads = True
     threading.Thread(target=server.serve_forever, daemon=True).start()
     return server.server_address

@@ -188,3 +188,17 @@ def test_filter_and_flat_map_results():
     calls.finish(2, result=True)
     h.process()
     assert h.out == [2]
+
+
+def test_a_barrier_never_passes_a_watermark_this_call_released():
+    calls = Calls()
+    h = Harness(calls, pairs=True)
+    h.feed([(5, 1)])
+    h.process()
+    h.watermark(5)
+    calls.finish(1)
+    assert h.processor.save_to_snapshot() is False  # the watermark went into the outbox just now
+    assert h.outbox.pending_special == Watermark(5)
+    h._take()
+    assert h.processor.save_to_snapshot() is True
+    assert h.out == [(5, 10), Watermark(5)]

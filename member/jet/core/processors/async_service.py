@@ -114,7 +114,9 @@ class AsyncTransformUsingServiceP(Processor):
         return self._drain() and self._idle()
 
     def _idle(self) -> bool:
-        return self.unfinished == 0 and not self._queue and len(self._epochs) == 1 and not self._ready
+        # A watermark offered by this very call must reach the engine before a barrier or DONE can.
+        return (self.unfinished == 0 and not self._queue and len(self._epochs) == 1 and not self._ready
+                and self.outbox.pending_special is None)
 
     # -- output -----------------------------------------------------------------------------------
     def _drain(self) -> bool:
