@@ -16,6 +16,8 @@ from concurrent.futures import ThreadPoolExecutor
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlparse
 
+from collections import Counter
+
 import cloudpickle
 
 from jet import ServiceFactories
@@ -44,6 +46,7 @@ class LookupService:
         self.in_flight = 0
         self.max_in_flight = 0
         self.requests = 0
+        self.events: Counter = Counter()
         self._lock = threading.Lock()
         service = self
 
@@ -52,6 +55,12 @@ class LookupService:
                 service._enter()
                 try:
                     url = urlparse(self.path)
+                    if url.path.startswith("/event/"):  # a service made or destroyed, told
+                        with service._lock:
+                            service.events[url.path[len("/event/"):]] += 1
+                        self.send_response(204)
+                        self.end_headers()
+                        return
                     if url.path == "/fail":
                         self.send_error(500, "the lookup service failed on purpose")
                         return
@@ -126,6 +135,18 @@ def failing_lookup_with(url: str):
             response.raise_for_status()
             return int(await response.text())
     return lookup_or_fail
+
+
+def tell(url: str, event: str) -> None:
+    """Count ``event`` at the service (from a member: how many services it made or destroyed)."""
+    urllib.request.urlopen(f"{url}/event/{event}", timeout=30).close()
+
+
+def told_factory(url: str, shared: bool):
+    """A factory whose services tell the lookup service when they are made and destroyed."""
+    kind = "shared" if shared else "own"
+    make = ServiceFactories.shared_service if shared else ServiceFactories.non_shared_service
+    return make(lambda: tell(url, f"{kind}-created") or kind, lambda _s: tell(url, f"{kind}-destroyed"))
 
 
 def pool_factory(threads: int = 16):

@@ -20,7 +20,7 @@ from jet.execution.errors import JobFailedError
 from jet.pipeline.errors import PipelineDefinitionError
 
 from tests.pipeline.enrichment_support import (LookupService, aiohttp_factory, enriched, failing_lookup_with,
-                                               lookup_with, pool_factory, pool_lookup_with)
+                                               lookup_with, pool_factory, pool_lookup_with, told_factory)
 from tests.pipeline.stream_support import finite_stream, sliding_counts
 from tests.pipeline.support import run_pipeline
 
@@ -79,24 +79,19 @@ def test_a_keyed_service_sees_each_key_on_one_processor(where):
     assert all(len(o) == 1 for o in owners.values()), owners
 
 
-_created: list = []
-_destroyed: list = []
-
-
-def test_a_shared_service_is_made_once_per_member_and_a_non_shared_one_per_processor():
-    _created.clear()
-    _destroyed.clear()
-    shared = ServiceFactories.shared_service(lambda: _created.append("shared") or "s",
-                                             lambda s: _destroyed.append("shared"))
-    own = ServiceFactories.non_shared_service(lambda: _created.append("own") or "o",
-                                              lambda s: _destroyed.append("own"))
-    p = Pipeline.create()
-    items = p.read_from(Sources.items(ITEMS))
-    items.map_using_service(shared, lambda s, x: x).set_local_parallelism(3).write_to(Sinks.list("a"))
-    items.map_using_service(own, lambda s, x: x).set_local_parallelism(3).write_to(Sinks.list("b"))
-    run_pipeline(p, threads=2)
-    assert Counter(_created) == Counter(shared=1, own=3)
-    assert Counter(_destroyed) == Counter(_created)
+@pytest.mark.parametrize("where", WHERE)
+def test_a_shared_service_is_made_once_per_member_and_a_non_shared_one_per_processor(where):
+    with LookupService() as service:
+        p = Pipeline.create()
+        items = p.read_from(Sources.items(ITEMS))
+        items.map_using_service(told_factory(service.url, True), lambda s, x: x) \
+            .set_local_parallelism(3).write_to(Sinks.list("a"))
+        items.map_using_service(told_factory(service.url, False), lambda s, x: x) \
+            .set_local_parallelism(3).write_to(Sinks.list("b"))
+        _run(p, where)
+    members = 1 if where == "in-process" else 2
+    assert service.events == Counter({"shared-created": members, "shared-destroyed": members,
+                                      "own-created": 3 * members, "own-destroyed": 3 * members})
 
 
 # -- async services, a real HTTP service ----------------------------------------------------------

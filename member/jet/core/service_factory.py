@@ -24,7 +24,7 @@ __all__ = ["ServiceFactories", "ServiceFactory", "ServiceLease", "member_event_l
 _loop_lock = threading.Lock()
 _loop: asyncio.AbstractEventLoop | None = None
 _shared_lock = threading.Lock()
-_shared: dict[tuple, list] = {}  # (job, member, vertex, factory id) -> [service, releases to come]
+_shared: dict[tuple, list] = {}  # (job, execution, member, vertex, factory) -> [service, releases to come]
 
 
 @dataclass(frozen=True)
@@ -50,7 +50,10 @@ class ServiceFactory:
         released it: processors close when they finish, not all at the end of the job."""
         if not self.shared:
             return ServiceLease(self, None, _call(self.create_fn))
-        key = (context.job_id, context.member_index, context.vertex_name, self.factory_id)
+        # ``results`` is one dict per execution: a restarted job's processors get a new service,
+        # never one that the processors of its cancelled execution are still releasing.
+        key = (context.job_id, id(context.results), context.member_index, context.vertex_name,
+               self.factory_id)
         with _shared_lock:
             entry = _shared.get(key)
             if entry is None:
