@@ -21,3 +21,20 @@ def test_async_enrichment_example_sums_each_sector(members):
     assert got.keys() == expected.keys()
     for sector, value in expected.items():
         assert got[sector] == pytest.approx(value, abs=0.01)
+
+
+@pytest.mark.parametrize("members", [1, 2])
+def test_trade_rankings_example_lists_symbols_and_running_volumes_in_order(members):
+    result = jet_run(REPO_ROOT / "examples" / "trade_rankings.py", members=members)
+    trades = [json.loads(line) for line in open(DATA / "trades.jsonl")]
+    sections = result.stdout.split("result ")
+    symbols = next(s for s in sections if s.startswith("'symbols'"))
+    volumes = next(s for s in sections if s.startswith("'running-volume'"))
+    assert _result_items(symbols) == sorted({t["symbol"] for t in trades})
+    assert f"{len(trades)} item(s)" in volumes
+    totals = defaultdict(int)
+    for trade in trades:
+        totals[trade["symbol"]] += trade["quantity"]
+    shown = _result_items(volumes.split("  ... ")[0])
+    assert [v for _, v in shown] == sorted((v for _, v in shown), reverse=True)
+    assert shown[0] == max(totals.items(), key=lambda kv: kv[1])

@@ -155,18 +155,41 @@ def test_a_failing_service_fails_the_job_with_the_users_frames(where):
     assert "500" in text and "lookup_or_fail" in text, text
 
 
-@pytest.mark.parametrize("ordered", [True, False])
+def test_a_function_that_handles_the_services_error_keeps_the_job_running():
+    with LookupService() as service:
+        lookup = failing_lookup_with(service.url)
+
+        async def lookup_or_minus_one(session, x):
+            try:
+                return await lookup(session, x)
+            except Exception:  # noqa: BLE001 - the user's own fallback
+                return -1
+
+        p = Pipeline.create()
+        (p.read_from(Sources.items(list(range(20))))
+         .map_using_service_async(aiohttp_factory(), lookup_or_minus_one).write_to(Sinks.list()))
+        (results,) = run_pipeline(p, threads=2).values()
+    assert sorted(results) == sorted(-1 if x == 7 else enriched(x) for x in range(20))
+
+
+@pytest.mark.parametrize("mode", ["ordered", "unordered", "sync"])
 @pytest.mark.parametrize("where", WHERE)
-def test_a_window_after_async_enrichment_counts_exactly(where, ordered):
+def test_a_window_after_enrichment_counts_exactly(where, mode):
     rng = random.Random(5)
     events = [(ts, rng.randrange(50)) for ts in sorted(rng.randrange(3000) for _ in range(400))]
     with LookupService(delay_s=0.004, slow_every=7) as service:
         lookup = lookup_with(service.url)
         p = Pipeline.create()
-        (p.read_from(finite_stream(events)).with_timestamps(ts_of, 10)
-         .map_using_service_async(aiohttp_factory(), lambda s, e: _tagged(e, lookup(s, e[1])),
-                                  max_concurrent_ops=6, preserve_order=ordered)
-         .grouping_key(key_of).window(WindowDefinition.tumbling(200)).aggregate(A.counting())
+        stream = p.read_from(finite_stream(events)).with_timestamps(ts_of, 10)
+        if mode == "sync":
+            fetch = pool_lookup_with(service.url)
+            enriched_stream = stream.map_using_service(
+                pool_factory(2), lambda pool, e: (e[0], fetch(pool, e[1]).result() % 4))
+        else:
+            enriched_stream = stream.map_using_service_async(
+                aiohttp_factory(), lambda s, e: _tagged(e, lookup(s, e[1])), max_concurrent_ops=6,
+                preserve_order=mode == "ordered")
+        (enriched_stream.grouping_key(key_of).window(WindowDefinition.tumbling(200)).aggregate(A.counting())
          .write_to(Sinks.list("windows")))
         results = _run(p, where)
     tagged = [(ts, enriched(x) % 4) for ts, x in events]
