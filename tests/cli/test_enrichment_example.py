@@ -38,3 +38,19 @@ def test_trade_rankings_example_lists_symbols_and_running_volumes_in_order(membe
     shown = _result_items(volumes.split("  ... ")[0])
     assert [v for _, v in shown] == sorted((v for _, v in shown), reverse=True)
     assert shown[0] == max(totals.items(), key=lambda kv: kv[1])
+
+
+def test_the_runnable_pipeline_of_the_enrichment_page(tmp_path):
+    page = (REPO_ROOT / "docs" / "enrichment.md").read_text()
+    section = page.split("## All of it in one runnable pipeline", 1)[1]
+    code = section.split("```python\n", 1)[1].split("```", 1)[0]
+    (tmp_path / "enrich.py").write_text(code)
+    result = jet_run(tmp_path / "enrich.py", members=2)
+    sections = {s.split("'", 2)[1]: _result_items(s) for s in result.stdout.split("result ")[1:]}
+    symbols = ["ACME", "GLBX", "ACME", "HOOL", "GLBX", "ACME"]
+    prices = {"ACME": 10.0, "GLBX": 20.0, "HOOL": 30.0}
+    assert sorted(sections["prices"]) == sorted(prices[s] for s in symbols)
+    assert sorted(sections["priced-async"]) == sorted((s, prices[s]) for s in symbols)
+    assert sorted(sections["running-counts"]) == [("ACME", 1), ("ACME", 2), ("ACME", 3), ("GLBX", 1),
+                                                  ("GLBX", 2), ("HOOL", 1)]
+    assert sections["distinct-sorted"] == ["ACME", "GLBX", "HOOL"]
