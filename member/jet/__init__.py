@@ -57,7 +57,8 @@ def local_cluster(members: int = 2, threads=None, **settings):
 
 
 __all__ = ["AggregateOperation", "AggregateOperations", "DAG", "Edge", "KeyedWindowResult", "Pipeline",
-           "PipelineDefinitionError", "Processor", "ServiceFactories", "ServiceFactory", "SimpleEvent", "SinkBuilder", "Sinks", "SourceBuilder", "Sources",
+           "PipelineDefinitionError", "Processor", "ServiceFactories", "ServiceFactory", "SimpleEvent", "SinkBuilder",
+           "Sinks", "SourceBuilder", "Sources",
            "StreamSourceStage", "StreamStage", "Vertex", "WindowDefinition", "WindowResult", "connect",
            "local_cluster"]
 __version__ = "0.1.0"
