@@ -13,6 +13,7 @@ os.environ.setdefault("GRPC_ENABLE_FORK_SUPPORT", "false")
 if TYPE_CHECKING:
     from jet.connectors import SimpleEvent, SinkBuilder, Sinks, SourceBuilder, Sources
     from jet.core import DAG, AggregateOperation, Edge, Processor, Vertex
+    from jet.core.service_factory import ServiceFactories, ServiceFactory
     from jet.core.window_results import KeyedWindowResult, WindowResult
     from jet.pipeline import (AggregateOperations, Pipeline, PipelineDefinitionError, StreamSourceStage, StreamStage,
                               WindowDefinition)
@@ -23,6 +24,7 @@ _LAZY = {
     **dict.fromkeys(["SimpleEvent", "SinkBuilder", "Sinks", "SourceBuilder", "Sources"], "jet.connectors"),
     **dict.fromkeys(["DAG", "AggregateOperation", "Edge", "Processor", "Vertex"], "jet.core"),
     **dict.fromkeys(["KeyedWindowResult", "WindowResult"], "jet.core.window_results"),
+    **dict.fromkeys(["ServiceFactories", "ServiceFactory"], "jet.core.service_factory"),
     **dict.fromkeys(["AggregateOperations", "Pipeline", "PipelineDefinitionError", "StreamSourceStage",
                      "StreamStage", "WindowDefinition"], "jet.pipeline"),
 }
@@ -55,7 +57,8 @@ def local_cluster(members: int = 2, threads=None, **settings):
 
 
 __all__ = ["AggregateOperation", "AggregateOperations", "DAG", "Edge", "KeyedWindowResult", "Pipeline",
-           "PipelineDefinitionError", "Processor", "SimpleEvent", "SinkBuilder", "Sinks", "SourceBuilder", "Sources",
+           "PipelineDefinitionError", "Processor", "ServiceFactories", "ServiceFactory", "SimpleEvent", "SinkBuilder",
+           "Sinks", "SourceBuilder", "Sources",
            "StreamSourceStage", "StreamStage", "Vertex", "WindowDefinition", "WindowResult", "connect",
            "local_cluster"]
 __version__ = "0.1.0"

@@ -13,6 +13,7 @@ import json
 import time
 from collections import Counter
 from pathlib import Path
+from typing import Iterator
 
 from jet import AggregateOperations, Pipeline, Sinks, SourceBuilder, WindowDefinition
 
@@ -79,14 +80,16 @@ def oracle(events: int) -> Counter:
     return Counter((start, key, count) for (start, key), count in counts.items())
 
 
-def committed_rows(out_dir: str) -> Counter:
-    """The rows of every committed (visible) file of the sink."""
-    rows: Counter = Counter()
+def committed_json_rows(out_dir: str) -> Iterator[dict]:
+    """The rows of every committed (visible) file of a JSON-lines sink."""
     for path in sorted(Path(out_dir).glob("*")):
         if path.name.startswith(".") or path.name.endswith(".tmp") or not path.is_file():
             continue
         for line in path.read_text().splitlines():
             if line.strip():
-                row = json.loads(line)
-                rows[(row["start"], row["key"], row["count"])] += 1
-    return rows
+                yield json.loads(line)
+
+
+def committed_rows(out_dir: str) -> Counter:
+    """(window start, key, count) of every committed row, counted."""
+    return Counter((row["start"], row["key"], row["count"]) for row in committed_json_rows(out_dir))

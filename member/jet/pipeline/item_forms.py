@@ -21,7 +21,7 @@ def pairs_out(transform: Transform) -> bool:
         return transform.event_time_policy is not None
     if kind in ("add_timestamps", "window_aggregate") or kind in STATEFUL_KINDS:
         return True
-    if kind in ("aggregate", "group_aggregate", "sink"):
+    if kind in ("aggregate", "group_aggregate", "sink", "sort"):
         return False
     if kind == "merge":
         return any(pairs_out(source.transform) for source in transform.inputs)
@@ -36,7 +36,7 @@ def input_needs_pairs(transform: Transform, index: int) -> bool | None:
         return pairs_out(transform)
     if kind == "hash_join":
         return None if index == 0 else False
-    if kind in ("map", "filter", "flat_map", "peek"):
+    if kind in ("map", "filter", "flat_map", "peek") or "_using_service" in kind:
         return None
     return False
 

@@ -41,6 +41,8 @@ from jet.pipeline.columnar_planning import batch_chain_supplier, batch_function,
 from jet.pipeline.join_processors import HashJoinCollectP, HashJoinP, TimestampedHashJoinP
 from jet.pipeline.source_sink import StreamSource
 from jet.pipeline.dag_builder import DagBuilder
+from jet.pipeline.enrichment_planning import plan_sort, plan_using_service
+from jet.pipeline.enrichment_stages import SERVICE_KINDS
 from jet.pipeline.item_forms import chain_output_pairs, pairs_out
 from jet.pipeline.stream_planner import StreamPlanner, chain_p, watermark_frame_ms
 from jet.pipeline.transforms import Transform
@@ -77,6 +79,8 @@ class Planner:
             "add_timestamps": self._streams.plan_add_timestamps,
             "window_aggregate": self._streams.plan_window_aggregate,
             "map_stateful": stateful, "filter_stateful": stateful, "flat_map_stateful": stateful,
+            "sort": lambda t: plan_sort(self._builder, t),
+            **dict.fromkeys(SERVICE_KINDS, lambda t: plan_using_service(self._builder, t)),
         }
 
     def plan(self) -> DAG:

@@ -14,6 +14,7 @@ from typing import Any, Callable, Iterable
 from jet.core.aggregate import AggregateOperation
 from jet.core.functions import as_key_fn
 from jet.core.processors.batches import BATCH_FORMATS
+from jet.pipeline.enrichment_stages import KeyedServiceStageMethods, ServiceStageMethods, WindowDistinctMethods
 from jet.pipeline.errors import PipelineDefinitionError, require_callable, require_operation
 from jet.pipeline.source_sink import Sink
 from jet.pipeline.transforms import Input, Transform, TransformGraph
@@ -51,7 +52,7 @@ class Stage:
         return self
 
 
-class GeneralStage(Stage):
+class GeneralStage(ServiceStageMethods, Stage):
     """A stage whose output other stages can read: what batch and stream stages share.
 
     Every method returns a stage of the same kind as this one (batch or stream)."""
@@ -228,7 +229,7 @@ class BatchStage(GeneralStage):
     """A stage of a finite input."""
 
 
-class StageWithKey:
+class StageWithKey(KeyedServiceStageMethods):
     """A stage grouped by a key: a keyed aggregation, window or stateful mapping follows."""
 
     def __init__(self, stage: GeneralStage, key_fn: Callable[[Any], Any]) -> None:
@@ -274,7 +275,7 @@ class StageWithKey:
                          on_evict_fn)
 
 
-class StageWithWindow:
+class StageWithWindow(WindowDistinctMethods):
     """A stage with a window definition: ``aggregate`` gives the windows' results."""
 
     def __init__(self, stage: GeneralStage, key_fn: Callable[[Any], Any] | None,

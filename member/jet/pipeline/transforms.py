@@ -41,7 +41,8 @@ class Input:
 class Transform:
     """One stage of a pipeline. ``kind`` is source, map, filter, flat_map, peek, map_batches,
     group_aggregate, aggregate, hash_join, merge, sink, or for streams add_timestamps,
-    window_aggregate, map_stateful, filter_stateful, flat_map_stateful.
+    window_aggregate, map_stateful, filter_stateful, flat_map_stateful; ``*_using_service(_async)``
+    and sort (``enrichment_stages``).
 
     ``stream`` says the stage's output is unbounded, ``timestamped`` that its items have event
     time (they travel as ``(timestamp, item)`` pairs). A stream source stage has ``stream`` set
@@ -71,6 +72,7 @@ class Transform:
     batch_format: str = "arrow"  # map_batches: what fn takes ("arrow" or "pandas")
     schema: Any = None  # map_batches: the schema of the batches built from rows
     as_dicts: bool = False  # map_batches: rows out of its batches are dicts, not tuples
+    spec: Any = None  # services and sort: their settings (see enrichment_stages)
 
     def __post_init__(self) -> None:
         if not self.name:

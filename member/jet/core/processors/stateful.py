@@ -18,6 +18,7 @@ lives in one processor, so a key restored twice is an error.
 from __future__ import annotations
 
 from collections import OrderedDict
+from copy import deepcopy
 from typing import Any, Callable
 
 from jet.core.inbox import Inbox
@@ -98,7 +99,9 @@ class TransformStatefulP(StreamingProcessor):
         offer = self.outbox.offer_to_snapshot
         keyed = self._key_fn is not None
         for key, (ts, state) in self.states.items():
-            offer(key if keyed else global_key(self.context), (ts, state))
+            # A copy: the snapshot is pickled on another thread while the next items change the
+            # state in place (a list, a dict): saved as is, it would hold items after the barrier.
+            offer(key if keyed else global_key(self.context), (ts, deepcopy(state)))
         self.save_progress(self.current_watermark)
         return True
 
