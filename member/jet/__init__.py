@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from jet.connectors import SimpleEvent, SinkBuilder, Sinks, SourceBuilder, Sources
     from jet.core import DAG, AggregateOperation, Edge, Processor, Vertex
     from jet.core.window_results import KeyedWindowResult, WindowResult
-    from jet.pipeline import (AggregateOperations, Pipeline, PipelineDefinitionError, StreamSourceStage, StreamStage,
+    from jet.pipeline import (AggregateOperations, JoinClause, Pipeline, PipelineDefinitionError, StreamSourceStage, StreamStage,
                               WindowDefinition)
 
 # The public names are imported on first use: a member process (``import jet.cluster.member_main``)
@@ -23,7 +23,7 @@ _LAZY = {
     **dict.fromkeys(["SimpleEvent", "SinkBuilder", "Sinks", "SourceBuilder", "Sources"], "jet.connectors"),
     **dict.fromkeys(["DAG", "AggregateOperation", "Edge", "Processor", "Vertex"], "jet.core"),
     **dict.fromkeys(["KeyedWindowResult", "WindowResult"], "jet.core.window_results"),
-    **dict.fromkeys(["AggregateOperations", "Pipeline", "PipelineDefinitionError", "StreamSourceStage",
+    **dict.fromkeys(["AggregateOperations", "JoinClause", "Pipeline", "PipelineDefinitionError", "StreamSourceStage",
                      "StreamStage", "WindowDefinition"], "jet.pipeline"),
 }
 
@@ -54,7 +54,7 @@ def local_cluster(members: int = 2, threads=None, **settings):
     return _local_cluster(members, threads, **settings)
 
 
-__all__ = ["AggregateOperation", "AggregateOperations", "DAG", "Edge", "KeyedWindowResult", "Pipeline",
+__all__ = ["AggregateOperation", "AggregateOperations", "DAG", "Edge", "JoinClause", "KeyedWindowResult", "Pipeline",
            "PipelineDefinitionError", "Processor", "SimpleEvent", "SinkBuilder", "Sinks", "SourceBuilder", "Sources",
            "StreamSourceStage", "StreamStage", "Vertex", "WindowDefinition", "WindowResult", "connect",
            "local_cluster"]

@@ -71,6 +71,7 @@ class Transform:
     batch_format: str = "arrow"  # map_batches: what fn takes ("arrow" or "pandas")
     schema: Any = None  # map_batches: the schema of the batches built from rows
     as_dicts: bool = False  # map_batches: rows out of its batches are dicts, not tuples
+    co_group: Any = None  # stages of several inputs: a co_group.CoGroupSpec
 
     def __post_init__(self) -> None:
         if not self.name:

@@ -1,0 +1,137 @@
+"""Windowed co-grouping, window joins and the interval join, run to the end on one member and
+on several in this process, against plain-Python oracles over the same partly out-of-order
+events (finite streams: when every source completes, the windows flush)."""
+
+from operator import itemgetter
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from jet import AggregateOperations as A, Pipeline, Sinks, WindowDefinition
+
+from tests.pipeline.co_group_oracles import (ALLOWED_LAG_MS, co_counts, interval_join, out_of_order_events,
+                                             window_join)
+from tests.pipeline.stream_support import finite_stream
+from tests.pipeline.support import run_pipeline
+
+ts_of, key_of, value_of = itemgetter(0), itemgetter(1), itemgetter(2)
+WINDOWS = {
+    "tumbling": (WindowDefinition.tumbling(250), ("sliding", 250, 250)),
+    "sliding": (WindowDefinition.sliding(300, 100), ("sliding", 300, 100)),
+    "session": (WindowDefinition.session(40), ("session", 40)),
+}
+
+
+def _streams(p, *inputs):
+    return [p.read_from(finite_stream(events, f"in{i}")).with_timestamps(ts_of, ALLOWED_LAG_MS)
+            for i, events in enumerate(inputs)]
+
+
+def _inputs(count, n=150, seed=5):
+    return [out_of_order_events(n, seed + i, f"v{i}-") for i in range(count)]
+
+
+@pytest.mark.parametrize("members", [1, 2, 3])
+@pytest.mark.parametrize("window", sorted(WINDOWS))
+def test_keyed_aggregate2_and_aggregate3_count_each_input(members, window):
+    definition, shape = WINDOWS[window]
+    inputs = _inputs(3)
+    p = Pipeline.create()
+    s0, s1, s2 = _streams(p, *inputs)
+    s0.grouping_key(key_of).window(definition).aggregate2(A.counting(), s1.grouping_key(key_of), A.counting()) \
+        .write_to(Sinks.list("two"))
+    s0.grouping_key(key_of).window(definition) \
+        .aggregate3(s1.grouping_key(key_of), s2.grouping_key(key_of),
+                    A.aggregate_operation3(A.counting(), A.counting(), A.counting())) \
+        .write_to(Sinks.list("three"))
+    results = run_pipeline(p, members)
+    assert sorted(results["two"]) == co_counts(inputs[:2], shape)
+    assert sorted(results["three"]) == co_counts(inputs, shape)
+
+
+@pytest.mark.parametrize("members", [1, 2])
+def test_unkeyed_windows_a_builder_of_four_inputs_and_a_one_stage_plan(members):
+    inputs = _inputs(4, n=80, seed=9)
+    p = Pipeline.create()
+    streams = _streams(p, *inputs)
+    tumbling = WindowDefinition.tumbling(250)
+    streams[0].window(WindowDefinition.sliding(300, 100)).aggregate2(streams[1], A.aggregate_operation2(
+        A.counting(), A.counting())).write_to(Sinks.list("unkeyed"))
+    builder = streams[0].grouping_key(key_of).window(tumbling).aggregate_builder(A.counting())
+    tags = [builder.add(stream.grouping_key(key_of), A.counting()) for stream in streams[1:]]
+    assert tags == [1, 2, 3]
+    builder.build().write_to(Sinks.list("four"))
+    # a rebalanced input makes the plan one stage
+    streams[0].rebalance().grouping_key(key_of).window(tumbling) \
+        .aggregate2(A.to_list(), streams[1].grouping_key(key_of), A.counting()) \
+        .map(lambda r: r._replace(result=(len(r.result[0]), r.result[1]))).write_to(Sinks.list("one-stage"))
+    results = run_pipeline(p, members)
+    assert sorted(results["unkeyed"]) == co_counts(inputs[:2], ("sliding", 300, 100), keyed=False)
+    assert sorted(results["four"]) == co_counts(inputs, ("sliding", 250, 250))
+    assert sorted(results["one-stage"]) == co_counts(inputs[:2], ("sliding", 250, 250))
+
+
+def test_two_stage_and_one_stage_plans():
+    p = Pipeline.create()
+    s0, s1 = _streams(p, [], [])
+    s0.grouping_key(key_of).window(WindowDefinition.sliding(300, 100)) \
+        .aggregate2(A.counting(), s1.grouping_key(key_of), A.counting()).write_to(Sinks.list("a"))
+    s0.grouping_key(key_of).window(WindowDefinition.session(40)) \
+        .aggregate2(A.counting(), s1.grouping_key(key_of), A.counting()).write_to(Sinks.list("b"))
+    dag = str(p.to_dag())
+    assert "'sliding-window-co-group2-prepare', 'sliding-window-co-group2'" in dag
+    assert "'session-window-co-group2'" in dag and "session-window-co-group2-prepare" not in dag
+
+
+@pytest.mark.parametrize("members", [1, 2, 3])
+@pytest.mark.parametrize("window", sorted(WINDOWS))
+def test_window_joins_inner_and_left(members, window):
+    definition, shape = WINDOWS[window]
+    left, right = _inputs(2, n=120, seed=21)
+    p = Pipeline.create()
+    s0, s1 = _streams(p, left, right)
+    pair = lambda a, b: (value_of(a), None if b is None else value_of(b))  # noqa: E731
+    s0.grouping_key(key_of).window(definition).join(s1.grouping_key(key_of), pair).write_to(Sinks.list("inner"))
+    s0.grouping_key(key_of).window(definition).join(s1.grouping_key(key_of), pair, how="left") \
+        .write_to(Sinks.list("left"))
+    results = run_pipeline(p, members)
+    assert sorted(results["inner"], key=repr) == window_join(left, right, shape)
+    assert sorted(results["left"], key=repr) == window_join(left, right, shape, how="left")
+
+
+@pytest.mark.parametrize("members", [1, 2, 3])
+@pytest.mark.parametrize("lower, upper", [(0, 0), (20, 50), (100, 10)])
+def test_interval_join(members, lower, upper):
+    left, right = _inputs(2, n=200, seed=33)
+    p = Pipeline.create()
+    s0, s1 = _streams(p, left, right)
+    s0.grouping_key(key_of).interval_join(s1.grouping_key(key_of), lower, upper,
+                                          lambda a, b: (value_of(a), value_of(b))).write_to(Sinks.list("joined"))
+    results = run_pipeline(p, members)
+    assert sorted(results["joined"]) == sorted(v for _, v in interval_join(left, right, lower, upper))
+
+
+event_lists = st.lists(st.tuples(st.integers(0, 600), st.sampled_from("abc")), max_size=40)
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(left=event_lists, right=event_lists, window=st.sampled_from(sorted(WINDOWS)))
+def test_two_stage_equals_one_stage_equals_the_oracle(left, right, window):
+    definition, shape = WINDOWS[window]
+    # sorted, so that no event is late whatever the lag; values tell the events apart
+    left = [(ts, key, f"l{i}") for i, (ts, key) in enumerate(sorted(left))]
+    right = [(ts, key, f"r{i}") for i, (ts, key) in enumerate(sorted(right))]
+    p = Pipeline.create()
+    s0, s1 = _streams(p, left, right)
+    s0.grouping_key(key_of).window(definition).aggregate2(A.counting(), s1.grouping_key(key_of), A.counting()) \
+        .write_to(Sinks.list("two-stage"))
+    s0.rebalance().grouping_key(key_of).window(definition) \
+        .aggregate2(A.counting(), s1.grouping_key(key_of), A.counting()).write_to(Sinks.list("one-stage"))
+    s0.grouping_key(key_of).window(definition).join(s1.grouping_key(key_of), lambda a, b: (a[2], b[2])) \
+        .write_to(Sinks.list("join"))
+    results = run_pipeline(p, 1)
+    expected = co_counts([left, right], shape)
+    assert sorted(results["two-stage"]) == expected
+    assert sorted(results["one-stage"]) == expected
+    assert sorted(results["join"], key=repr) == window_join(left, right, shape)
