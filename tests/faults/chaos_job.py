@@ -43,12 +43,15 @@ class PacedEvents:
             due = self._base + int((time.monotonic() - self._started) * self.rate)
             end = min(due, self.next + BATCH, self.events)
             for sequence in range(self.next, end):
-                buffer.add((sequence, sequence % KEYS), sequence * STEP_MS)
+                self.add_event(buffer, sequence)
             self.next = max(self.next, end)
             return
         self.ticks += 1
         buffer.add((TICK, None), (self.events + self.ticks * 100) * STEP_MS)
         time.sleep(0.01)
+
+    def add_event(self, buffer, sequence: int) -> None:
+        buffer.add((sequence, sequence % KEYS), sequence * STEP_MS)
 
     def restore(self, snapshots: list) -> None:
         self._restart(min(snapshots))
@@ -79,8 +82,8 @@ def oracle(events: int) -> Counter:
     return Counter((start, key, count) for (start, key), count in counts.items())
 
 
-def committed_rows(out_dir: str) -> Counter:
-    """The rows of every committed (visible) file of the sink."""
+def committed_rows(out_dir: str, fields: tuple = ("start", "key", "count")) -> Counter:
+    """The rows (the values of ``fields``) of every committed (visible) file of the sink."""
     rows: Counter = Counter()
     for path in sorted(Path(out_dir).glob("*")):
         if path.name.startswith(".") or path.name.endswith(".tmp") or not path.is_file():
@@ -88,5 +91,5 @@ def committed_rows(out_dir: str) -> Counter:
         for line in path.read_text().splitlines():
             if line.strip():
                 row = json.loads(line)
-                rows[(row["start"], row["key"], row["count"])] += 1
+                rows[tuple(row[field] for field in fields)] += 1
     return rows

@@ -135,3 +135,26 @@ def test_two_stage_equals_one_stage_equals_the_oracle(left, right, window):
     assert sorted(results["two-stage"]) == expected
     assert sorted(results["one-stage"]) == expected
     assert sorted(results["join"], key=repr) == window_join(left, right, shape)
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("members", [2, 3])
+def test_co_grouping_and_joins_on_a_local_cluster(members):
+    import jet
+    left, right, third = _inputs(3, n=150, seed=41)
+    definition, shape = WINDOWS["sliding"]
+    p = Pipeline.create()
+    s0, s1, s2 = _streams(p, left, right, third)
+    s0.grouping_key(key_of).window(definition).aggregate3(
+        A.counting(), s1.grouping_key(key_of), A.counting(), s2.grouping_key(key_of), A.counting()) \
+        .write_to(Sinks.list("three"))
+    s0.grouping_key(key_of).window(WINDOWS["session"][0]).join(
+        s1.grouping_key(key_of), lambda a, b: (a[2], b and b[2]), how="left").write_to(Sinks.list("join"))
+    s0.grouping_key(key_of).interval_join(s1.grouping_key(key_of), 20, 40, lambda a, b: (a[2], b[2])) \
+        .write_to(Sinks.list("interval"))
+    with jet.local_cluster(members=members) as cluster:
+        job = cluster.new_job(p)
+        job.join(timeout=120)
+        assert sorted(job.result("three")) == co_counts([left, right, third], shape)
+        assert sorted(job.result("join"), key=repr) == window_join(left, right, WINDOWS["session"][1], how="left")
+        assert sorted(job.result("interval")) == sorted(v for _, v in interval_join(left, right, 20, 40))

@@ -4,7 +4,7 @@ used by ``Planner``). Input ``i`` always reaches its vertex on ordinal ``i``.
 - Windowed co-grouping (``window_co_aggregate``): tumbling and sliding windows are
   ``<name>-prepare`` (``co_accumulate_by_frame_p``: every input on a local edge partitioned by
   its own key, folded into one accumulation per frame and key) then ``<name>``
-  (``combine_to_sliding_window_p``, partitioned by key across members; one processor when not
+  (``co_combine_to_sliding_window_p``, partitioned by key across members; one processor when not
   keyed) when the operation can combine and neither early results nor a rebalance say
   otherwise; else one stage. Session windows are one stage. A window join is such a stage
   followed by a flat-map of each window's joined list.
@@ -25,9 +25,9 @@ from typing import Any, Callable
 from jet.core.functions import entry_key
 from jet.core.partitioner import HASH_PARTITIONER
 from jet.core.processors import (TransformP, accumulate_by_key_p, accumulate_p, aggregate_by_key_p, aggregate_p,
-                                 combine_by_key_p, combine_p, combine_to_sliding_window_p)
+                                 combine_by_key_p, combine_p)
 from jet.core.processors.co_group import (co_accumulate_by_frame_p, co_aggregate_to_session_window_p,
-                                          co_aggregate_to_sliding_window_p)
+                                          co_aggregate_to_sliding_window_p, co_combine_to_sliding_window_p)
 from jet.core.processors.interval_join import interval_join_p
 from jet.core.sliding_window_policy import sliding_win_policy
 from jet.pipeline.dag_builder import DagBuilder
@@ -81,7 +81,7 @@ class CoGroupPlanner:
         else:
             policy = sliding_win_policy(definition.size_ms, definition.slide_ms)
             prepare = builder.vertex(f"{name}-prepare", co_accumulate_by_frame_p(key_fns, policy, operation), lp)
-            vertex = builder.vertex(name, combine_to_sliding_window_p(policy, operation, keyed), last_lp)
+            vertex = builder.vertex(name, co_combine_to_sliding_window_p(policy, operation, keyed), last_lp)
             if keyed:
                 def locally(ordinal: int) -> Callable:
                     by_key = key_of_pair(key_fns[ordinal])

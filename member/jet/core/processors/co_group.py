@@ -3,13 +3,19 @@ and is folded into one keyed accumulation by ``CoAggregateOperation.for_input(or
 
 The processors are the single-input window processors with one change: before a chunk of input
 ``i`` is folded, the key function and the operation become input ``i``'s. Everything else (frames,
-late events, watermarks, snapshots keyed by the grouping key, the second stage) is theirs, since
-an input's view shares create, combine, deduct and finish with the whole operation. The second
-stage of two needs no change at all: it combines whole accumulators (``combine_to_sliding_window_p``).
+late events, watermarks, snapshots keyed by the grouping key) is theirs, since an input's view
+shares create, combine, deduct and finish with the whole operation; the second stage of two
+combines whole accumulators as the single-input one does.
+
+One more difference: the engine pickles a snapshot's entries on a writer thread after
+``save_to_snapshot`` returns, so a processor must not change a saved accumulator afterwards. The
+parts of a co-aggregation may fold in place (``to_list`` does, and the window join is built on
+it), so these processors go on with a deep copy of their windows after each save.
 """
 
 from __future__ import annotations
 
+import copy
 from typing import Any, Callable, Sequence
 
 from jet.core.co_aggregate import CoAggregateOperation
@@ -17,7 +23,7 @@ from jet.core.inbox import Inbox
 from jet.core.processors.base import Supplier
 from jet.core.processors.session_window import SessionWindowP
 from jet.core.processors.streaming import monotonic_ms
-from jet.core.processors.windows import ACCUMULATE_BY_FRAME, AGGREGATE_TO_WINDOW, SlidingWindowP
+from jet.core.processors.windows import ACCUMULATE_BY_FRAME, AGGREGATE_TO_WINDOW, COMBINE_TO_WINDOW, SlidingWindowP
 from jet.core.sliding_window_policy import SlidingWindowPolicy
 
 
@@ -37,7 +43,17 @@ def _first(key_fns: Sequence[Callable[[Any], Any]] | None) -> Callable[[Any], An
     return None if key_fns is None else key_fns[0]
 
 
-class CoGroupSlidingWindowP(SlidingWindowP):
+class DetachedSlidingWindowP(SlidingWindowP):
+    """A sliding-window processor that goes on with a copy of its frames after each save."""
+
+    def save_to_snapshot(self) -> bool:
+        if not super().save_to_snapshot():
+            return False
+        self.frames = copy.deepcopy(self.frames)
+        return True
+
+
+class CoGroupSlidingWindowP(DetachedSlidingWindowP):
     """Sliding or tumbling windows over several inputs: the first stage of two
     (``accumulate-by-frame``) or a single stage (``aggregate-to-window``)."""
 
@@ -70,6 +86,12 @@ class CoGroupSessionWindowP(SessionWindowP):
         self._aggregate = self._inputs.views[ordinal]
         super().process(ordinal, inbox)
 
+    def save_to_snapshot(self) -> bool:
+        if not super().save_to_snapshot():
+            return False
+        self.windows = copy.deepcopy(self.windows)
+        return True
+
 
 def _check(where: str, aggregate: Any, key_fns: Any) -> None:
     if not isinstance(aggregate, CoAggregateOperation):
@@ -91,6 +113,16 @@ def co_accumulate_by_frame_p(key_fns: Sequence[Callable[[Any], Any]] | None,
     list, for ``combine_to_sliding_window_p(window_policy, aggregate)``."""
     _check("co_accumulate_by_frame_p", aggregate, key_fns)
     return lambda: CoGroupSlidingWindowP(ACCUMULATE_BY_FRAME, key_fns, window_policy, aggregate)
+
+
+def co_combine_to_sliding_window_p(window_policy: SlidingWindowPolicy, aggregate: CoAggregateOperation,
+                                   keyed: bool = True) -> Supplier:
+    """Stage two over several inputs: ``combine_to_sliding_window_p`` that never changes an
+    accumulator it saved (see the module docstring)."""
+    _check("co_combine_to_sliding_window_p", aggregate, None)
+    if aggregate.combine is None:
+        raise ValueError(f"co_combine_to_sliding_window_p: {aggregate.name!r} has no combine function")
+    return lambda: DetachedSlidingWindowP(COMBINE_TO_WINDOW, None, window_policy, aggregate, keyed=keyed)
 
 
 def co_aggregate_to_sliding_window_p(key_fns: Sequence[Callable[[Any], Any]] | None,
