@@ -158,3 +158,34 @@ def test_co_grouping_and_joins_on_a_local_cluster(members):
         assert sorted(job.result("three")) == co_counts([left, right, third], shape)
         assert sorted(job.result("join"), key=repr) == window_join(left, right, WINDOWS["session"][1], how="left")
         assert sorted(job.result("interval")) == sorted(v for _, v in interval_join(left, right, 20, 40))
+
+
+@pytest.mark.timeout(300)
+def test_late_items_are_left_out_and_counted_on_a_local_cluster():
+    """The left stream's last chunk comes 0.3 s after its first, behind the watermark that chunk
+    made; by then the right stream has ended (its watermark no longer holds the others back)."""
+    import jet
+    on_time = [(1000 + 40 * i, "ab"[i % 2], f"l{i}") for i in range(50)]
+    late = [(10, "a", "late1"), (20, "b", "late2"), (1500, "a", "late3")]
+    right = [(60 * i, "ab"[i % 2], f"r{i}") for i in range(50)]
+    p = Pipeline.create()
+    left_stream = p.read_from(finite_stream(on_time + late, "left", local_parallelism=1, all_on_first=True,
+                                            chunk_size=50, pause_s=0.3)).with_timestamps(ts_of, ALLOWED_LAG_MS)
+    right_stream = p.read_from(finite_stream(right, "right", local_parallelism=1, all_on_first=True,
+                                             chunk_size=50)).with_timestamps(ts_of, ALLOWED_LAG_MS)
+    tumbling = WindowDefinition.tumbling(1000)
+    left_stream.grouping_key(key_of).window(tumbling) \
+        .aggregate2(A.counting(), right_stream.grouping_key(key_of), A.counting()).write_to(Sinks.list("counts"))
+    left_stream.grouping_key(key_of).window(tumbling).join(
+        right_stream.grouping_key(key_of), lambda a, b: (a[2], b[2])).write_to(Sinks.list("join"))
+    left_stream.grouping_key(key_of).interval_join(right_stream.grouping_key(key_of), 100, 100,
+                                                   lambda a, b: (a[2], b[2])).write_to(Sinks.list("interval"))
+    with jet.local_cluster(members=2) as cluster:
+        job = cluster.new_job(p)
+        job.join(timeout=120)
+        metrics = job.metrics()
+        assert sorted(job.result("counts")) == co_counts([on_time, right], ("sliding", 1000, 1000))
+        assert sorted(job.result("join"), key=repr) == window_join(on_time, right, ("sliding", 1000, 1000))
+        assert sorted(job.result("interval")) == sorted(v for _, v in interval_join(on_time, right, 100, 100))
+    for vertex in ("sliding-window-co-group2-prepare", "window-join-prepare", "interval-join"):
+        assert metrics[vertex]["lateEventsDropped"] == len(late), (vertex, metrics[vertex])
