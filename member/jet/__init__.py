@@ -14,8 +14,8 @@ if TYPE_CHECKING:
     from jet.connectors import SimpleEvent, SinkBuilder, Sinks, SourceBuilder, Sources
     from jet.core import DAG, AggregateOperation, Edge, Processor, Vertex
     from jet.core.window_results import KeyedWindowResult, WindowResult
-    from jet.pipeline import (AggregateOperations, JoinClause, Pipeline, PipelineDefinitionError, StreamSourceStage, StreamStage,
-                              WindowDefinition)
+    from jet.pipeline import (AggregateOperations, JoinClause, Pipeline, PipelineDefinitionError, StreamSourceStage,
+                              StreamStage, WindowDefinition)
 
 # The public names are imported on first use: a member process (``import jet.cluster.member_main``)
 # does not pay for the connectors and the Pipeline API at start-up.

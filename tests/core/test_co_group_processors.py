@@ -44,7 +44,7 @@ def tumbling_oracle(left, right, size):
                   for start, key in windows)
 
 
-def interval_oracle(left, right, lower, upper, late_after=None):
+def interval_oracle(left, right, lower, upper):
     return sorted((max(a[0], b[0]), (a[1], b[1])) for a in left for b in right
                   if a[1][0] == b[1][0] and a[0] - lower <= b[0] <= a[0] + upper)
 
@@ -179,3 +179,20 @@ def test_saved_accumulators_are_not_changed_by_later_input():
     at_save = pickle.dumps(entries)
     second.process([KeyedWindowResult(0, 10, "a", [[(3, "a")], [(4, "a")]])])
     assert pickle.dumps(entries) == at_save
+
+
+def test_early_results_of_co_grouped_windows_and_sessions():
+    from tests.core.stream_driver import FakeClock
+    lists = co_aggregate((AggregateOperations.to_list(), counting()))
+    for supplier_of in (lambda clock: co_aggregate_to_sliding_window_p((key_of, key_of), sliding_win_policy(10, 10),
+                                                                        lists, 100, clock),
+                        lambda clock: co_aggregate_to_session_window_p(10, (key_of, key_of), lists, 100, clock)):
+        clock = FakeClock(0)
+        driven = Driven(supplier_of(clock), context_of(0, 1))
+        driven.process(pairs([(1, "a")], "l"), 0).process(pairs([(2, "a")], "r"), 1).try_process()
+        clock.now_ms = 100
+        (_, early), = driven.try_process().output
+        driven.process(pairs([(3, "a")], "l"), 0).complete()
+        (_, final) = driven.output[-1]
+        assert early.is_early and early.result == ([("a", "l")], 1)
+        assert not final.is_early and final.result == ([("a", "l"), ("a", "l")], 1)

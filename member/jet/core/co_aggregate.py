@@ -59,19 +59,10 @@ def co_aggregate(parts: Sequence[AggregateOperation],
         raise TypeError(f"co-aggregation: finish_fn must be callable, got {finish_fn!r}")
     combine = _part_wise(parts, "combine")
     deduct = _part_wise(parts, "deduct")
-    finishes = [part.finish for part in parts]
-    exports = [part.export_fn for part in parts]
-    if finish_fn is None:
-        finish = lambda acc: tuple([f(a) for f, a in zip(finishes, acc)])  # noqa: E731
-        export = lambda acc: tuple([f(a) for f, a in zip(exports, acc)])  # noqa: E731
-    else:
-        finish = lambda acc: finish_fn(tuple([f(a) for f, a in zip(finishes, acc)]))  # noqa: E731
-        export = lambda acc: finish_fn(tuple([f(a) for f, a in zip(exports, acc)]))  # noqa: E731
-    creates = [part.create for part in parts]
+    finish = _finishing([part.finish for part in parts], finish_fn)
+    export = _finishing([part.export_fn for part in parts], finish_fn)
+    create = _creating([part.create for part in parts])
     accumulates = [part.accumulate for part in parts]
-
-    def create() -> list:
-        return [c() for c in creates]
 
     def accumulate_tagged(acc: list, tagged: tuple) -> list:
         ordinal, item = tagged
@@ -88,11 +79,33 @@ def co_aggregate(parts: Sequence[AggregateOperation],
     return whole
 
 
+# Two inputs get closures without a loop: a window join calls these once per key and frame.
 def _part_wise(parts: tuple, name: str) -> Callable[[list, list], list] | None:
     fns = [getattr(part, name) for part in parts]
     if any(fn is None for fn in fns):
         return None
+    if len(fns) == 2:
+        f0, f1 = fns
+        return lambda a, b: [f0(a[0], b[0]), f1(a[1], b[1])]
     return lambda a, b: [fn(x, y) for fn, x, y in zip(fns, a, b)]
+
+
+def _creating(creates: list) -> Callable[[], list]:
+    if len(creates) == 2:
+        c0, c1 = creates
+        return lambda: [c0(), c1()]
+    return lambda: [c() for c in creates]
+
+
+def _finishing(fns: list, finish_fn: Callable[[tuple], Any] | None) -> Callable[[list], Any]:
+    if len(fns) == 2:
+        f0, f1 = fns
+        parts = lambda acc: (f0(acc[0]), f1(acc[1]))  # noqa: E731
+    else:
+        parts = lambda acc: tuple([f(a) for f, a in zip(fns, acc)])  # noqa: E731
+    if finish_fn is None:
+        return parts
+    return lambda acc: finish_fn(parts(acc))
 
 
 def _view(whole: CoAggregateOperation, parts: tuple, ordinal: int) -> AggregateOperation:

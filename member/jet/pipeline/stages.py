@@ -348,7 +348,6 @@ class StageWithWindow:
                                 key_fn=self._key_fn, operation=operation, window=self._definition,
                                 timestamped=True)
 
-
     def aggregate2(self, *args: Any) -> Any:
         """Co-group this stream with another in the same windows (keyed when this stage is):
         ``aggregate2(op0, other, op1)`` or ``aggregate2(other, aggregate_operation2(op0, op1))``;

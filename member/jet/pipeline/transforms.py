@@ -41,7 +41,8 @@ class Input:
 class Transform:
     """One stage of a pipeline. ``kind`` is source, map, filter, flat_map, peek, map_batches,
     group_aggregate, aggregate, hash_join, merge, sink, or for streams add_timestamps,
-    window_aggregate, map_stateful, filter_stateful, flat_map_stateful.
+    window_aggregate, map_stateful, filter_stateful, flat_map_stateful; stages of several
+    inputs (``co_group.CO_GROUP_KINDS``) keep their key functions in ``co_group``.
 
     ``stream`` says the stage's output is unbounded, ``timestamped`` that its items have event
     time (they travel as ``(timestamp, item)`` pairs). A stream source stage has ``stream`` set
