@@ -2,8 +2,10 @@
 around each event): a left item ``a`` and a right item ``b`` of the same key join when
 ``a.ts - lower_ms <= b.ts <= a.ts + upper_ms``.
 
-Per key the processor buffers the items of both sides as ``(ts, item)`` pairs. An arriving item
-is joined with the other side's buffered items in its interval, then buffered itself, so each
+Per key the processor buffers the items of both sides, each side sorted by timestamp (parallel
+lists of timestamps and items: the interval is found by bisection, and eviction cuts a prefix).
+An arriving item is joined with the other side's buffered items in its interval, then buffered
+itself, so each
 pair is emitted once, by whichever of the two came second, as ``(max(a.ts, b.ts),
 mapper(a, b))`` (None results are dropped). Items behind the watermark are late: dropped and
 counted, as every event-time processor does. That is what lets the watermark ``wm`` evict: no
@@ -18,6 +20,7 @@ concatenated. The watermark per processor, restored as the minimum over all.
 
 from __future__ import annotations
 
+from bisect import bisect_left, bisect_right
 from typing import Any, Callable
 
 from jet.core.inbox import Inbox
@@ -29,6 +32,40 @@ from jet.core.special_items import MIN_TIMESTAMP, Watermark
 LEFT, RIGHT = 0, 1
 
 
+class _Side:
+    """One side's buffered items of one key, sorted by timestamp."""
+
+    __slots__ = ("stamps", "items")
+
+    def __init__(self) -> None:
+        self.stamps: list[int] = []
+        self.items: list = []
+
+    def add(self, ts: int, item: Any) -> None:
+        stamps = self.stamps
+        if not stamps or ts >= stamps[-1]:  # the usual case: in order
+            stamps.append(ts)
+            self.items.append(item)
+        else:
+            at = bisect_right(stamps, ts)
+            stamps.insert(at, ts)
+            self.items.insert(at, item)
+
+    def between(self, first: int, last: int) -> list[tuple[int, Any]]:
+        """The ``(ts, item)`` pairs with ``first <= ts <= last``."""
+        stamps = self.stamps
+        start, stop = bisect_left(stamps, first), bisect_right(stamps, last)
+        return list(zip(stamps[start:stop], self.items[start:stop]))
+
+    def evict_below(self, limit: int) -> None:
+        cut = bisect_left(self.stamps, limit)
+        if cut:
+            del self.stamps[:cut], self.items[:cut]
+
+    def pairs(self) -> list[tuple[int, Any]]:
+        return list(zip(self.stamps, self.items))
+
+
 class IntervalJoinP(StreamingProcessor):
     """Joins ordinal 0 (left) with ordinal 1 (right) per key; emits ``(ts, result)`` pairs."""
 
@@ -38,14 +75,14 @@ class IntervalJoinP(StreamingProcessor):
         self._lower = lower_ms
         self._upper = upper_ms
         self._mapper = mapper
-        self.buffers: dict[Any, tuple[list, list]] = {}
+        self.buffers: dict[Any, tuple[_Side, _Side]] = {}
         self.current_watermark = MIN_TIMESTAMP
         self.late_events_dropped = 0
 
     @property
     def buffered(self) -> int:
         """Items held in the buffers of every key."""
-        return sum(len(lefts) + len(rights) for lefts, rights in self.buffers.values())
+        return sum(len(lefts.stamps) + len(rights.stamps) for lefts, rights in self.buffers.values())
 
     def process(self, ordinal: int, inbox: Inbox) -> None:
         if not self.emit_unfinished():
@@ -62,14 +99,12 @@ class IntervalJoinP(StreamingProcessor):
             key = key_fn(item)
             sides = buffers.get(key)
             if sides is None:
-                sides = buffers[key] = ([], [])
-            first, last = ts + low, ts + high
-            for other_ts, other in sides[1 - ordinal]:
-                if first <= other_ts <= last:
-                    result = mapper(item, other) if ordinal == LEFT else mapper(other, item)
-                    if result is not None:
-                        output.append((ts if ts > other_ts else other_ts, result))
-            sides[ordinal].append((ts, item))
+                sides = buffers[key] = (_Side(), _Side())
+            for other_ts, other in sides[1 - ordinal].between(ts + low, ts + high):
+                result = mapper(item, other) if ordinal == LEFT else mapper(other, item)
+                if result is not None:
+                    output.append((ts if ts > other_ts else other_ts, result))
+            sides[ordinal].add(ts, item)
         if late:
             self.drop_late(late, watermark)
         if output:
@@ -84,11 +119,9 @@ class IntervalJoinP(StreamingProcessor):
         left_limit, right_limit = watermark - self._upper, watermark - self._lower
         emptied = []
         for key, (lefts, rights) in self.buffers.items():
-            if lefts:
-                lefts[:] = [pair for pair in lefts if pair[0] >= left_limit]
-            if rights:
-                rights[:] = [pair for pair in rights if pair[0] >= right_limit]
-            if not lefts and not rights:
+            lefts.evict_below(left_limit)
+            rights.evict_below(right_limit)
+            if not lefts.stamps and not rights.stamps:
                 emptied.append(key)
         for key in emptied:
             del self.buffers[key]
@@ -102,7 +135,7 @@ class IntervalJoinP(StreamingProcessor):
             return False
         offer = self.outbox.offer_to_snapshot
         for key, (lefts, rights) in self.buffers.items():
-            offer(key, (list(lefts), list(rights)))
+            offer(key, (lefts.pairs(), rights.pairs()))
         self.save_progress(self.current_watermark)
         return True
 
@@ -111,13 +144,12 @@ class IntervalJoinP(StreamingProcessor):
             if tagged(key, "progress") is not None:
                 self.merge_restored_progress(value)
                 continue
-            lefts, rights = value
             sides = self.buffers.get(key)
             if sides is None:
-                self.buffers[key] = (list(lefts), list(rights))
-            else:
-                sides[0].extend(lefts)
-                sides[1].extend(rights)
+                sides = self.buffers[key] = (_Side(), _Side())
+            for side, saved in zip(sides, value):
+                for ts, item in saved:
+                    side.add(ts, item)
 
     def finish_snapshot_restore(self) -> bool:
         if self.restored_progress is not None:
