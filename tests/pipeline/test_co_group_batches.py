@@ -167,3 +167,16 @@ def test_a_batch_co_group_of_a_stream_is_refused_at_submission():
     batch.aggregate2(A.counting(), stream, A.counting()).write_to(Sinks.list("bad"))
     with pytest.raises(PipelineDefinitionError, match="stage 'co-aggregate'.*'events' is a stream"):
         p.to_dag()
+
+
+def test_preserve_order_caps_a_multi_side_hash_join_at_its_upstream():
+    p = Pipeline.create().set_preserve_order(True)
+    orders = p.read_from(Sources.items(ORDERS, "orders"))
+    clause = JoinClause.on_keys(key_of, key_of)
+    orders.hash_join2(p.read_from(Sources.items(PAYMENTS, "payments")), clause,
+                      p.read_from(Sources.items(REFUNDS, "refunds")), clause, lambda o, *_: o[0], how="inner") \
+        .set_local_parallelism(4).write_to(Sinks.list("out"))
+    assert p.to_dag().get_vertex("hash-join-joiner").local_parallelism == 1
+    expected = [order[0] for order in ORDERS
+                for _ in range(sum(_join_oracle([order], [PAYMENTS, REFUNDS], inner=True).values()))]
+    assert run_pipeline(p)["out"] == expected  # one member: the source's order throughout
