@@ -115,9 +115,10 @@ def test_interval_join(members, lower, upper):
 event_lists = st.lists(st.tuples(st.integers(0, 600), st.sampled_from("abc")), max_size=40)
 
 
-@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(left=event_lists, right=event_lists, window=st.sampled_from(sorted(WINDOWS)))
-def test_two_stage_equals_one_stage_equals_the_oracle(left, right, window):
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(left=event_lists, right=event_lists, window=st.sampled_from(sorted(WINDOWS)), members=st.sampled_from([1, 2]),
+       bounds=st.tuples(st.integers(0, 60), st.integers(0, 60)))
+def test_two_stage_equals_one_stage_equals_the_oracle(left, right, window, members, bounds):
     definition, shape = WINDOWS[window]
     # sorted, so that no event is late whatever the lag; values tell the events apart
     left = [(ts, key, f"l{i}") for i, (ts, key) in enumerate(sorted(left))]
@@ -130,11 +131,14 @@ def test_two_stage_equals_one_stage_equals_the_oracle(left, right, window):
         .aggregate2(A.counting(), s1.grouping_key(key_of), A.counting()).write_to(Sinks.list("one-stage"))
     s0.grouping_key(key_of).window(definition).join(s1.grouping_key(key_of), lambda a, b: (a[2], b[2])) \
         .write_to(Sinks.list("join"))
-    results = run_pipeline(p, 1)
+    s0.grouping_key(key_of).interval_join(s1.grouping_key(key_of), *bounds, lambda a, b: (a[2], b[2])) \
+        .write_to(Sinks.list("interval"))
+    results = run_pipeline(p, members)
     expected = co_counts([left, right], shape)
     assert sorted(results["two-stage"]) == expected
     assert sorted(results["one-stage"]) == expected
     assert sorted(results["join"], key=repr) == window_join(left, right, shape)
+    assert sorted(results["interval"]) == sorted(v for _, v in interval_join(left, right, *bounds))
 
 
 @pytest.mark.timeout(300)
