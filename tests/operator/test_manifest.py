@@ -34,6 +34,7 @@ def _in_the_repository(monkeypatch: pytest.MonkeyPatch) -> None:
     ("stream_trades.py", "pipeline", False),
     ("stream_sessions.py", "pipeline", False),
     ("stream_enrichment.py", "pipeline", False),
+    ("stream_join.py", "pipeline", False),
     ("spark_streaming.py", "pipeline", True),
     ("kafka_wordcount.py", "pipeline", False),
 ])
@@ -50,7 +51,7 @@ def test_manifest_of_each_example_is_valid_and_runnable(example: str, entrypoint
 def test_every_example_is_covered() -> None:
     covered = {"wordcount.py", "wordcount_dag.py", "enrichment.py", "grouped_average.py", "spark_wordcount.py",
                "stream_wordcount.py", "stream_trades.py", "stream_sessions.py", "stream_enrichment.py",
-               "spark_streaming.py", "kafka_wordcount.py"}
+               "stream_join.py", "spark_streaming.py", "kafka_wordcount.py"}
     assert {path.name for path in EXAMPLES_DIR.glob("*.py")} == covered
 
 
