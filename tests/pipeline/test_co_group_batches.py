@@ -180,3 +180,20 @@ def test_preserve_order_caps_a_multi_side_hash_join_at_its_upstream():
     expected = [order[0] for order in ORDERS
                 for _ in range(sum(_join_oracle([order], [PAYMENTS, REFUNDS], inner=True).values()))]
     assert run_pipeline(p)["out"] == expected  # one member: the source's order throughout
+
+
+def test_streams_without_timestamps_and_sliding_windows_without_combine_are_refused_at_submission():
+    no_combine = replace(A.counting(), combine=None, deduct=None, name="plain-count")
+    p = Pipeline.create()
+    timed = p.read_from(finite_stream([], "timed")).with_timestamps(lambda e: e[0], 10)
+    untimed = p.read_from(finite_stream([], "untimed")).without_timestamps()
+    timed.grouping_key(key_of).interval_join(untimed.grouping_key(key_of), 1, 1, lambda a, b: a) \
+        .write_to(Sinks.list("bad"))
+    with pytest.raises(PipelineDefinitionError, match="stage 'interval-join'.*'untimed' has no timestamps"):
+        p.to_dag()
+    p = Pipeline.create()
+    left, right = (p.read_from(finite_stream([], name)).with_timestamps(lambda e: e[0], 10) for name in ("l", "r"))
+    left.grouping_key(key_of).window(WindowDefinition.sliding(20, 10)) \
+        .aggregate2(no_combine, right.grouping_key(key_of), A.counting()).write_to(Sinks.list("bad"))
+    with pytest.raises(PipelineDefinitionError, match="sliding-window-co-group2.*has no combine function"):
+        p.to_dag()
