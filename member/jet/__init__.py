@@ -15,8 +15,8 @@ if TYPE_CHECKING:
     from jet.core import DAG, AggregateOperation, Edge, Processor, Vertex
     from jet.core.service_factory import ServiceFactories, ServiceFactory
     from jet.core.window_results import KeyedWindowResult, WindowResult
-    from jet.pipeline import (AggregateOperations, Pipeline, PipelineDefinitionError, StreamSourceStage, StreamStage,
-                              WindowDefinition)
+    from jet.pipeline import (AggregateOperations, JoinClause, Pipeline, PipelineDefinitionError, StreamSourceStage,
+                              StreamStage, WindowDefinition)
 
 # The public names are imported on first use: a member process (``import jet.cluster.member_main``)
 # does not pay for the connectors and the Pipeline API at start-up.
@@ -25,7 +25,7 @@ _LAZY = {
     **dict.fromkeys(["DAG", "AggregateOperation", "Edge", "Processor", "Vertex"], "jet.core"),
     **dict.fromkeys(["KeyedWindowResult", "WindowResult"], "jet.core.window_results"),
     **dict.fromkeys(["ServiceFactories", "ServiceFactory"], "jet.core.service_factory"),
-    **dict.fromkeys(["AggregateOperations", "Pipeline", "PipelineDefinitionError", "StreamSourceStage",
+    **dict.fromkeys(["AggregateOperations", "JoinClause", "Pipeline", "PipelineDefinitionError", "StreamSourceStage",
                      "StreamStage", "WindowDefinition"], "jet.pipeline"),
 }
 
@@ -56,7 +56,7 @@ def local_cluster(members: int = 2, threads=None, **settings):
     return _local_cluster(members, threads, **settings)
 
 
-__all__ = ["AggregateOperation", "AggregateOperations", "DAG", "Edge", "KeyedWindowResult", "Pipeline",
+__all__ = ["AggregateOperation", "AggregateOperations", "DAG", "Edge", "JoinClause", "KeyedWindowResult", "Pipeline",
            "PipelineDefinitionError", "Processor", "ServiceFactories", "ServiceFactory", "SimpleEvent", "SinkBuilder",
            "Sinks", "SourceBuilder", "Sources",
            "StreamSourceStage", "StreamStage", "Vertex", "WindowDefinition", "WindowResult", "connect",

@@ -44,12 +44,15 @@ class PacedEvents:
             due = self._base + int((time.monotonic() - self._started) * self.rate)
             end = min(due, self.next + BATCH, self.events)
             for sequence in range(self.next, end):
-                buffer.add((sequence, sequence % KEYS), sequence * STEP_MS)
+                self.add_event(buffer, sequence)
             self.next = max(self.next, end)
             return
         self.ticks += 1
         buffer.add((TICK, None), (self.events + self.ticks * 100) * STEP_MS)
         time.sleep(0.01)
+
+    def add_event(self, buffer, sequence: int) -> None:
+        buffer.add((sequence, sequence % KEYS), sequence * STEP_MS)
 
     def restore(self, snapshots: list) -> None:
         self._restart(min(snapshots))
@@ -90,6 +93,6 @@ def committed_json_rows(out_dir: str) -> Iterator[dict]:
                 yield json.loads(line)
 
 
-def committed_rows(out_dir: str) -> Counter:
-    """(window start, key, count) of every committed row, counted."""
-    return Counter((row["start"], row["key"], row["count"]) for row in committed_json_rows(out_dir))
+def committed_rows(out_dir: str, fields: tuple = ("start", "key", "count")) -> Counter:
+    """The rows (the values of ``fields``) of every committed (visible) file of the sink, counted."""
+    return Counter(tuple(row[field] for field in fields) for row in committed_json_rows(out_dir))

@@ -50,21 +50,28 @@ def _covers(rows, expected) -> bool:
     return all(best.get((start, key), 0) >= count for start, key, count in expected)
 
 
+def kill_members(cluster, job, rng: random.Random, count: int, seed: int, pause_s=(0.5, 2.0)) -> list[int]:
+    """Once the job runs, SIGKILL a random member ``count`` times, each after a random pause,
+    waiting for the job to run again each time; the victims' indexes."""
+    _wait(lambda: _status(job) == "RUNNING", "the job to run", 60)
+    kills: list[int] = []
+    for _ in range(count):
+        time.sleep(rng.uniform(*pause_s))
+        victim = rng.randrange(3)
+        kills.append(victim)
+        cluster.kill_member(victim, signal.SIGKILL)
+        _wait(lambda: cluster.cluster_ready() and _status(job) == "RUNNING",
+              f"the job to run again after killing member {victim} (kills so far {kills}, seed {seed})", 90)
+    return kills
+
+
 def _run_with_kills(tmp_path, guarantee: str, seed: int):
     out_dir = str(tmp_path / "out")
     rng = random.Random(seed)
     with jet.local_cluster(3, log_dir=tmp_path / "logs", **SETTINGS) as cluster:
         job = cluster.new_job(chaos_pipeline(out_dir, EVENTS, RATE),
                               JobConfig(name="chaos", processing_guarantee=guarantee, snapshot_interval_ms=300))
-        _wait(lambda: _status(job) == "RUNNING", "the job to run", 60)
-        kills = []
-        for _ in range(KILLS):
-            time.sleep(rng.uniform(0.5, 2.0))
-            victim = rng.randrange(3)
-            kills.append(victim)
-            cluster.kill_member(victim, signal.SIGKILL)
-            _wait(lambda: cluster.cluster_ready() and _status(job) == "RUNNING",
-                  f"the job to run again after killing member {victim} (kills so far {kills}, seed {seed})", 90)
+        kills = kill_members(cluster, job, rng, KILLS, seed)
         expected = oracle(EVENTS)
         _wait(lambda: _covers(committed_rows(out_dir), expected),
               f"every window of the oracle committed (kills {kills}, seed {seed})", 120)

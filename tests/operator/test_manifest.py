@@ -34,6 +34,9 @@ def _in_the_repository(monkeypatch: pytest.MonkeyPatch) -> None:
     ("stream_trades.py", "pipeline", False),
     ("stream_sessions.py", "pipeline", False),
     ("stream_enrichment.py", "pipeline", False),
+    ("stream_join.py", "pipeline", False),
+    ("enrichment_async.py", "pipeline", False),
+    ("trade_rankings.py", "pipeline", False),
     ("spark_streaming.py", "pipeline", True),
     ("kafka_wordcount.py", "pipeline", False),
 ])
@@ -62,7 +65,8 @@ def test_the_postgres_examples_need_their_server_only_to_run_not_for_a_manifest(
 def test_every_example_is_covered() -> None:
     covered = {"wordcount.py", "wordcount_dag.py", "enrichment.py", "grouped_average.py", "spark_wordcount.py",
                "stream_wordcount.py", "stream_trades.py", "stream_sessions.py", "stream_enrichment.py",
-               "spark_streaming.py", "kafka_wordcount.py", "postgres_sink.py", "postgres_cdc.py"}
+               "stream_join.py", "spark_streaming.py", "kafka_wordcount.py", "postgres_sink.py", "postgres_cdc.py",
+               "enrichment_async.py", "trade_rankings.py"}
     assert {path.name for path in EXAMPLES_DIR.glob("*.py")} == covered
 
 

@@ -6,6 +6,7 @@ import heapq
 from typing import Any, Callable, Iterable
 
 from jet.core.aggregate import AggregateOperation, counting, summing
+from jet.core.co_aggregate import CoAggregateOperation, CoAggregateOperationBuilder, co_aggregate
 from jet.core.batch_fold import COUNTED_ROWS, BatchAggregation, all_of_batches, summed_values
 from jet.core.functions import map_each, whole_item
 
@@ -250,3 +251,23 @@ class AggregateOperations:
     def all_of(*operations: AggregateOperation) -> AggregateOperation:
         """Several aggregations in one pass; the result is a tuple of their results."""
         return _all_of(operations)
+
+    @staticmethod
+    def aggregate_operation2(op0: AggregateOperation, op1: AggregateOperation,
+                             finish_fn: Callable[[tuple], Any] | None = None) -> CoAggregateOperation:
+        """Two inputs in one accumulation (Jet's aggregateOperation2): input 0 folded by
+        ``op0``, input 1 by ``op1``; the result is ``(result0, result1)`` or ``finish_fn`` of it."""
+        return co_aggregate((op0, op1), finish_fn)
+
+    @staticmethod
+    def aggregate_operation3(op0: AggregateOperation, op1: AggregateOperation,
+                             op2: AggregateOperation,
+                             finish_fn: Callable[[tuple], Any] | None = None) -> CoAggregateOperation:
+        """Three inputs in one accumulation (Jet's aggregateOperation3); see
+        :meth:`aggregate_operation2`."""
+        return co_aggregate((op0, op1, op2), finish_fn)
+
+    @staticmethod
+    def co_aggregate_builder() -> CoAggregateOperationBuilder:
+        """Any number of inputs: ``tag = builder.add(op)`` per input, then ``builder.build()``."""
+        return CoAggregateOperationBuilder()

@@ -55,7 +55,8 @@ class DagBuilder:
             return self.lp[transform]
         own = transform.local_parallelism
         if self.pipeline.preserve_order and transform.kind in ("map", "filter", "flat_map", "peek",
-                                                                 "map_batches", "merge", "aggregate", "hash_join", "sink"):
+                                                                 "map_batches", "merge", "aggregate", "hash_join",
+                                                                 "hash_join_n", "sink"):
             upstream = [self._resolved(self.effective_lp(i.transform)) for i in transform.inputs[:1]
                         if not i.rebalance]
             if upstream:

@@ -19,9 +19,10 @@ def pairs_out(transform: Transform) -> bool:
     kind = transform.kind
     if kind == "source":
         return transform.event_time_policy is not None
-    if kind in ("add_timestamps", "window_aggregate") or kind in STATEFUL_KINDS:
+    if kind in ("add_timestamps", "window_aggregate", "window_co_aggregate", "interval_join") \
+            or kind in STATEFUL_KINDS:
         return True
-    if kind in ("aggregate", "group_aggregate", "sink", "sort"):
+    if kind in ("aggregate", "group_aggregate", "co_aggregate", "sink", "sort"):
         return False
     if kind == "merge":
         return any(pairs_out(source.transform) for source in transform.inputs)
@@ -30,11 +31,11 @@ def pairs_out(transform: Transform) -> bool:
 def input_needs_pairs(transform: Transform, index: int) -> bool | None:
     """Whether input ``index`` of the stage must be pairs (True), bare (False) or either."""
     kind = transform.kind
-    if kind == "window_aggregate" or kind in STATEFUL_KINDS:
+    if kind in ("window_aggregate", "window_co_aggregate", "interval_join") or kind in STATEFUL_KINDS:
         return True
     if kind == "merge":
         return pairs_out(transform)
-    if kind == "hash_join":
+    if kind in ("hash_join", "hash_join_n"):
         return None if index == 0 else False
     if kind in ("map", "filter", "flat_map", "peek") or "_using_service" in kind:
         return None

@@ -37,6 +37,7 @@ from jet.core.processors import (
     combine_by_key_p,
     combine_p,
 )
+from jet.pipeline.co_group_planner import CoGroupPlanner
 from jet.pipeline.columnar_planning import batch_chain_supplier, batch_function, batch_row_type, takes_columnar_input
 from jet.pipeline.join_processors import HashJoinCollectP, HashJoinP, TimestampedHashJoinP
 from jet.pipeline.source_sink import StreamSource
@@ -71,6 +72,7 @@ class Planner:
         self._builder = DagBuilder(pipeline, default_local_parallelism, watermark_frame_ms(pipeline.transforms))
         self._streams = StreamPlanner(self._builder)
         stateless, stateful = self._plan_stateless, self._streams.plan_stateful
+        co_group = CoGroupPlanner(self._builder)
         self._plan_by_kind: dict[str, Callable[[Transform], None]] = {
             "source": self._plan_source, "sink": self._plan_sink,
             "map": stateless, "filter": stateless, "flat_map": stateless, "peek": stateless,
@@ -81,6 +83,8 @@ class Planner:
             "map_stateful": stateful, "filter_stateful": stateful, "flat_map_stateful": stateful,
             "sort": lambda t: plan_sort(self._builder, t),
             **dict.fromkeys(SERVICE_KINDS, lambda t: plan_using_service(self._builder, t)),
+            "window_co_aggregate": co_group.plan_window_co_aggregate, "interval_join": co_group.plan_interval_join,
+            "co_aggregate": co_group.plan_co_aggregate, "hash_join_n": co_group.plan_hash_join_n,
         }
 
     def plan(self) -> DAG:

@@ -15,6 +15,8 @@ from jet.core.aggregate import AggregateOperation
 from jet.core.functions import as_key_fn
 from jet.core.processors.batches import BATCH_FORMATS
 from jet.pipeline.enrichment_stages import KeyedServiceStageMethods, ServiceStageMethods, WindowDistinctMethods
+from jet.pipeline.co_group import (HashJoinBuilder, JoinClause, WindowAggregateBuilder, aggregate_n, hash_join_n,
+                                   interval_join, window_aggregate_n, window_join)
 from jet.pipeline.errors import PipelineDefinitionError, require_callable, require_operation
 from jet.pipeline.source_sink import Sink
 from jet.pipeline.transforms import Input, Transform, TransformGraph
@@ -197,15 +199,46 @@ class GeneralStage(ServiceStageMethods, Stage):
     # -- joining ----------------------------------------------------------------------------
     def hash_join(self, other: "GeneralStage", key_fn: Callable[[Any], Any],
                   other_key_fn: Callable[[Any], Any],
-                  mapper: Callable[[Any, Any], Any]) -> Any:
+                  mapper: Callable[[Any, Any], Any], how: str = "left") -> Any:
         """Enrich each item with the items of ``other`` (the lookup side, a batch stage) whose
         ``other_key_fn`` equals the item's ``key_fn``: emits ``mapper(item, match)`` per match,
-        or ``mapper(item, None)`` when there is none (a left outer join)."""
+        or ``mapper(item, None)`` when there is none (a left outer join); ``how="inner"``
+        drops an item without a match."""
+        if how != "left":
+            return hash_join_n(self, [(other, JoinClause(key_fn, other_key_fn))], mapper, how)
         other = self._own(other, "hash_join")
         for argument, fn in (("key_fn", key_fn), ("other_key_fn", other_key_fn), ("mapper", mapper)):
             require_callable(fn, "hash-join", argument)
         return self._add("hash_join", [self._input(), other._input()], key_fn=as_key_fn(key_fn),
                          other_key_fn=as_key_fn(other_key_fn), fn=mapper)
+
+    def inner_hash_join(self, other: "GeneralStage", key_fn: Callable[[Any], Any],
+                        other_key_fn: Callable[[Any], Any], mapper: Callable[[Any, Any], Any]) -> Any:
+        """``hash_join(..., how="inner")``: ``mapper(item, match)`` per match only."""
+        return self.hash_join(other, key_fn, other_key_fn, mapper, how="inner")
+
+    def hash_join2(self, other1: "GeneralStage", clause1: JoinClause, other2: "GeneralStage",
+                   clause2: JoinClause, mapper: Callable[[Any, Any, Any], Any], how: str = "left") -> Any:
+        """Join each item with two lookup sides (batch stages) at once: ``mapper(item, match1,
+        match2)`` per combination of matches (None for a side without one; ``how="inner"``
+        drops the item instead). A clause is ``JoinClause.on_keys(key_fn, other_key_fn)``."""
+        return hash_join_n(self, [(other1, clause1), (other2, clause2)], mapper, how)
+
+    def hash_join_builder(self) -> HashJoinBuilder:
+        """A hash join with any number of lookup sides: ``tag = builder.add(stage, clause)``,
+        then ``builder.build(mapper)`` with ``mapper(item, matches)``, ``matches[tag]``."""
+        return HashJoinBuilder(self)
+
+    def aggregate2(self, *args: Any) -> Any:
+        """Aggregate this batch stage and another in one pass: ``aggregate2(op0, other, op1)``
+        or ``aggregate2(other, AggregateOperations.aggregate_operation2(op0, op1))``; the
+        result is ``(result0, result1)``."""
+        return aggregate_n(self, 2, args)
+
+    def aggregate3(self, *args: Any) -> Any:
+        """Three batch stages in one pass: ``aggregate3(op0, s1, op1, s2, op2)`` or
+        ``aggregate3(s1, s2, aggregate_operation3(op0, op1, op2))``."""
+        return aggregate_n(self, 3, args)
 
     def merge(self, other: "GeneralStage") -> Any:
         """The items of both stages (two batch stages, or two streams)."""
@@ -241,6 +274,24 @@ class StageWithKey(KeyedServiceStageMethods):
         require_operation(operation, "group-and-aggregate")
         return self._stage._add("group_aggregate", [self._stage._input()], key_fn=self._key_fn,
                                 operation=operation)
+
+    def aggregate2(self, *args: Any) -> Any:
+        """Co-group two keyed batch stages: ``aggregate2(op0, other.grouping_key(k), op1)`` or
+        ``aggregate2(other.grouping_key(k), aggregate_operation2(op0, op1))``; emits
+        ``(key, (result0, result1))`` per key found in either."""
+        return aggregate_n(self, 2, args)
+
+    def aggregate3(self, *args: Any) -> Any:
+        """Co-group three keyed batch stages (see :meth:`aggregate2`)."""
+        return aggregate_n(self, 3, args)
+
+    def interval_join(self, other: "StageWithKey", lower_ms: int, upper_ms: int,
+                      mapper: Callable[[Any, Any], Any]) -> Any:
+        """Join two keyed streams in event time: ``mapper(left, right)`` for every ``right``
+        of ``other`` with the same key and ``right.ts`` in ``[left.ts - lower_ms, left.ts +
+        upper_ms]``, emitted at the later of the two timestamps. Buffers are evicted by the
+        watermark; items behind it are late (dropped and counted)."""
+        return interval_join(self, other, lower_ms, upper_ms, mapper)
 
     def window(self, definition: WindowDefinition) -> "StageWithKeyAndWindow":
         """Group each key's events into windows, then ``aggregate``: emits KeyedWindowResults."""
@@ -297,6 +348,27 @@ class StageWithWindow(WindowDistinctMethods):
         return self._stage._add("window_aggregate", [self._stage._input()], name=name,
                                 key_fn=self._key_fn, operation=operation, window=self._definition,
                                 timestamped=True)
+
+    def aggregate2(self, *args: Any) -> Any:
+        """Co-group this stream with another in the same windows (keyed when this stage is):
+        ``aggregate2(op0, other, op1)`` or ``aggregate2(other, aggregate_operation2(op0, op1))``;
+        each window's result is ``(result0, result1)``."""
+        return window_aggregate_n(self, 2, args)
+
+    def aggregate3(self, *args: Any) -> Any:
+        """Three streams in the same windows: ``aggregate3(op0, s1, op1, s2, op2)`` or
+        ``aggregate3(s1, s2, aggregate_operation3(op0, op1, op2))``."""
+        return window_aggregate_n(self, 3, args)
+
+    def aggregate_builder(self, operation0: AggregateOperation) -> WindowAggregateBuilder:
+        """Any number of streams: ``tag = builder.add(other, op)``, then ``builder.build()``."""
+        return WindowAggregateBuilder(self, operation0)
+
+    def join(self, other: Any, mapper: Callable[[Any, Any], Any], how: str = "inner") -> Any:
+        """Join two keyed streams per key and window: ``mapper(left, right)`` for every pair of
+        a window (emitted when it closes, at its last instant); ``how="left"`` also gives
+        ``mapper(left, None)`` for a left item whose window has no right item of its key."""
+        return window_join(self, other, mapper, how)
 
 
 class StageWithKeyAndWindow(StageWithWindow):

@@ -7,6 +7,7 @@ defined in.
 
 from __future__ import annotations
 
+from jet.pipeline.co_group import CO_GROUP_KINDS, check_co_group_rules
 from jet.pipeline.errors import PipelineDefinitionError
 from jet.pipeline.transforms import STATEFUL_KINDS, Transform
 
@@ -35,6 +36,8 @@ def check_stream_rules(transform: Transform) -> None:
     elif kind == "merge" and upstream.stream != transform.inputs[1].transform.stream:
         stream, batch = sorted((i.transform for i in transform.inputs), key=lambda t: not t.stream)
         _fail(name, f"cannot merge the stream {stream.name!r} with the batch stage {batch.name!r}")
+    elif kind in CO_GROUP_KINDS:
+        check_co_group_rules(transform)
     elif kind == "add_timestamps" and upstream.timestamped:
         _fail(name, f"{upstream.name!r} already has timestamps; add_timestamps is for a stream"
                     " without them")

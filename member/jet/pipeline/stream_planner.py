@@ -45,7 +45,8 @@ _key_of_frame_result = attrgetter("key")
 
 def watermark_frame_ms(transforms: Sequence[Transform]) -> int:
     """Jet's watermark throttling frame for a pipeline: gcd of the preferred strides."""
-    strides = [t.window.preferred_watermark_stride_ms for t in transforms if t.kind == "window_aggregate"]
+    strides = [t.window.preferred_watermark_stride_ms for t in transforms
+               if t.kind in ("window_aggregate", "window_co_aggregate")]
     strides += [max(1, t.ttl_ms // 10) for t in transforms
                 if t.kind in STATEFUL_KINDS and t.key_fn is not None and t.ttl_ms > 0]
     frame = reduce(gcd, strides, 0)

@@ -42,7 +42,8 @@ class Transform:
     """One stage of a pipeline. ``kind`` is source, map, filter, flat_map, peek, map_batches,
     group_aggregate, aggregate, hash_join, merge, sink, or for streams add_timestamps,
     window_aggregate, map_stateful, filter_stateful, flat_map_stateful; ``*_using_service(_async)``
-    and sort (``enrichment_stages``).
+    and sort (``enrichment_stages``); stages of several
+    inputs (``co_group.CO_GROUP_KINDS``) keep their key functions in ``co_group``.
 
     ``stream`` says the stage's output is unbounded, ``timestamped`` that its items have event
     time (they travel as ``(timestamp, item)`` pairs). A stream source stage has ``stream`` set
@@ -73,6 +74,7 @@ class Transform:
     schema: Any = None  # map_batches: the schema of the batches built from rows
     as_dicts: bool = False  # map_batches: rows out of its batches are dicts, not tuples
     spec: Any = None  # services and sort: their settings (see enrichment_stages)
+    co_group: Any = None  # stages of several inputs: a co_group.CoGroupSpec
 
     def __post_init__(self) -> None:
         if not self.name:
