@@ -17,6 +17,7 @@ PACKAGES = {
     "chromium": "headless Chromium, for the dashboard's browser tests",
     "chromium-driver": "its WebDriver, for the same tests",
     "prometheus": "a real Prometheus answering the Grafana dashboard's queries",
+    "postgresql": "a PostgreSQL server the PostgreSQL connector tests start (initdb, postgres)",
     "buildah": "building and running the image (tests/image, with $JET_TEST_IMAGE)",
     "mmdebstrap": "the image's base system (docker/build-without-daemon.sh)",
 }
