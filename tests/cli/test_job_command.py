@@ -6,26 +6,16 @@ from pathlib import Path
 import jet
 import pytest
 from jet.cluster.coordination.job_state import JobStatus
-from jet.core import DAG, Edge
-from jet.core.processors import map_p
 
 from tests.cli.support import jet as run_jet
 from tests.cli.support import jet_env
-from tests.cluster.cluster_support import endless_source, wait_until
+from tests.cluster.cluster_support import endless_dag, wait_until
 
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
     with jet.local_cluster(members=2, log_dir=tmp_path_factory.mktemp("logs")) as running:
         yield running
-
-
-def endless_dag() -> DAG:
-    dag = DAG()
-    source = dag.new_vertex("source", endless_source(), 1)
-    sink = dag.new_vertex("sink", map_p(lambda x: None), 1)
-    dag.edge(Edge.between(source, sink))
-    return dag
 
 
 def jet_job(cluster, *args, token=None):

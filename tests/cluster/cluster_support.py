@@ -10,7 +10,7 @@ from collections import defaultdict
 from pathlib import Path
 
 from jet.connectors.file_sinks import FileSinkP, to_json
-from jet.core import Processor
+from jet.core import DAG, Edge, Processor
 
 DEADLINE_S = 30.0
 
@@ -125,3 +125,14 @@ def group_counts(deliveries_by_processor: dict) -> dict:
         for item in items:
             counts[json.dumps(item)] += 1
     return counts
+
+
+def endless_dag() -> DAG:
+    """A job that runs until cancelled: an endless source into a sink that drops its items."""
+    from jet.core.processors import map_p
+
+    dag = DAG()
+    source = dag.new_vertex("source", endless_source(), 1)
+    sink = dag.new_vertex("sink", map_p(lambda x: None), 1)
+    dag.edge(Edge.between(source, sink))
+    return dag

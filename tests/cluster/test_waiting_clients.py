@@ -7,21 +7,12 @@ import threading
 import jet
 from jet.cluster.client import JetClient
 from jet.cluster.coordination.job_state import JobStatus
-from jet.core import DAG, Edge
-from jet.core.processors import map_p
 from jet.execution.errors import JobCancelledError
-from tests.cluster.cluster_support import endless_source, wait_until
+
+from tests.cluster.cluster_support import endless_dag, wait_until
 
 JOINS = 100
 CLIENTS = 4
-
-
-def endless_dag() -> DAG:
-    dag = DAG()
-    source = dag.new_vertex("source", endless_source(), 1)
-    sink = dag.new_vertex("sink", map_p(lambda x: None), 1)
-    dag.edge(Edge.between(source, sink))
-    return dag
 
 
 def test_a_hundred_joins_from_several_clients_leave_room_for_another_clients_submit():

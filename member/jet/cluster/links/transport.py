@@ -389,21 +389,19 @@ def serve_control(on_control: ControlHandler, caller: Caller,
         return grpc.StatusCode.INVALID_ARGUMENT, str(e)
     try:
         return None, on_control(caller, msg_type, payload)
-    except PacketFormatError as e:
-        logger.info("malformed control call %r of %s: %s", msg_type, caller, e)
-        return grpc.StatusCode.INVALID_ARGUMENT, f"{type(e).__name__}: {e}"
-    except NotFoundError as e:
-        logger.info("control call %r of %s: %s", msg_type, caller, e)
-        return grpc.StatusCode.NOT_FOUND, f"{type(e).__name__}: {e}"
-    except RetryLaterError as e:
-        logger.info("control call %r of %s: %s", msg_type, caller, e)
-        return grpc.StatusCode.UNAVAILABLE, f"{type(e).__name__}: {e}"
+    except (PacketFormatError, NotFoundError, RetryLaterError) as e:  # the request's fault, or not yet
+        logger.info("control call %r of %s refused: %s", msg_type, caller, e)
+        return _REFUSAL_CODES[next(kind for kind in _REFUSAL_CODES if isinstance(e, kind))], f"{type(e).__name__}: {e}"
     except PermissionError as e:
         logger.warning("refused control call %r of %s: %s", msg_type, caller, e)
         return grpc.StatusCode.PERMISSION_DENIED, f"{type(e).__name__}: {e}"
     except Exception as e:
         logger.exception("control call %r from %s failed", msg_type, caller)
         return grpc.StatusCode.INTERNAL, f"{type(e).__name__}: {e}"
+
+
+_REFUSAL_CODES = {PacketFormatError: grpc.StatusCode.INVALID_ARGUMENT, NotFoundError: grpc.StatusCode.NOT_FOUND,
+                  RetryLaterError: grpc.StatusCode.UNAVAILABLE}
 
 
 def _giving_back(messages: Iterator[bytes], give_back: Callable[[], None]) -> Iterator[bytes]:
