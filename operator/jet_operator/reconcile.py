@@ -11,6 +11,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
+from jet import contract
+
 from jet_operator import constants, naming
 from jet_operator.builders import JobRef
 from jet_operator.children import build_children, spark_service_account
@@ -62,8 +64,10 @@ class StatusUpdate:
 
 
 def check_references(api: KubeApi, job: JobRef, spec: JetJobSpec) -> list[str]:
-    """Problems the schema cannot see: objects the spec names that do not exist."""
-    problems = spec_problems(spec)
+    """Problems the schema cannot see (or an API server without its CEL rules let through): a
+    name the children cannot be named after, objects the spec names that do not exist."""
+    name_problem = contract.job_name_problem(job.name)
+    problems = ([f"metadata.name: {name_problem}"] if name_problem else []) + spec_problems(spec)
     storage = spec.snapshot_storage
     if storage is not None and storage.claim_name and api.get(
             "PersistentVolumeClaim", job.namespace, storage.claim_name) is None:

@@ -188,6 +188,22 @@ def test_cel_rules_refuse_state_without_storage_and_misplaced_fields(path: str, 
     assert any(expected in error for error in errors), errors
 
 
+@pytest.mark.parametrize(("name", "expected"), [
+    ("My_Join", "metadata.name My_Join is not a DNS label"),
+    ("wc.v2", "metadata.name wc.v2 is not a DNS label"),
+    ("1st", "metadata.name 1st is not a DNS label"),
+    ("a" * 46, f"metadata.name {'a' * 46} is longer than 45 characters"),
+])
+def test_cel_rules_refuse_a_name_kubernetes_cannot_give_the_children(name: str, expected: str) -> None:
+    errors = cel_errors(_with("metadata.name", name))
+    assert any(expected in error for error in errors), errors
+
+
+def test_cel_rules_accept_dns_label_names() -> None:
+    for name in ("wc", "my-join", "a" * 45, "job-2"):
+        assert cel_errors(_with("metadata.name", name)) == [], name
+
+
 def _walk(node: Any, path: str = ""):
     if isinstance(node, dict):
         yield path, node
@@ -234,6 +250,15 @@ def test_manifest_command_output_validates(tmp_path) -> None:
     assert document["spec"]["members"]["replicas"] == 3
     assert document["spec"]["image"] == "jet:dev"
     assert "code: |" in text  # the code stays readable
+
+
+@pytest.mark.parametrize("name", ["My_Join", "wc.v2", "-wc", "a" * 46, ""])
+def test_manifest_refuses_a_name_kubernetes_would_refuse(tmp_path, name: str) -> None:
+    pipeline_file = tmp_path / "p.py"
+    pipeline_file.write_text("x = 1\n")
+    with pytest.raises(ValueError, match="JetJob name|must not be empty") as raised:
+        build_jetjob_manifest(str(pipeline_file), name)
+    assert repr(name) in str(raised.value) or not name
 
 
 def test_manifest_refuses_zero_replicas(tmp_path) -> None:

@@ -247,6 +247,17 @@ async def test_missing_config_map_fails_with_an_event_naming_the_field(k8s: Emul
         assert get(k8s, STATEFULSETS, "fromcm-member") is None
 
 
+async def test_a_name_the_children_cannot_carry_fails_naming_it(k8s: Emulator) -> None:
+    """The CRD's CEL rule refuses it; an API server without CEL lets it through to the operator."""
+    name = "wc.v2"
+    with operator():
+        await k8s.post(COLLECTION, json=jetjob(name))
+        failed = await wait_phase(k8s, "Failed", name)
+        assert failed["message"].startswith("metadata.name: JetJob name 'wc.v2' is not a DNS label"), failed
+        assert get(k8s, STATEFULSETS, f"{name}-member") is None
+        await delete_jetjob(k8s, name)
+
+
 async def test_image_pull_failure_is_retried_then_fails(k8s: Emulator) -> None:
     document = jetjob("badimage", restartPolicy={"type": "OnFailure", "maxRetries": 1, "backoffSeconds": 0})
     with operator():
