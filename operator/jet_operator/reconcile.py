@@ -19,6 +19,7 @@ from jet_operator.children import build_children, spark_service_account
 from jet_operator.config import OperatorConfig
 from jet_operator.credential_sync import ensure_credentials
 from jet_operator.dashboard import build_dashboard_children, dashboard_cleanup_targets
+from jet_operator.finish import finish_fields, members_expired
 from jet_operator.generations import cluster_token, find_coordinator, prepare_generation
 from jet_operator.jobclient import fetch_job_report
 from jet_operator.jobcontrol import JobControlError
@@ -167,7 +168,8 @@ def start_generation(
         api.apply(child)
     delete_stale_pods(api, job, attempt=0)
     common = dict(restartCount=0, retriesUsed=0, restartAt=None, jobId=None, completionTime=None,
-                  sparkJobs=[], suspended=not running, startSnapshot=start.initial_snapshot,
+                  result=None, membersUntil=None, sparkJobs=[], suspended=not running,
+                  startSnapshot=start.initial_snapshot,
                   **_members_fields(job, spec.replicas if running else 0, 0))
     if start.upgrade is not None:
         common["upgrade"] = start.upgrade
@@ -237,6 +239,7 @@ def restart(api: KubeApi, config: OperatorConfig, job: JobRef, spec: JetJobSpec,
     return phase_update(
         Phase.PENDING, f"restarted (restart {attempt})", status, job.generation, now,
         restartCount=attempt, restartAt=None, jobId=None, completionTime=None, startTime=None,
+        result=None, membersUntil=None,
         **_members_fields(job, spec.replicas, 0),
     )
 
@@ -276,6 +279,8 @@ def follow(api: KubeApi, config: OperatorConfig, job: JobRef, spec: JetJobSpec,
         restart_at = parse_time(status.get("restartAt"))
         if restart_at is not None and now >= restart_at:
             return restart(api, config, job, spec, status, now)
+        if members_expired(status, now):
+            return release_members(api, job, spec)
         return None
 
     attempt = int(status.get("restartCount") or 0)
@@ -315,18 +320,33 @@ def follow(api: KubeApi, config: OperatorConfig, job: JobRef, spec: JetJobSpec,
 
     retries_used = int(status.get("retriesUsed") or 0)
     decision = decide_restart(spec.restart_policy, retries_used, assessment.phase)
-    scale_members(api, job, 0)
+    if decision.restart or spec.ttl_seconds_after_finished == 0:
+        scale_members(api, job, 0)  # else they stay for kubectl logs until membersUntil
     if assessment.phase == Phase.FAILED:
         delete_spark_drivers(api, job)
     message = assessment.message
+    fields["completionTime"] = (report.completion_time if report and report.completion_time
+                                else format_time(now))
     if decision.restart:
         message = f"{message}; {decision.message}"
         fields["restartAt"] = format_time(now + datetime.timedelta(seconds=decision.delay_seconds))
         fields["retriesUsed"] = decision.retries_used
-    fields["completionTime"] = (report.completion_time if report and report.completion_time
-                                else format_time(now))
+    else:
+        fields.update(finish_fields(assessment.phase, assessment.message, report, status,
+                                    fields["completionTime"], spec.ttl_seconds_after_finished, now))
     return phase_update(assessment.phase, message, status, job.generation, now,
                         restarting=decision.restart, events=events, **fields)
+
+
+def release_members(api: KubeApi, job: JobRef, spec: JetJobSpec) -> StatusUpdate:
+    """A finished job's ``spec.ttlSecondsAfterFinished`` ran out: scale its members to 0 (the
+    StatefulSet stays, empty; ``status.result`` keeps the outcome)."""
+    scale_members(api, job, 0)
+    return StatusUpdate(
+        {"membersUntil": None, **_members_fields(job, 0, 0)},
+        [JobEvent("MembersRemoved", f"spec.ttlSecondsAfterFinished ({spec.ttl_seconds_after_finished}s) ran out: "
+                                    f"members scaled to 0 (status.result keeps the outcome)")],
+    )
 
 
 def restart_event(report: JobReport) -> JobEvent:

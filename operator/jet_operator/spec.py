@@ -21,6 +21,7 @@ UPGRADE_SAVEPOINT = "savepoint"
 UPGRADE_LAST_STATE = "last-state"
 UPGRADE_MODES = (UPGRADE_STATELESS, UPGRADE_SAVEPOINT, UPGRADE_LAST_STATE)
 DEFAULT_SNAPSHOT_INTERVAL_SECONDS = 10.0
+DEFAULT_TTL_SECONDS_AFTER_FINISHED = 300
 
 
 @dataclass(frozen=True)
@@ -121,6 +122,8 @@ class JetJobSpec:
     snapshot_storage: SnapshotStorage | None = None
     initial_snapshot_name: str | None = None
     upgrade_mode: str = UPGRADE_STATELESS
+    ttl_seconds_after_finished: int = DEFAULT_TTL_SECONDS_AFTER_FINISHED
+    """How long a finished job (Completed or Failed, no restart to come) keeps its member pods."""
 
     @property
     def suspended(self) -> bool:
@@ -181,6 +184,9 @@ def parse_spec(spec: Mapping[str, Any]) -> JetJobSpec:
         snapshot_storage=_parse_snapshot_storage(spec.get("snapshotStorage")),
         initial_snapshot_name=spec.get("initialSnapshotName") or None,
         upgrade_mode=_choice(spec.get("upgradeMode", UPGRADE_STATELESS), "spec.upgradeMode", UPGRADE_MODES),
+        ttl_seconds_after_finished=_with_default(
+            _optional_int(spec.get("ttlSecondsAfterFinished"), "spec.ttlSecondsAfterFinished", minimum=0),
+            DEFAULT_TTL_SECONDS_AFTER_FINISHED),
     )
 
 
@@ -243,6 +249,10 @@ def _optional_int(value: Any, field_name: str, minimum: int) -> int | None:
     if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
         raise ValueError(f"{field_name} must be an integer >= {minimum}, got {value!r}")
     return value
+
+
+def _with_default(value: Any, default: Any) -> Any:
+    return default if value is None else value
 
 
 def _tls_enabled(tls: Any) -> bool:

@@ -43,6 +43,7 @@ GOOD: dict[str, Any] = {
                             "endpoint": "http://minio:9000"},
         "initialSnapshotName": "wc-g3",
         "upgradeMode": "savepoint",
+        "ttlSecondsAfterFinished": 0,
     },
 }
 
@@ -124,6 +125,8 @@ def test_examples_are_accepted(example) -> None:
         ("spec.tls.enabled", "no", "'no' is not of type 'boolean'"),
         ("spec.tls.enable", False, "Additional properties are not allowed ('enable' was unexpected)"),
         ("spec.tls", True, "True is not of type 'object'"),
+        ("spec.ttlSecondsAfterFinished", -1, "-1 is less than the minimum of 0"),
+        ("spec.ttlSecondsAfterFinished", "5m", "'5m' is not of type 'integer'"),
     ],
 )
 def test_bad_manifest_is_refused(path: str, value: Any, expected: str) -> None:
@@ -152,7 +155,12 @@ def test_crd_names_and_subresources() -> None:
         },
     }
     columns = {c["name"]: c for c in version["additionalPrinterColumns"]}
-    assert list(columns) == ["Phase", "Members", "Restarts", "Last Snapshot", "Attempts", "Age", "Message"]
+    assert list(columns) == ["Phase", "Members", "Restarts", "Last Snapshot", "Start", "Finish", "Attempts", "Age",
+                             "Result", "Dashboard", "Message"]
+    assert {name: (c["jsonPath"], c["type"]) for name, c in columns.items() if name in ("Start", "Finish")} == {
+        "Start": (".status.startTime", "date"), "Finish": (".status.completionTime", "date")}
+    assert columns["Result"]["jsonPath"] == ".status.result.summary" and columns["Result"]["priority"] == 1
+    assert columns["Dashboard"]["jsonPath"] == ".status.dashboard.url" and columns["Dashboard"]["priority"] == 1
     assert columns["Members"]["jsonPath"] == ".status.membersReady"
     assert columns["Restarts"]["jsonPath"] == ".status.restarts"
     assert (columns["Last Snapshot"]["jsonPath"], columns["Last Snapshot"]["type"]) == (
