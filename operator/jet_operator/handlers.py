@@ -8,7 +8,7 @@ from typing import Any
 
 import kopf
 
-from jet_operator import constants, metrics, reconcile
+from jet_operator import constants, metrics, nonces, reconcile
 from jet_operator.builders import JobRef
 from jet_operator.config import OperatorConfig
 from jet_operator.generations import UpgradeError
@@ -91,7 +91,11 @@ def start(body: kopf.Body, meta: kopf.Meta, spec: kopf.Spec, status: kopf.Status
         _write(update, body, patch)
         return
     try:
-        update = reconcile.start_generation(memo.api, memo.config, job, parsed, status, _now())
+        if nonces.only_actions_changed(spec, status):
+            update = nonces.apply_actions(memo.api, memo.config, job, parsed, status, _now())
+        else:
+            update = reconcile.start_generation(memo.api, memo.config, job, parsed, status, _now(),
+                                                spec_hash=nonces.generation_hash(spec))
     except UpgradeError as error:
         kopf.warn(body, reason="UpgradeFailed", message=str(error))
         raise kopf.TemporaryError(str(error), delay=UPGRADE_RETRY_DELAY_SECONDS) from error
@@ -113,12 +117,13 @@ def follow(body: kopf.Body, meta: kopf.Meta, spec: kopf.Spec, status: kopf.Statu
     """Follow the job: phase, member counts, coordinator report, restarts."""
     if not status.get("phase") or status.get("observedGeneration") != meta.get("generation"):
         return  # the create/update handler has not run for this generation yet
-    job = _job(meta, status.get("observedGeneration"))
+    job = nonces.members_job(_job(meta), status)
     try:
         parsed = parse_spec(spec)
     except ValueError:
         return  # the create/update handler has made the JetJob Failed with the reason
-    _write(reconcile.follow(memo.api, memo.config, job, parsed, status, _now()), body, patch)
+    _write(reconcile.follow(memo.api, memo.config, job, parsed, status, _now(),
+                            observed_generation=int(meta.get("generation") or 1)), body, patch)
 
 
 @kopf.on.delete(*RESOURCE)

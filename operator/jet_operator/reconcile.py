@@ -18,7 +18,8 @@ from jet_operator.builders import JobRef
 from jet_operator.children import build_children, spark_service_account
 from jet_operator.config import OperatorConfig
 from jet_operator.credential_sync import ensure_credentials
-from jet_operator.dashboard import build_dashboard_children, dashboard_cleanup_targets
+from jet_operator.dashboard import build_dashboard_children, dashboard_address, dashboard_cleanup_targets
+from jet_operator.exports import expired_message, exports_status, prune
 from jet_operator.finish import finish_fields, members_expired
 from jet_operator.generations import cluster_token, find_coordinator, prepare_generation
 from jet_operator.jobclient import fetch_job_report
@@ -144,11 +145,14 @@ def _members_fields(job: JobRef, desired: int, ready: int) -> dict[str, Any]:
 
 def start_generation(
     api: KubeApi, config: OperatorConfig, job: JobRef, spec: JetJobSpec,
-    status: Mapping[str, Any], now: datetime.datetime,
+    status: Mapping[str, Any], now: datetime.datetime, spec_hash: str | None = None,
 ) -> StatusUpdate:
     """Bring the children in line with a new spec generation (create, spec change, resume).
 
     Members of an older generation are deleted together, so the job restarts on the new spec.
+    ``spec_hash`` (:func:`jet_operator.nonces.generation_hash`) goes to ``status.specHash``: a
+    later change of the action fields alone is then carried out without a new generation.
+    The spec's nonces count as handled (the job starts anew anyway).
     """
     problems = check_references(api, job, spec)
     if problems:
@@ -169,7 +173,9 @@ def start_generation(
     delete_stale_pods(api, job, attempt=0)
     common = dict(restartCount=0, retriesUsed=0, restartAt=None, jobId=None, completionTime=None,
                   result=None, membersUntil=None, sparkJobs=[], suspended=not running,
-                  startSnapshot=start.initial_snapshot,
+                  startSnapshot=start.initial_snapshot, membersGeneration=job.generation, specHash=spec_hash,
+                  nonces={"restart": spec.restart_nonce, "export": spec.snapshot.export_nonce},
+                  dashboard=dashboard_address(job, config),
                   **_members_fields(job, spec.replicas if running else 0, 0))
     if start.upgrade is not None:
         common["upgrade"] = start.upgrade
@@ -226,8 +232,10 @@ def delete_spark_drivers(api: KubeApi, job: JobRef) -> None:
 
 
 def restart(api: KubeApi, config: OperatorConfig, job: JobRef, spec: JetJobSpec,
-            status: Mapping[str, Any], now: datetime.datetime) -> StatusUpdate:
-    """Start the job again on the same spec: a new attempt, every pod replaced."""
+            status: Mapping[str, Any], now: datetime.datetime,
+            observed_generation: int | None = None) -> StatusUpdate:
+    """Start the job again on the same spec: a new attempt, every pod replaced. ``job`` carries
+    the members' generation; ``observed_generation`` (default the same) the JetJob's."""
     attempt = int(status.get("restartCount") or 0) + 1
     ensure_credentials(api, job, spec)  # e.g. a job started by an operator that made fewer Secrets
     children = build_children(job, spec, member_replicas=spec.replicas, attempt=attempt,
@@ -237,7 +245,7 @@ def restart(api: KubeApi, config: OperatorConfig, job: JobRef, spec: JetJobSpec,
         api.apply(child)
     delete_stale_pods(api, job, attempt)
     return phase_update(
-        Phase.PENDING, f"restarted (restart {attempt})", status, job.generation, now,
+        Phase.PENDING, f"restarted (restart {attempt})", status, observed_generation or job.generation, now,
         restartCount=attempt, restartAt=None, jobId=None, completionTime=None, startTime=None,
         result=None, membersUntil=None,
         **_members_fields(job, spec.replicas, 0),
@@ -270,15 +278,33 @@ def sync_spark_drivers(api: KubeApi, config: OperatorConfig, job: JobRef, spec: 
 
 
 def follow(api: KubeApi, config: OperatorConfig, job: JobRef, spec: JetJobSpec,
-           status: Mapping[str, Any], now: datetime.datetime) -> StatusUpdate | None:
-    """One look at a job: its pods and its coordinator; returns the new status, if any."""
+           status: Mapping[str, Any], now: datetime.datetime,
+           observed_generation: int | None = None) -> StatusUpdate | None:
+    """One look at a job: its pods and its coordinator; returns the new status, if any.
+
+    ``job`` carries the generation the members were made for (``status.membersGeneration``),
+    ``observed_generation`` the JetJob's (default the same): a change of action fields alone
+    moves the second, not the first."""
+    observed = observed_generation or job.generation
+    update = _follow(api, config, job, spec, status, now, observed)
+    pruned = prune(exports_status(status), spec.snapshot, now)
+    if pruned.expired:
+        update = update or StatusUpdate()
+        update.status["snapshotExports"] = pruned.exports
+        update.events.append(JobEvent("ExportsExpired", expired_message(pruned.expired, spec.snapshot),
+                                      warning=True))
+    return update
+
+
+def _follow(api: KubeApi, config: OperatorConfig, job: JobRef, spec: JetJobSpec,
+            status: Mapping[str, Any], now: datetime.datetime, observed: int) -> StatusUpdate | None:
     phase = Phase(status.get("phase") or Phase.PENDING.value)
     if spec.suspended or phase == Phase.SUSPENDED:
         return None  # only a spec change moves a suspended job
     if phase in TERMINAL_PHASES:
         restart_at = parse_time(status.get("restartAt"))
         if restart_at is not None and now >= restart_at:
-            return restart(api, config, job, spec, status, now)
+            return restart(api, config, job, spec, status, now, observed)
         if members_expired(status, now):
             return release_members(api, job, spec)
         return None
@@ -308,6 +334,7 @@ def follow(api: KubeApi, config: OperatorConfig, job: JobRef, spec: JetJobSpec,
     fields: dict[str, Any] = {
         **_members_fields(job, spec.replicas, assessment.ready),
         "sparkJobs": [_spark_job(pod) for pod in drivers],
+        "dashboard": dashboard_address(job, config),
     }
     if report is not None:
         fields["jobId"] = report.job_id or None
@@ -315,7 +342,7 @@ def follow(api: KubeApi, config: OperatorConfig, job: JobRef, spec: JetJobSpec,
         fields.update(report.status_fields())
     if assessment.phase not in TERMINAL_PHASES:
         sync_spark_drivers(api, config, job, spec, attempt, drivers, report)
-        return phase_update(assessment.phase, assessment.message, status, job.generation, now, events=events,
+        return phase_update(assessment.phase, assessment.message, status, observed, now, events=events,
                             **fields)
 
     retries_used = int(status.get("retriesUsed") or 0)
@@ -334,7 +361,7 @@ def follow(api: KubeApi, config: OperatorConfig, job: JobRef, spec: JetJobSpec,
     else:
         fields.update(finish_fields(assessment.phase, assessment.message, report, status,
                                     fields["completionTime"], spec.ttl_seconds_after_finished, now))
-    return phase_update(assessment.phase, message, status, job.generation, now,
+    return phase_update(assessment.phase, message, status, observed, now,
                         restarting=decision.restart, events=events, **fields)
 
 
