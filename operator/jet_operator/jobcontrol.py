@@ -22,6 +22,7 @@ from jet_operator.lifecycle import JobReport
 logger = logging.getLogger(__name__)
 
 POLL_INTERVAL_SECONDS = 0.5
+PING_TIMEOUT_SECONDS = 5.0
 # /job statuses after which a job does nothing more until someone resumes or resubmits it.
 STOPPED_JOB_STATUSES = frozenset({"COMPLETED", "FAILED", "SUSPENDED", "NOT_RUNNING"})
 
@@ -101,6 +102,8 @@ class JobControl:
     def _act(self, job_id: str, what: str, action: Callable[[Any], Any]) -> Any:
         try:
             with _client(self._access) as client:
+                # Fails at once when member 0 cannot be reached (a call would wait for it 30 s).
+                client.ping(timeout_s=PING_TIMEOUT_SECONDS)
                 result = action(client.job(job_id))
         except Exception as error:  # noqa: BLE001 - any client failure: one clear message
             raise JobControlError(f"{what} of job {job_id} at {self._access.address} failed: {error}") from error
