@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 import datetime
 import logging
+import os
 from typing import Any
 
 import kopf
@@ -13,6 +15,7 @@ from jet_operator.builders import JobRef
 from jet_operator.config import OperatorConfig
 from jet_operator.generations import UpgradeError
 from jet_operator.kube import KubeApi, load_client_configuration
+from jet_operator.leader import LeaderElector, default_identity, stop_this_process
 from jet_operator.lifecycle import Phase
 from jet_operator.spec import parse_spec
 
@@ -46,9 +49,42 @@ def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) -> Non
     memo.api = KubeApi(load_client_configuration(), config.api_timeout_seconds)
 
 
+@kopf.on.startup()
+async def lead(memo: kopf.Memo, logger: logging.Logger, **_: Any) -> None:
+    """With leader election on: wait until this replica holds the Lease (Kopf watches nothing
+    before every startup handler is done), then keep it; losing it stops the operator."""
+    config = OperatorConfig.from_env()
+    if not config.leader_election:
+        return
+    namespace = config.leader_election_namespace or os.environ.get("POD_NAMESPACE") or "default"
+    # Lease calls are bounded well inside the renew deadline (and keep a stopping operator short).
+    api = KubeApi(load_client_configuration(),
+                  min(config.api_timeout_seconds, config.leader_election_renew_deadline_seconds / 2))
+    elector = LeaderElector(
+        api, namespace,
+        config.leader_election_lease_name, default_identity(),
+        lease_seconds=config.leader_election_lease_seconds,
+        renew_deadline_seconds=config.leader_election_renew_deadline_seconds,
+        retry_seconds=config.leader_election_retry_seconds)
+    waited = False
+    while not await asyncio.to_thread(elector.try_hold):
+        if not waited:
+            holder = await asyncio.to_thread(elector.holder)
+            logger.info("Waiting for the lead: Lease %s/%s is held by %s", namespace, elector.name, holder)
+            waited = True
+        await asyncio.sleep(config.leader_election_retry_seconds)
+    logger.info("Leading as %s (Lease %s/%s)", elector.identity, namespace, elector.name)
+    elector.keep(on_lost=stop_this_process)
+    memo.elector = elector
+
+
 @kopf.on.cleanup()
 def close(memo: kopf.Memo, **_: Any) -> None:
-    """Release the API client's connections."""
+    """Give the lead up, release the API client's connections."""
+    elector = getattr(memo, "elector", None)
+    if elector is not None:
+        elector.release()
+        elector.api.close()
     api = getattr(memo, "api", None)
     if api is not None:
         api.close()

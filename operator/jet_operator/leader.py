@@ -1,0 +1,185 @@
+"""Leader election over a ``coordination.k8s.io/v1`` Lease, as client-go's leaderelection does,
+so the operator can run with more than one replica: one leads, the others wait.
+
+The operator waits in its startup (before Kopf watches anything) until it holds the Lease,
+then renews it every ``retry`` seconds in a background thread. A replica that has not renewed
+for ``renew deadline`` seconds has lost the lead: it stops (SIGTERM to itself: Kopf shuts
+down, Kubernetes restarts the pod, which then waits like any other replica). An operator that
+stops releases the Lease, so a waiting replica takes over at once; one that dies leaves it to
+expire after ``lease seconds``. Every write carries the Lease's ``resourceVersion`` as a JSON
+patch ``test``: of two replicas writing at once, one fails (422) and waits.
+
+Kopf's own peering pauses operators of lower priority, but two of the same priority pause each
+other, and it is no election; so the chart runs Kopf ``--standalone`` behind this Lease.
+"""
+
+from __future__ import annotations
+
+import datetime
+import logging
+import os
+import signal
+import socket
+import threading
+import time
+import uuid
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping
+
+from jet_operator.kube import KubeApi, KubeError
+from jet_operator.lifecycle import parse_time
+
+logger = logging.getLogger(__name__)
+
+LEASE_KIND = "Lease"
+# Conflicting writers: another replica changed the Lease (JSON patch test) or made it first.
+CONFLICT_STATUSES = (409, 422)
+
+
+def micro_time(value: datetime.datetime) -> str:
+    """A Lease's MicroTime (RFC 3339 with microseconds, ``Z``)."""
+    return value.astimezone(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def default_identity() -> str:
+    """This replica's name in the Lease: its pod name, else host name and a random suffix."""
+    return os.environ.get("POD_NAME") or f"{socket.gethostname()}-{uuid.uuid4().hex[:6]}"
+
+
+@dataclass(frozen=True)
+class LeaseState:
+    """What a Lease says (``spec``)."""
+
+    holder: str
+    renewed: datetime.datetime | None
+    duration_seconds: float
+    transitions: int
+
+    @classmethod
+    def of(cls, lease: Mapping[str, Any]) -> "LeaseState":
+        spec = lease.get("spec") or {}
+        return cls(
+            holder=str(spec.get("holderIdentity") or ""),
+            renewed=parse_time(spec.get("renewTime")),
+            duration_seconds=float(spec.get("leaseDurationSeconds") or 0),
+            transitions=int(spec.get("leaseTransitions") or 0),
+        )
+
+    def expired(self, now: datetime.datetime) -> bool:
+        """Whether its holder has not renewed it in time (or nobody holds it)."""
+        if not self.holder or self.renewed is None:
+            return True
+        return now > self.renewed + datetime.timedelta(seconds=self.duration_seconds)
+
+
+def may_hold(lease: Mapping[str, Any] | None, identity: str, now: datetime.datetime) -> bool:
+    """Whether ``identity`` may write itself into ``lease`` as its holder now (pure)."""
+    if lease is None:
+        return True
+    state = LeaseState.of(lease)
+    return state.holder == identity or state.expired(now)
+
+
+def lease_spec(lease: Mapping[str, Any] | None, identity: str, now: datetime.datetime,
+               duration_seconds: float) -> dict[str, Any]:
+    """The Lease's ``spec`` with ``identity`` holding it from ``now`` (pure)."""
+    state = LeaseState.of(lease) if lease is not None else None
+    taking_over = state is None or state.holder != identity
+    spec = dict((lease or {}).get("spec") or {})
+    spec.update({
+        "holderIdentity": identity,
+        "leaseDurationSeconds": int(duration_seconds),
+        "renewTime": micro_time(now),
+    })
+    if taking_over:
+        spec["acquireTime"] = micro_time(now)
+        spec["leaseTransitions"] = (state.transitions + 1) if state is not None and state.holder else (
+            state.transitions if state is not None else 0)
+    return spec
+
+
+class LeaderElector:
+    """Holds the Lease ``namespace/name`` for ``identity``."""
+
+    def __init__(self, api: KubeApi, namespace: str, name: str, identity: str, *,
+                 lease_seconds: float = 15.0, renew_deadline_seconds: float = 10.0, retry_seconds: float = 2.0,
+                 clock: Callable[[], datetime.datetime] | None = None) -> None:
+        self.api = api
+        self.namespace = namespace
+        self.name = name
+        self.identity = identity
+        self.lease_seconds = lease_seconds
+        self.renew_deadline_seconds = renew_deadline_seconds
+        self.retry_seconds = retry_seconds
+        self._clock = clock or (lambda: datetime.datetime.now(datetime.timezone.utc))
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def try_hold(self) -> bool:
+        """One attempt to take or renew the Lease; True if this replica holds it now."""
+        now = self._clock()
+        try:
+            lease = self.api.get(LEASE_KIND, self.namespace, self.name)
+            if not may_hold(lease, self.identity, now):
+                return False
+            spec = lease_spec(lease, self.identity, now, self.lease_seconds)
+            if lease is None:
+                self.api.create({"apiVersion": "coordination.k8s.io/v1", "kind": LEASE_KIND,
+                                 "metadata": {"name": self.name, "namespace": self.namespace}, "spec": spec})
+            else:
+                self.api.json_patch(LEASE_KIND, self.namespace, self.name, [
+                    {"op": "test", "path": "/metadata/resourceVersion",
+                     "value": lease["metadata"]["resourceVersion"]},
+                    {"op": "replace", "path": "/spec", "value": spec},
+                ])
+        except KubeError as error:
+            if error.status not in CONFLICT_STATUSES:
+                logger.warning("Lease %s/%s: %s", self.namespace, self.name, error)
+            return False
+        except Exception as error:  # noqa: BLE001 - the API unreachable: try again later
+            logger.warning("Lease %s/%s: %s", self.namespace, self.name, error)
+            return False
+        return True
+
+    def holder(self) -> str:
+        """Who holds the Lease now ("" for nobody)."""
+        lease = self.api.get(LEASE_KIND, self.namespace, self.name)
+        return LeaseState.of(lease).holder if lease is not None else ""
+
+    def keep(self, on_lost: Callable[[], None]) -> None:
+        """Renew the Lease every ``retry`` seconds in a daemon thread; ``on_lost`` when a renewal
+        has not succeeded for the renew deadline."""
+        def run() -> None:
+            last = time.monotonic()
+            while not self._stop.wait(self.retry_seconds):
+                if self.try_hold():
+                    last = time.monotonic()
+                elif time.monotonic() - last > self.renew_deadline_seconds:
+                    logger.error("Lost the lead (Lease %s/%s not renewed for %.0fs); stopping",
+                                 self.namespace, self.name, time.monotonic() - last)
+                    on_lost()
+                    return
+
+        self._thread = threading.Thread(target=run, name="lease-renewer", daemon=True)
+        self._thread.start()
+
+    def release(self) -> None:
+        """Stop renewing and give the Lease up (a waiting replica takes over at once)."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=self.retry_seconds + 1)
+        try:
+            lease = self.api.get(LEASE_KIND, self.namespace, self.name)
+            if lease is not None and LeaseState.of(lease).holder == self.identity:
+                self.api.json_patch(LEASE_KIND, self.namespace, self.name, [
+                    {"op": "test", "path": "/metadata/resourceVersion",
+                     "value": lease["metadata"]["resourceVersion"]},
+                    {"op": "replace", "path": "/spec/holderIdentity", "value": ""},
+                ])
+        except Exception as error:  # noqa: BLE001 - it expires anyway
+            logger.warning("Lease %s/%s not released: %s", self.namespace, self.name, error)
+
+
+def stop_this_process() -> None:
+    """What a replica does when it loses the lead: stop as on SIGTERM (Kopf shuts down)."""
+    os.kill(os.getpid(), signal.SIGTERM)
