@@ -11,7 +11,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
-from jet import contract
+from jet.contract import job_name_problem
 
 from jet_operator import constants, naming
 from jet_operator.builders import JobRef
@@ -68,7 +68,7 @@ class StatusUpdate:
 def check_references(api: KubeApi, job: JobRef, spec: JetJobSpec) -> list[str]:
     """Problems the schema cannot see (or an API server without its CEL rules let through): a
     name the children cannot be named after, objects the spec names that do not exist."""
-    name_problem = contract.job_name_problem(job.name)
+    name_problem = job_name_problem(job.name)
     problems = ([f"metadata.name: {name_problem}"] if name_problem else []) + spec_problems(spec)
     storage = spec.snapshot_storage
     if storage is not None and storage.claim_name and api.get(
