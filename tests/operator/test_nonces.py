@@ -180,3 +180,31 @@ async def test_a_failed_savepoint_with_allow_non_restored_state_starts_the_new_s
         pending = await wait_phase(k8s, "Pending")
         assert pending["membersGeneration"] == 2
         await delete_jetjob(k8s, "wc")
+
+
+async def test_a_suspended_job_is_not_restarted_and_old_exports_leave_the_history(
+        k8s: Emulator, job_endpoint: FakeJobEndpoint) -> None:
+    path = f"{COLLECTION}/wc"
+    with operator():
+        await k8s.post(COLLECTION, json=jetjob(suspend=True))
+        await wait_phase(k8s, "Suspended")
+        await k8s.patch(path, json={"spec": {"restartNonce": "r1"}}, headers=MERGE_PATCH)
+        await eventually(lambda: status(k8s).get("nonces", {}).get("restart") == "r1", what="the nonce handled")
+        assert status(k8s)["phase"] == "Suspended" and status(k8s)["restartCount"] == 0
+        assert get(k8s, STATEFULSETS, "wc-member")["spec"]["replicas"] == 0
+        await eventually(lambda: [m for _, r, m in event_reasons(k8s) if r == "RestartSkipped"], what="the event")
+
+        # An export older than historyMaxAgeSeconds (default one day) leaves the history at the
+        # operator's next look, whatever the phase: the store keeps it, the status names it.
+        old = (datetime.datetime.now(datetime.timezone.utc) - datetime.timedelta(days=2)).strftime(
+            "%Y-%m-%dT%H:%M:%SZ")
+        await k8s.patch(f"{path}/status", headers=MERGE_PATCH, json={"status": {"snapshotExports": {
+            "total": 1, "history": [{"name": "wc-export-old-1", "time": old}]}}})
+        await k8s.patch(path, json={"spec": {"suspend": False}}, headers=MERGE_PATCH)  # followed again
+        exports = await eventually(lambda: (e := status(k8s).get("snapshotExports") or {}).get("notDeleted") and e,
+                                   what="the old export out of the history")
+        assert exports["history"] == [] and exports["notDeleted"] == ["wc-export-old-1"]
+        warnings = await eventually(lambda: [m for k, r, m in event_reasons(k8s) if r == "ExportsExpired"],
+                                    what="an ExportsExpired warning")
+        assert "wc-export-old-1 left the history" in warnings[0] and "stay in the snapshot store" in warnings[0]
+        await delete_jetjob(k8s, "wc")
