@@ -65,6 +65,9 @@ class OperatorConfig:
     leader_election_lease_seconds: float = 15.0
     leader_election_renew_deadline_seconds: float = 10.0
     leader_election_retry_seconds: float = 2.0
+    # While waiting for the lead, answer GET /healthz on this port (Kopf's liveness port: Kopf
+    # serves it only after its startup); 0: nothing.
+    leader_election_waiting_health_port: int = 0
 
     def __post_init__(self) -> None:
         if self.dashboard_ingress_enabled and not self.dashboard_ingress_host:

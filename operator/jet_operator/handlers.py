@@ -15,7 +15,7 @@ from jet_operator.builders import JobRef
 from jet_operator.config import OperatorConfig
 from jet_operator.generations import UpgradeError
 from jet_operator.kube import KubeApi, load_client_configuration
-from jet_operator.leader import LeaderElector, default_identity, stop_this_process
+from jet_operator.leader import LeaderElector, WaitingHealth, default_identity, stop_this_process
 from jet_operator.lifecycle import Phase
 from jet_operator.spec import parse_spec
 
@@ -66,13 +66,18 @@ async def lead(memo: kopf.Memo, logger: logging.Logger, **_: Any) -> None:
         lease_seconds=config.leader_election_lease_seconds,
         renew_deadline_seconds=config.leader_election_renew_deadline_seconds,
         retry_seconds=config.leader_election_retry_seconds)
-    waited = False
-    while not await asyncio.to_thread(elector.try_hold):
-        if not waited:
-            holder = await asyncio.to_thread(elector.holder)
-            logger.info("Waiting for the lead: Lease %s/%s is held by %s", namespace, elector.name, holder)
-            waited = True
-        await asyncio.sleep(config.leader_election_retry_seconds)
+    health = None
+    try:
+        while not await asyncio.to_thread(elector.try_hold):
+            if health is None:
+                holder = await asyncio.to_thread(elector.holder)
+                logger.info("Waiting for the lead: Lease %s/%s is held by %s", namespace, elector.name, holder)
+                port = config.leader_election_waiting_health_port
+                health = WaitingHealth(port) if port else False
+            await asyncio.sleep(config.leader_election_retry_seconds)
+    finally:
+        if health:
+            health.close()
     logger.info("Leading as %s (Lease %s/%s)", elector.identity, namespace, elector.name)
     elector.keep(on_lost=stop_this_process)
     memo.elector = elector

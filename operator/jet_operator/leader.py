@@ -24,6 +24,7 @@ import threading
 import time
 import uuid
 from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable, Mapping
 
 from jet_operator.kube import KubeApi, KubeError
@@ -178,6 +179,33 @@ class LeaderElector:
                 ])
         except Exception as error:  # noqa: BLE001 - it expires anyway
             logger.warning("Lease %s/%s not released: %s", self.namespace, self.name, error)
+
+
+class WaitingHealth:
+    """``GET /healthz`` answering 200 on ``port`` while this replica waits for the lead: Kopf
+    serves its liveness endpoint only once its startup is done, and a waiting replica must not
+    be killed by its liveness probe. Closed before Kopf binds the port."""
+
+    def __init__(self, port: int) -> None:
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:  # noqa: N802 - the http.server API
+                body = b'{"leader": false, "waiting": true}'
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *_: Any) -> None:
+                pass
+
+        self._server = ThreadingHTTPServer(("0.0.0.0", port), Handler)
+        self._thread = threading.Thread(target=self._server.serve_forever, name="waiting-health", daemon=True)
+        self._thread.start()
+
+    def close(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
 
 
 def stop_this_process() -> None:

@@ -105,7 +105,8 @@ def test_more_replicas_elect_a_leader_over_a_lease() -> None:
         "JET_OPERATOR_LEADER_ELECTION_LEASE_NAME": "jet-jet-operator",
         "JET_OPERATOR_LEADER_ELECTION_LEASE_SECONDS": "15",
         "JET_OPERATOR_LEADER_ELECTION_RENEW_DEADLINE_SECONDS": "10",
-        "JET_OPERATOR_LEADER_ELECTION_RETRY_SECONDS": "2"}
+        "JET_OPERATOR_LEADER_ELECTION_RETRY_SECONDS": "2",
+        "JET_OPERATOR_LEADER_ELECTION_WAITING_HEALTH_PORT": "8080"}  # the liveness probe's port
     (role,) = find(documents, "Role", "jet-jet-operator-leader-election", "jet-system")
     assert role["rules"] == [
         {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["create"]},

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import datetime
+import socket
+import urllib.request
 
 import pytest
 
@@ -40,6 +42,17 @@ def test_taking_over_counts_a_transition_and_renewing_does_not() -> None:
     renewed = lease_spec(_lease("a", 3, transitions=2), "a", NOW, 15)
     assert renewed["leaseTransitions"] == 2 and "acquireTime" not in renewed
     assert lease_spec(_lease("b", 30, transitions=2), "a", NOW, 15)["leaseTransitions"] == 3
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def _healthz(port: int) -> int:
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=2) as response:  # noqa: S310
+        return response.status
 
 
 def _elector(identity: str, **timing: float) -> LeaderElector:
@@ -87,6 +100,8 @@ async def test_the_operator_waits_for_the_lead_before_it_handles_jetjobs(
     # blocks while the runner stops), so it cannot give the lead up here (tested above).
     monkeypatch.setenv("JET_OPERATOR_LEADER_ELECTION_RENEW_DEADLINE_SECONDS", "1")
     monkeypatch.setenv("POD_NAME", "jet-operator-7d9f-b")
+    port = _free_port()
+    monkeypatch.setenv("JET_OPERATOR_LEADER_ELECTION_WAITING_HEALTH_PORT", str(port))
     other = _elector("jet-operator-7d9f-a", lease_seconds=2)
     assert await asyncio.to_thread(other.try_hold)
     with operator() as runner:
@@ -95,8 +110,12 @@ async def test_the_operator_waits_for_the_lead_before_it_handles_jetjobs(
             assert await asyncio.to_thread(other.try_hold)
             await asyncio.sleep(0.1)
         assert get(k8s, STATEFULSETS, "wc-member") is None
+        # Waiting, it answers its liveness probe (Kopf serves it only after its startup).
+        assert await asyncio.to_thread(_healthz, port) == 200
         # The other replica is gone without a word: its Lease expires, this one takes the lead.
         await eventually(lambda: get(k8s, STATEFULSETS, "wc-member"), 10, what="the StatefulSet")
+        with pytest.raises(OSError):  # the port is free for Kopf's own liveness endpoint
+            await asyncio.to_thread(_healthz, port)
         spec = get(k8s, LEASES, "jet-operator")["spec"]
         assert (spec["holderIdentity"], spec["leaseTransitions"]) == ("jet-operator-7d9f-b", 1)
         await delete_jetjob(k8s, "wc")
