@@ -189,12 +189,8 @@ class WaitingHealth:
     def __init__(self, port: int) -> None:
         class Handler(BaseHTTPRequestHandler):
             def do_GET(self) -> None:  # noqa: N802 - the http.server API
-                body = b'{"leader": false, "waiting": true}'
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(body)))
+                self.send_response_only(200)  # alive; the body does not matter to a probe
                 self.end_headers()
-                self.wfile.write(body)
 
             def log_message(self, *_: Any) -> None:
                 pass
