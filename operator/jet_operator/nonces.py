@@ -68,16 +68,17 @@ def apply_actions(api: KubeApi, config: OperatorConfig, job: JobRef, spec: JetJo
     fields: dict[str, Any] = {}
     restarted: StatusUpdate | None = None
 
-    if spec.restart_nonce != nonces.get("restart"):
-        nonces["restart"] = spec.restart_nonce
-        if spec.restart_nonce is not None:  # a nonce removed asks for nothing
-            restarted, event = _restart(api, config, job, members, spec, status, now, phase)
-            events.append(event)
+    # Both at once: the export first (of the job as it runs), then the restart.
     if spec.snapshot.export_nonce != nonces.get("export"):
         nonces["export"] = spec.snapshot.export_nonce
-        if spec.snapshot.export_nonce is not None:
+        if spec.snapshot.export_nonce is not None:  # a nonce removed asks for nothing
             exports, event = _export(api, config, members, spec, status, now, phase)
             fields["snapshotExports"] = exports
+            events.append(event)
+    if spec.restart_nonce != nonces.get("restart"):
+        nonces["restart"] = spec.restart_nonce
+        if spec.restart_nonce is not None:
+            restarted, event = _restart(api, config, job, members, spec, status, now, phase)
             events.append(event)
     pruned = prune(fields.get("snapshotExports") or exports_status(status), spec.snapshot, now)
     if pruned.expired or "snapshotExports" in fields:
