@@ -208,3 +208,21 @@ async def test_a_suspended_job_is_not_restarted_and_old_exports_leave_the_histor
                                     what="an ExportsExpired warning")
         assert "wc-export-old-1 left the history" in warnings[0] and "stay in the snapshot store" in warnings[0]
         await delete_jetjob(k8s, "wc")
+
+
+async def test_a_restart_nonce_replaces_the_members_when_member_0_does_not_answer(
+        k8s: Emulator, job_endpoint: FakeJobEndpoint, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("JET_OPERATOR_MEMBER_ADDRESS_TEMPLATE", "127.0.0.1:1")  # its gRPC port: nobody
+    with operator():
+        await k8s.post(COLLECTION, json=jetjob(restartNonce=0))
+        await start_members(k8s)
+        job_endpoint.report("wc", "RUNNING")
+        running = await wait_phase(k8s, "Running")
+        assert running["nonces"] == {"restart": "0"}  # the nonce a JetJob is made with asks nothing
+        await k8s.patch(f"{COLLECTION}/wc", json={"spec": {"restartNonce": 1}}, headers=MERGE_PATCH)
+        restarted = await wait_phase(k8s, "Pending")
+        assert (restarted["restartCount"], restarted["membersGeneration"], restarted["observedGeneration"]) == (
+            1, 1, 2)
+        annotations = get(k8s, STATEFULSETS, "wc-member")["spec"]["template"]["metadata"]["annotations"]
+        assert annotations["jet.dev/attempt"] == "1"
+        await delete_jetjob(k8s, "wc")
