@@ -57,9 +57,10 @@ async def lead(memo: kopf.Memo, logger: logging.Logger, **_: Any) -> None:
     if not config.leader_election:
         return
     namespace = config.leader_election_namespace or os.environ.get("POD_NAMESPACE") or "default"
-    # Lease calls are bounded well inside the renew deadline (and keep a stopping operator short).
+    # A Lease call slower than two retry periods is as good as failed (and a stopping operator
+    # that cannot reach the API gives up its Lease quickly).
     api = KubeApi(load_client_configuration(),
-                  min(config.api_timeout_seconds, config.leader_election_renew_deadline_seconds / 2))
+                  min(config.api_timeout_seconds, 2 * config.leader_election_retry_seconds))
     elector = LeaderElector(
         api, namespace,
         config.leader_election_lease_name, default_identity(),
@@ -79,17 +80,24 @@ async def lead(memo: kopf.Memo, logger: logging.Logger, **_: Any) -> None:
         if health:
             health.close()
     logger.info("Leading as %s (Lease %s/%s)", elector.identity, namespace, elector.name)
-    elector.keep(on_lost=stop_this_process)
     memo.elector = elector
+    memo.renewal = asyncio.get_running_loop().create_task(elector.renew(on_lost=stop_this_process))
+
+
+@kopf.on.cleanup()
+async def resign(memo: kopf.Memo, **_: Any) -> None:
+    """Stop renewing the Lease and give the lead up (a waiting replica takes over at once)."""
+    renewal = getattr(memo, "renewal", None)
+    if renewal is not None:
+        renewal.cancel()
+        elector = memo.elector
+        await asyncio.to_thread(elector.release)
+        elector.api.close()
 
 
 @kopf.on.cleanup()
 def close(memo: kopf.Memo, **_: Any) -> None:
-    """Give the lead up, release the API client's connections."""
-    elector = getattr(memo, "elector", None)
-    if elector is not None:
-        elector.release()
-        elector.api.close()
+    """Release the API client's connections."""
     api = getattr(memo, "api", None)
     if api is not None:
         api.close()

@@ -2,7 +2,7 @@
 so the operator can run with more than one replica: one leads, the others wait.
 
 The operator waits in its startup (before Kopf watches anything) until it holds the Lease,
-then renews it every ``retry`` seconds in a background thread. A replica that has not renewed
+then renews it every ``retry`` seconds in a task of its event loop. A replica that has not renewed
 for ``renew deadline`` seconds has lost the lead: it stops (SIGTERM to itself: Kopf shuts
 down, Kubernetes restarts the pod, which then waits like any other replica). An operator that
 stops releases the Lease, so a waiting replica takes over at once; one that dies leaves it to
@@ -15,6 +15,7 @@ other, and it is no election; so the chart runs Kopf ``--standalone`` behind thi
 
 from __future__ import annotations
 
+import asyncio
 import datetime
 import logging
 import os
@@ -113,8 +114,6 @@ class LeaderElector:
         self.renew_deadline_seconds = renew_deadline_seconds
         self.retry_seconds = retry_seconds
         self._clock = clock or (lambda: datetime.datetime.now(datetime.timezone.utc))
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
 
     def try_hold(self) -> bool:
         """One attempt to take or renew the Lease; True if this replica holds it now."""
@@ -147,28 +146,24 @@ class LeaderElector:
         lease = self.api.get(LEASE_KIND, self.namespace, self.name)
         return LeaseState.of(lease).holder if lease is not None else ""
 
-    def keep(self, on_lost: Callable[[], None]) -> None:
-        """Renew the Lease every ``retry`` seconds in a daemon thread; ``on_lost`` when a renewal
-        has not succeeded for the renew deadline."""
-        def run() -> None:
-            last = time.monotonic()
-            while not self._stop.wait(self.retry_seconds):
-                if self.try_hold():
-                    last = time.monotonic()
-                elif time.monotonic() - last > self.renew_deadline_seconds:
-                    logger.error("Lost the lead (Lease %s/%s not renewed for %.0fs); stopping",
-                                 self.namespace, self.name, time.monotonic() - last)
-                    on_lost()
-                    return
-
-        self._thread = threading.Thread(target=run, name="lease-renewer", daemon=True)
-        self._thread.start()
+    async def renew(self, on_lost: Callable[[], None]) -> None:
+        """Renew the Lease every ``retry`` seconds (an asyncio task of the operator's loop, so
+        it ends with the operator); ``on_lost`` when no renewal has succeeded for the renew
+        deadline."""
+        last = time.monotonic()
+        while True:
+            await asyncio.sleep(self.retry_seconds)
+            if await asyncio.to_thread(self.try_hold):
+                last = time.monotonic()
+            elif time.monotonic() - last > self.renew_deadline_seconds:
+                logger.error("Lost the lead (Lease %s/%s not renewed for %.0fs); stopping",
+                             self.namespace, self.name, time.monotonic() - last)
+                on_lost()
+                return
 
     def release(self) -> None:
-        """Stop renewing and give the Lease up (a waiting replica takes over at once)."""
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout=self.retry_seconds + 1)
+        """Give the Lease up if this replica holds it (a waiting replica takes over at once);
+        stop :meth:`renew` first."""
         try:
             lease = self.api.get(LEASE_KIND, self.namespace, self.name)
             if lease is not None and LeaseState.of(lease).holder == self.identity:

@@ -80,13 +80,13 @@ async def test_a_leader_that_cannot_renew_stops(k8s: Emulator) -> None:
     a = _elector("a")
     assert await asyncio.to_thread(a.try_hold)
     lost = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    a.keep(on_lost=lambda: loop.call_soon_threadsafe(lost.set))
+    renewal = asyncio.create_task(a.renew(on_lost=lost.set))
     # Someone else writes itself in with a long lease (as a replica that thought a had expired).
     k8s.objects[LEASES, "default", "jet-operator"].patch(
         {"spec": {"holderIdentity": "c", "renewTime": micro_time(datetime.datetime.now(datetime.timezone.utc)),
                   "leaseDurationSeconds": 60}})
     await asyncio.wait_for(lost.wait(), 5)
+    await renewal  # it ends once it has said so
     await asyncio.to_thread(a.release)
     assert get(k8s, LEASES, "jet-operator")["spec"]["holderIdentity"] == "c"  # not ours to release
 
@@ -96,9 +96,11 @@ async def test_the_operator_waits_for_the_lead_before_it_handles_jetjobs(
     monkeypatch.setenv("JET_OPERATOR_LEADER_ELECTION", "true")
     monkeypatch.setenv("JET_OPERATOR_LEADER_ELECTION_LEASE_SECONDS", "2")
     monkeypatch.setenv("JET_OPERATOR_LEADER_ELECTION_RETRY_SECONDS", "0.2")
-    # Its Lease calls time out after 0.5 s: stopping, it cannot reach the emulator (this test
-    # blocks while the runner stops), so it cannot give the lead up here (tested above).
-    monkeypatch.setenv("JET_OPERATOR_LEADER_ELECTION_RENEW_DEADLINE_SECONDS", "1")
+    # Its Lease calls time out after 0.4 s (two retries): stopping, it cannot reach the emulator
+    # (this test blocks while the runner stops), so it cannot give the lead up here (tested
+    # above); a long renew deadline keeps it from taking that for a lost lead, which would stop
+    # the process (this one: pytest's).
+    monkeypatch.setenv("JET_OPERATOR_LEADER_ELECTION_RENEW_DEADLINE_SECONDS", "60")
     monkeypatch.setenv("POD_NAME", "jet-operator-7d9f-b")
     port = _free_port()
     monkeypatch.setenv("JET_OPERATOR_LEADER_ELECTION_WAITING_HEALTH_PORT", str(port))
