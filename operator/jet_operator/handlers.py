@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import datetime
 import logging
-import os
 from typing import Any
 
 import kopf
@@ -15,7 +14,7 @@ from jet_operator.builders import JobRef
 from jet_operator.config import OperatorConfig
 from jet_operator.generations import UpgradeError
 from jet_operator.kube import KubeApi, load_client_configuration
-from jet_operator.leader import LeaderElector, WaitingHealth, default_identity, stop_this_process
+from jet_operator.leader import elector_of, stop_this_process, wait_for_the_lead
 from jet_operator.lifecycle import Phase
 from jet_operator.spec import parse_spec
 
@@ -56,30 +55,8 @@ async def lead(memo: kopf.Memo, logger: logging.Logger, **_: Any) -> None:
     config = OperatorConfig.from_env()
     if not config.leader_election:
         return
-    namespace = config.leader_election_namespace or os.environ.get("POD_NAMESPACE") or "default"
-    # A Lease call slower than two retry periods is as good as failed (and a stopping operator
-    # that cannot reach the API gives up its Lease quickly).
-    api = KubeApi(load_client_configuration(),
-                  min(config.api_timeout_seconds, 2 * config.leader_election_retry_seconds))
-    elector = LeaderElector(
-        api, namespace,
-        config.leader_election_lease_name, default_identity(),
-        lease_seconds=config.leader_election_lease_seconds,
-        renew_deadline_seconds=config.leader_election_renew_deadline_seconds,
-        retry_seconds=config.leader_election_retry_seconds)
-    health = None
-    try:
-        while not await asyncio.to_thread(elector.try_hold):
-            if health is None:
-                holder = await asyncio.to_thread(elector.holder)
-                logger.info("Waiting for the lead: Lease %s/%s is held by %s", namespace, elector.name, holder)
-                port = config.leader_election_waiting_health_port
-                health = WaitingHealth(port) if port else False
-            await asyncio.sleep(config.leader_election_retry_seconds)
-    finally:
-        if health:
-            health.close()
-    logger.info("Leading as %s (Lease %s/%s)", elector.identity, namespace, elector.name)
+    elector = elector_of(config)
+    await wait_for_the_lead(elector, config.leader_election_waiting_health_port, logger)
     memo.elector = elector
     memo.renewal = asyncio.get_running_loop().create_task(elector.renew(on_lost=stop_this_process))
 

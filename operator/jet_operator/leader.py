@@ -28,7 +28,8 @@ from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable, Mapping
 
-from jet_operator.kube import KubeApi, KubeError
+from jet_operator.config import OperatorConfig
+from jet_operator.kube import KubeApi, KubeError, load_client_configuration
 from jet_operator.lifecycle import parse_time
 
 logger = logging.getLogger(__name__)
@@ -197,6 +198,39 @@ class WaitingHealth:
     def close(self) -> None:
         self._server.shutdown()
         self._server.server_close()
+
+
+def elector_of(config: OperatorConfig) -> LeaderElector:
+    """The elector ``config`` describes, for this replica (its Lease in ``namespace``, else the
+    pod's, ``$POD_NAMESPACE``, else ``default``)."""
+    namespace = config.leader_election_namespace or os.environ.get("POD_NAMESPACE") or "default"
+    # A Lease call slower than two retry periods is as good as failed (and a stopping operator
+    # that cannot reach the API gives up its Lease quickly).
+    api = KubeApi(load_client_configuration(),
+                  min(config.api_timeout_seconds, 2 * config.leader_election_retry_seconds))
+    return LeaderElector(api, namespace, config.leader_election_lease_name, default_identity(),
+                         lease_seconds=config.leader_election_lease_seconds,
+                         renew_deadline_seconds=config.leader_election_renew_deadline_seconds,
+                         retry_seconds=config.leader_election_retry_seconds)
+
+
+async def wait_for_the_lead(elector: LeaderElector, health_port: int, log: logging.Logger) -> None:
+    """Return once ``elector`` holds its Lease; meanwhile answer the liveness probe on
+    ``health_port`` (0: no)."""
+    health: WaitingHealth | None = None
+    try:
+        first = True
+        while not await asyncio.to_thread(elector.try_hold):
+            if first:
+                holder = await asyncio.to_thread(elector.holder)
+                log.info("Waiting for the lead: Lease %s/%s is held by %s", elector.namespace, elector.name, holder)
+                health = WaitingHealth(health_port) if health_port else None
+                first = False
+            await asyncio.sleep(elector.retry_seconds)
+    finally:
+        if health is not None:
+            health.close()
+    log.info("Leading as %s (Lease %s/%s)", elector.identity, elector.namespace, elector.name)
 
 
 def stop_this_process() -> None:
