@@ -306,7 +306,7 @@ def _follow(api: KubeApi, config: OperatorConfig, job: JobRef, spec: JetJobSpec,
         if restart_at is not None and now >= restart_at:
             return restart(api, config, job, spec, status, now, observed)
         if members_expired(status, now):
-            return release_members(api, job, spec)
+            return release_members(api, job, spec, phase.value)
         return None
 
     attempt = int(status.get("restartCount") or 0)
@@ -347,10 +347,16 @@ def _follow(api: KubeApi, config: OperatorConfig, job: JobRef, spec: JetJobSpec,
 
     retries_used = int(status.get("retriesUsed") or 0)
     decision = decide_restart(spec.restart_policy, retries_used, assessment.phase)
-    if decision.restart or spec.ttl_seconds_after_finished == 0:
+    keep = not decision.restart and spec.ttl_seconds_after_finished > 0
+    if not keep:
         scale_members(api, job, 0)  # else they stay for kubectl logs until membersUntil
     if assessment.phase == Phase.FAILED:
-        delete_spark_drivers(api, job)
+        if keep:  # a driver still running stops; one that ended keeps its log until membersUntil
+            for pod in drivers:
+                if (pod.get("status") or {}).get("phase") not in ("Succeeded", "Failed"):
+                    api.delete("Pod", job.namespace, pod["metadata"]["name"])
+        else:
+            delete_spark_drivers(api, job)
     message = assessment.message
     fields["completionTime"] = (report.completion_time if report and report.completion_time
                                 else format_time(now))
@@ -365,10 +371,13 @@ def _follow(api: KubeApi, config: OperatorConfig, job: JobRef, spec: JetJobSpec,
                         restarting=decision.restart, events=events, **fields)
 
 
-def release_members(api: KubeApi, job: JobRef, spec: JetJobSpec) -> StatusUpdate:
+def release_members(api: KubeApi, job: JobRef, spec: JetJobSpec, status_phase: str) -> StatusUpdate:
     """A finished job's ``spec.ttlSecondsAfterFinished`` ran out: scale its members to 0 (the
-    StatefulSet stays, empty; ``status.result`` keeps the outcome)."""
+    StatefulSet stays, empty; ``status.result`` keeps the outcome) and delete a failed job's
+    Spark drivers that ended."""
     scale_members(api, job, 0)
+    if Phase(status_phase) == Phase.FAILED:
+        delete_spark_drivers(api, job)
     return StatusUpdate(
         {"membersUntil": None, **_members_fields(job, 0, 0)},
         [JobEvent("MembersRemoved", f"spec.ttlSecondsAfterFinished ({spec.ttl_seconds_after_finished}s) ran out: "

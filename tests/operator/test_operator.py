@@ -416,7 +416,13 @@ async def test_spark_job_gets_drivers_of_the_running_job_and_their_rbac(
         failed = await wait_phase(k8s, "Failed", "sparky")
         assert failed["message"] == (
             "pod sparky-spark-source failed (exit code 1): spark-source failed: [PATH_NOT_FOUND] no /in")
-        await eventually(lambda: get(k8s, PODS, "sparky-spark-sink") is None, what="drivers removed")
+        await eventually(lambda: get(k8s, PODS, "sparky-spark-sink") is None, what="the running driver removed")
+        # The failed driver keeps its log while the members are kept (spec.ttlSecondsAfterFinished).
+        assert get(k8s, PODS, "sparky-spark-source")["status"]["phase"] == "Failed"
+        await k8s.patch(f"{COLLECTION}/sparky", json={"spec": {"ttlSecondsAfterFinished": 0}}, headers=MERGE_PATCH)
+        await eventually(lambda: get(k8s, PODS, "sparky-spark-source") is None
+                         and get(k8s, STATEFULSETS, "sparky-member")["spec"]["replicas"] == 0, 10,
+                         what="the failed driver and the members gone with the TTL")
 
         await k8s.delete(f"{COLLECTION}/sparky")
         await eventually(lambda: get(k8s, JETJOBS, "sparky") is None, what="the JetJob gone")
