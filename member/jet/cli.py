@@ -332,9 +332,21 @@ def _has_spark_stages(path: str, args: tuple[str, ...], entrypoint: str) -> bool
     return spark_stages(job) != ([], [])
 
 
+def _job_name(value: str) -> str:
+    """``--name`` checked as Kubernetes will check it (a usage error naming the value)."""
+    from jet.contract import job_name_problem
+
+    problem = job_name_problem(value)
+    if problem is not None:
+        raise click.BadParameter(problem)
+    return value
+
+
 @main.command()
 @click.argument("file", type=click.Path(exists=True, dir_okay=False))
-@click.option("--name", required=True, help="The JetJob's name (a DNS label).")
+@click.option("--name", required=True, callback=lambda _ctx, _param, value: _job_name(value),
+              help="The JetJob's name: a DNS label (lowercase letters, digits, '-'; a letter first), "
+                   "at most 45 characters.")
 @click.option("--replicas", type=click.IntRange(min=1), default=2, show_default=True,
               help="Member pods.")
 @click.option("--image", default=None, help="The image of the members (default: the project's).")

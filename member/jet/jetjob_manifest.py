@@ -50,8 +50,12 @@ def build_jetjob_manifest(
 
     ``spark`` gives the job its Spark drivers (``spec.spark`` with the CRD's defaults), which a
     job with Spark sources or sinks needs. Raises ValueError for a replica count below 1 (the
-    CRD would refuse it anyway).
+    CRD would refuse it anyway), and for a name Kubernetes would refuse for a JetJob
+    (:func:`jet.contract.job_name_problem`).
     """
+    problem = contract.job_name_problem(name)
+    if problem is not None:
+        raise ValueError(problem)
     if replicas < 1:
         raise ValueError(f"replicas must be at least 1, not {replicas}")
     code = Path(pipeline_file).read_text(encoding="utf-8")

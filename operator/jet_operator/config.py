@@ -56,6 +56,18 @@ class OperatorConfig:
     dashboard_ingress_class_name: str = ""
     # A JSON object of strings: the Ingress's annotations.
     dashboard_ingress_annotations: str = "{}"
+    # Leader election over a Lease (jet_operator.leader), for more than one replica: a replica
+    # waits at startup until it holds the Lease <lease name> in <namespace> (default: the pod's
+    # namespace, $POD_NAMESPACE, else "default").
+    leader_election: bool = False
+    leader_election_namespace: str = ""
+    leader_election_lease_name: str = "jet-operator"
+    leader_election_lease_seconds: float = 15.0
+    leader_election_renew_deadline_seconds: float = 10.0
+    leader_election_retry_seconds: float = 2.0
+    # While waiting for the lead, answer GET /healthz on this port (Kopf's liveness port: Kopf
+    # serves it only after its startup); 0: nothing.
+    leader_election_waiting_health_port: int = 0
 
     def __post_init__(self) -> None:
         if self.dashboard_ingress_enabled and not self.dashboard_ingress_host:

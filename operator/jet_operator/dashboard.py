@@ -83,3 +83,19 @@ def dashboard_cleanup_targets(job: str, config: OperatorConfig) -> list[tuple[st
     if config.dashboard_ingress_enabled:
         targets.insert(0, ("Ingress", dashboard_name(job)))
     return targets
+
+
+def dashboard_address(job: JobRef, config: OperatorConfig) -> dict[str, str]:
+    """``status.dashboard``: where member 0's web dashboard answers (``url``: the Ingress's,
+    else the dashboard Service's, else member 0's own DNS name; the last two inside the
+    cluster) and a ``portForward`` command that reaches it from a workstation."""
+    pod = coordinator_pod_name(job.name)
+    port = constants.MEMBER_HTTP_PORT
+    if config.dashboard_ingress_enabled:
+        scheme = "https" if config.dashboard_tls_secret(job.name, job.namespace) else "http"
+        url = f"{scheme}://{config.dashboard_host(job.name, job.namespace)}/"
+    elif config.dashboard_service_enabled:
+        url = f"http://{dashboard_name(job.name)}.{job.namespace}.svc.{constants.CLUSTER_DOMAIN}:{port}/"
+    else:
+        url = f"http://{naming.member_host(job.name, job.namespace, 0)}:{port}/"
+    return {"url": url, "portForward": f"kubectl port-forward -n {job.namespace} pod/{pod} {port}:{port}"}

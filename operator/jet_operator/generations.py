@@ -11,6 +11,12 @@
   is left alone; its members are replaced and member 0 resumes the job from its record's last
   snapshot, as after a lost member.
 
+``spec.allowNonRestoredState`` decides what a failed savepoint does: false (default) keeps the
+old job running on the old spec and retries the change; true cancels it and starts the new spec
+without its state (from the snapshot the old spec started from, if any). Either way, the
+members skip the state of vertices the new pipeline no longer has (one warning per vertex), as
+Flink does with its ``allowNonRestoredState``: the engine offers no stricter choice yet.
+
 A savepoint is two persisted steps (Flink's lesson): the intent is written to
 ``status.upgrade`` before the job is cancelled, so an operator that dies in between finds the
 snapshot's name there and starts the new spec from it instead of from nothing.
@@ -164,7 +170,10 @@ def _savepoint(api: KubeApi, config: OperatorConfig, job: JobRef, spec: JetJobSp
         try:
             coordinator.control.cancel_and_export(coordinator.report.job_id, name)
         except JobControlError as error:
-            message = f"savepoint {name} failed, the job keeps running on the old spec: {error}"
+            if spec.allow_non_restored_state:
+                return _drop_state(coordinator, name, error, upgrade, started_from, job)
+            message = (f"savepoint {name} failed, the job keeps running on the old spec: {error} "
+                       "(spec.allowNonRestoredState: true would start the new spec without it)")
             _persist_upgrade(api, job, {**upgrade, "snapshot": name, "state": UPGRADE_FAILED, "message": message})
             raise UpgradeError(message) from error
         note = f"upgradeMode savepoint: the job was cancelled with snapshot {name}; the new spec starts from it"
@@ -176,6 +185,22 @@ def _savepoint(api: KubeApi, config: OperatorConfig, job: JobRef, spec: JetJobSp
     note = ("the job was not running, so no savepoint was taken; it starts from "
             + (f"snapshot {started_from}" if started_from else "the beginning"))
     return GenerationStart(started_from, {**upgrade, "message": note}, note)
+
+
+def _drop_state(coordinator: Coordinator, name: str, error: JobControlError, upgrade: dict[str, Any],
+                started_from: str | None, job: JobRef) -> GenerationStart:
+    """``allowNonRestoredState``: the savepoint failed, so the old job is cancelled and the new
+    spec starts without the state it had (from the snapshot the old spec started from, if any)."""
+    try:
+        coordinator.control.cancel(coordinator.report.job_id)
+        cancelled = "the job was cancelled"
+    except JobControlError as cancel_error:
+        logger.warning("%s/%s: %s", job.namespace, job.name, cancel_error)
+        cancelled = f"the job could not be cancelled either ({cancel_error}); its members are replaced"
+    start = f"snapshot {started_from}" if started_from else "the beginning"
+    note = (f"upgradeMode savepoint: savepoint {name} failed ({error}); spec.allowNonRestoredState: {cancelled} "
+            f"and the new spec starts from {start}, without the state since")
+    return GenerationStart(started_from, {**upgrade, "snapshot": None, "message": note, "stateDropped": True}, note)
 
 
 def _persist_upgrade(api: KubeApi, job: JobRef, upgrade: dict[str, Any]) -> None:

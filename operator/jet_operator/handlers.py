@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
+import asyncio
 import datetime
 import logging
 from typing import Any
 
 import kopf
 
-from jet_operator import constants, metrics, reconcile
+from jet_operator import constants, metrics, nonces, reconcile
 from jet_operator.builders import JobRef
 from jet_operator.config import OperatorConfig
 from jet_operator.generations import UpgradeError
 from jet_operator.kube import KubeApi, load_client_configuration
+from jet_operator.leader import elector_of, stop_this_process, wait_for_the_lead
 from jet_operator.lifecycle import Phase
 from jet_operator.spec import parse_spec
 
@@ -44,6 +46,30 @@ def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) -> Non
     memo.config = config
     metrics.serve(config.metrics_port)
     memo.api = KubeApi(load_client_configuration(), config.api_timeout_seconds)
+
+
+@kopf.on.startup()
+async def lead(memo: kopf.Memo, logger: logging.Logger, **_: Any) -> None:
+    """With leader election on: wait until this replica holds the Lease (Kopf watches nothing
+    before every startup handler is done), then keep it; losing it stops the operator."""
+    config = OperatorConfig.from_env()
+    if not config.leader_election:
+        return
+    elector = elector_of(config)
+    await wait_for_the_lead(elector, config.leader_election_waiting_health_port, logger)
+    memo.elector = elector
+    memo.renewal = asyncio.get_running_loop().create_task(elector.renew(on_lost=stop_this_process))
+
+
+@kopf.on.cleanup()
+async def resign(memo: kopf.Memo, **_: Any) -> None:
+    """Stop renewing the Lease and give the lead up (a waiting replica takes over at once)."""
+    renewal = getattr(memo, "renewal", None)
+    if renewal is not None:
+        renewal.cancel()
+        elector = memo.elector
+        await asyncio.to_thread(elector.release)
+        elector.api.close()
 
 
 @kopf.on.cleanup()
@@ -91,7 +117,11 @@ def start(body: kopf.Body, meta: kopf.Meta, spec: kopf.Spec, status: kopf.Status
         _write(update, body, patch)
         return
     try:
-        update = reconcile.start_generation(memo.api, memo.config, job, parsed, status, _now())
+        if nonces.only_actions_changed(spec, status):
+            update = nonces.apply_actions(memo.api, memo.config, job, parsed, status, _now())
+        else:
+            update = reconcile.start_generation(memo.api, memo.config, job, parsed, status, _now(),
+                                                spec_hash=nonces.generation_hash(spec))
     except UpgradeError as error:
         kopf.warn(body, reason="UpgradeFailed", message=str(error))
         raise kopf.TemporaryError(str(error), delay=UPGRADE_RETRY_DELAY_SECONDS) from error
@@ -113,12 +143,13 @@ def follow(body: kopf.Body, meta: kopf.Meta, spec: kopf.Spec, status: kopf.Statu
     """Follow the job: phase, member counts, coordinator report, restarts."""
     if not status.get("phase") or status.get("observedGeneration") != meta.get("generation"):
         return  # the create/update handler has not run for this generation yet
-    job = _job(meta, status.get("observedGeneration"))
+    job = nonces.members_job(_job(meta), status)
     try:
         parsed = parse_spec(spec)
     except ValueError:
         return  # the create/update handler has made the JetJob Failed with the reason
-    _write(reconcile.follow(memo.api, memo.config, job, parsed, status, _now()), body, patch)
+    _write(reconcile.follow(memo.api, memo.config, job, parsed, status, _now(),
+                            observed_generation=int(meta.get("generation") or 1)), body, patch)
 
 
 @kopf.on.delete(*RESOURCE)

@@ -1,7 +1,7 @@
-"""Act on a running job through its coordinator (member 0): suspend, resume, cancel, cancel with
-an exported snapshot. Jet's own client does the talking (gRPC with the cluster token; with TLS
-on, member 0's certificate is verified with the job's CA under member 0's DNS name, whatever
-address is dialled).
+"""Act on a running job through its coordinator (member 0): suspend, resume, restart, cancel,
+export a snapshot, cancel with an exported snapshot. Jet's own client does the talking (gRPC
+with the cluster token; with TLS on, member 0's certificate is verified with the job's CA under
+member 0's DNS name, whatever address is dialled).
 
 Each action waits, bounded, until ``/job`` shows its effect, so the operator changes the
 members only once the job has stopped writing.
@@ -22,6 +22,7 @@ from jet_operator.lifecycle import JobReport
 logger = logging.getLogger(__name__)
 
 POLL_INTERVAL_SECONDS = 0.5
+PING_TIMEOUT_SECONDS = 5.0
 # /job statuses after which a job does nothing more until someone resumes or resubmits it.
 STOPPED_JOB_STATUSES = frozenset({"COMPLETED", "FAILED", "SUSPENDED", "NOT_RUNNING"})
 
@@ -87,13 +88,27 @@ class JobControl:
                   lambda job: job.cancel_and_export_snapshot(snapshot_name))
         return self._wait(lambda r: r.status in STOPPED_JOB_STATUSES, f"job {job_id} to stop")
 
-    def _act(self, job_id: str, what: str, action: Callable[[Any], Any]) -> None:
+    def restart(self, job_id: str) -> None:
+        """Restart the job: its execution stops (with a terminal snapshot when it has a
+        guarantee) and a new one starts from there (returns once asked)."""
+        self._act(job_id, "restart", lambda job: job.restart())
+
+    def export(self, job_id: str, snapshot_name: str) -> dict[str, Any]:
+        """Export a snapshot of the running (or suspended) job as ``snapshot_name``; the job goes
+        on. Returns the export's figures (``name``, ``jobId``, ``snapshotId``, ``bytes``, ``keys``)."""
+        return dict(self._act(job_id, f"export snapshot {snapshot_name!r}",
+                              lambda job: job.export_snapshot(snapshot_name)) or {})
+
+    def _act(self, job_id: str, what: str, action: Callable[[Any], Any]) -> Any:
         try:
             with _client(self._access) as client:
-                action(client.job(job_id))
+                # Fails at once when member 0 cannot be reached (a call would wait for it 30 s).
+                client.ping(timeout_s=PING_TIMEOUT_SECONDS)
+                result = action(client.job(job_id))
         except Exception as error:  # noqa: BLE001 - any client failure: one clear message
             raise JobControlError(f"{what} of job {job_id} at {self._access.address} failed: {error}") from error
         logger.info("Asked member 0 at %s to %s job %s", self._access.address, what, job_id)
+        return result
 
     def _wait(self, done: Callable[[JobReport], bool], what: str) -> JobReport:
         deadline = time.monotonic() + self._timeout

@@ -31,10 +31,12 @@ _RESOURCES: dict[str, tuple[str, str]] = {
     "Role": ("/apis/rbac.authorization.k8s.io/v1", "roles"),
     "RoleBinding": ("/apis/rbac.authorization.k8s.io/v1", "rolebindings"),
     "Ingress": ("/apis/networking.k8s.io/v1", "ingresses"),
+    "Lease": ("/apis/coordination.k8s.io/v1", "leases"),
     constants.KIND: (f"/apis/{constants.API_GROUP}/{constants.API_VERSION}", constants.PLURAL),
 }
 
 MERGE_PATCH = "application/merge-patch+json"
+JSON_PATCH = "application/json-patch+json"
 APPLY_PATCH = "application/apply-patch+yaml"
 
 
@@ -128,6 +130,11 @@ class KubeApi:
         return self.request(
             "PATCH", resource_path(kind, namespace, name, subresource), body=patch, content_type=MERGE_PATCH
         )
+
+    def json_patch(self, kind: str, namespace: str, name: str, operations: list[Mapping[str, Any]]) -> dict[str, Any]:
+        """JSON patch (RFC 6902) of an object: a failed ``test`` operation answers 422."""
+        return self.request("PATCH", resource_path(kind, namespace, name), body=list(operations),
+                            content_type=JSON_PATCH)
 
     def get(self, kind: str, namespace: str, name: str) -> dict[str, Any] | None:
         """The object, or None if it does not exist."""

@@ -11,12 +11,16 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
+from jet.contract import job_name_problem
+
 from jet_operator import constants, naming
 from jet_operator.builders import JobRef
 from jet_operator.children import build_children, spark_service_account
 from jet_operator.config import OperatorConfig
 from jet_operator.credential_sync import ensure_credentials
-from jet_operator.dashboard import build_dashboard_children, dashboard_cleanup_targets
+from jet_operator.dashboard import build_dashboard_children, dashboard_address, dashboard_cleanup_targets
+from jet_operator.exports import expired_message, exports_status, prune
+from jet_operator.finish import finish_fields, members_expired
 from jet_operator.generations import cluster_token, find_coordinator, prepare_generation
 from jet_operator.jobclient import fetch_job_report
 from jet_operator.jobcontrol import JobControlError
@@ -62,8 +66,10 @@ class StatusUpdate:
 
 
 def check_references(api: KubeApi, job: JobRef, spec: JetJobSpec) -> list[str]:
-    """Problems the schema cannot see: objects the spec names that do not exist."""
-    problems = spec_problems(spec)
+    """Problems the schema cannot see (or an API server without its CEL rules let through): a
+    name the children cannot be named after, objects the spec names that do not exist."""
+    name_problem = job_name_problem(job.name)
+    problems = ([f"metadata.name: {name_problem}"] if name_problem else []) + spec_problems(spec)
     storage = spec.snapshot_storage
     if storage is not None and storage.claim_name and api.get(
             "PersistentVolumeClaim", job.namespace, storage.claim_name) is None:
@@ -139,11 +145,14 @@ def _members_fields(job: JobRef, desired: int, ready: int) -> dict[str, Any]:
 
 def start_generation(
     api: KubeApi, config: OperatorConfig, job: JobRef, spec: JetJobSpec,
-    status: Mapping[str, Any], now: datetime.datetime,
+    status: Mapping[str, Any], now: datetime.datetime, spec_hash: str | None = None,
 ) -> StatusUpdate:
     """Bring the children in line with a new spec generation (create, spec change, resume).
 
     Members of an older generation are deleted together, so the job restarts on the new spec.
+    ``spec_hash`` (:func:`jet_operator.nonces.generation_hash`) goes to ``status.specHash``: a
+    later change of the action fields alone is then carried out without a new generation.
+    The spec's nonces count as handled (the job starts anew anyway).
     """
     problems = check_references(api, job, spec)
     if problems:
@@ -163,7 +172,10 @@ def start_generation(
         api.apply(child)
     delete_stale_pods(api, job, attempt=0)
     common = dict(restartCount=0, retriesUsed=0, restartAt=None, jobId=None, completionTime=None,
-                  sparkJobs=[], suspended=not running, startSnapshot=start.initial_snapshot,
+                  result=None, membersUntil=None, sparkJobs=[], suspended=not running,
+                  startSnapshot=start.initial_snapshot, membersGeneration=job.generation, specHash=spec_hash,
+                  nonces={"restart": spec.restart_nonce, "export": spec.snapshot.export_nonce},
+                  dashboard=dashboard_address(job, config),
                   **_members_fields(job, spec.replicas if running else 0, 0))
     if start.upgrade is not None:
         common["upgrade"] = start.upgrade
@@ -220,8 +232,10 @@ def delete_spark_drivers(api: KubeApi, job: JobRef) -> None:
 
 
 def restart(api: KubeApi, config: OperatorConfig, job: JobRef, spec: JetJobSpec,
-            status: Mapping[str, Any], now: datetime.datetime) -> StatusUpdate:
-    """Start the job again on the same spec: a new attempt, every pod replaced."""
+            status: Mapping[str, Any], now: datetime.datetime,
+            observed_generation: int | None = None) -> StatusUpdate:
+    """Start the job again on the same spec: a new attempt, every pod replaced. ``job`` carries
+    the members' generation; ``observed_generation`` (default the same) the JetJob's."""
     attempt = int(status.get("restartCount") or 0) + 1
     ensure_credentials(api, job, spec)  # e.g. a job started by an operator that made fewer Secrets
     children = build_children(job, spec, member_replicas=spec.replicas, attempt=attempt,
@@ -231,8 +245,9 @@ def restart(api: KubeApi, config: OperatorConfig, job: JobRef, spec: JetJobSpec,
         api.apply(child)
     delete_stale_pods(api, job, attempt)
     return phase_update(
-        Phase.PENDING, f"restarted (restart {attempt})", status, job.generation, now,
+        Phase.PENDING, f"restarted (restart {attempt})", status, observed_generation or job.generation, now,
         restartCount=attempt, restartAt=None, jobId=None, completionTime=None, startTime=None,
+        result=None, membersUntil=None,
         **_members_fields(job, spec.replicas, 0),
     )
 
@@ -263,15 +278,35 @@ def sync_spark_drivers(api: KubeApi, config: OperatorConfig, job: JobRef, spec: 
 
 
 def follow(api: KubeApi, config: OperatorConfig, job: JobRef, spec: JetJobSpec,
-           status: Mapping[str, Any], now: datetime.datetime) -> StatusUpdate | None:
-    """One look at a job: its pods and its coordinator; returns the new status, if any."""
+           status: Mapping[str, Any], now: datetime.datetime,
+           observed_generation: int | None = None) -> StatusUpdate | None:
+    """One look at a job: its pods and its coordinator; returns the new status, if any.
+
+    ``job`` carries the generation the members were made for (``status.membersGeneration``),
+    ``observed_generation`` the JetJob's (default the same): a change of action fields alone
+    moves the second, not the first."""
+    observed = observed_generation or job.generation
+    update = _follow(api, config, job, spec, status, now, observed)
+    pruned = prune(exports_status(status), spec.snapshot, now)
+    if pruned.expired:
+        update = update or StatusUpdate()
+        update.status["snapshotExports"] = pruned.exports
+        update.events.append(JobEvent("ExportsExpired", expired_message(pruned.expired, spec.snapshot),
+                                      warning=True))
+    return update
+
+
+def _follow(api: KubeApi, config: OperatorConfig, job: JobRef, spec: JetJobSpec,
+            status: Mapping[str, Any], now: datetime.datetime, observed: int) -> StatusUpdate | None:
     phase = Phase(status.get("phase") or Phase.PENDING.value)
     if spec.suspended or phase == Phase.SUSPENDED:
         return None  # only a spec change moves a suspended job
     if phase in TERMINAL_PHASES:
         restart_at = parse_time(status.get("restartAt"))
         if restart_at is not None and now >= restart_at:
-            return restart(api, config, job, spec, status, now)
+            return restart(api, config, job, spec, status, now, observed)
+        if members_expired(status, now):
+            return release_members(api, job, spec, phase.value)
         return None
 
     attempt = int(status.get("restartCount") or 0)
@@ -299,6 +334,7 @@ def follow(api: KubeApi, config: OperatorConfig, job: JobRef, spec: JetJobSpec,
     fields: dict[str, Any] = {
         **_members_fields(job, spec.replicas, assessment.ready),
         "sparkJobs": [_spark_job(pod) for pod in drivers],
+        "dashboard": dashboard_address(job, config),
     }
     if report is not None:
         fields["jobId"] = report.job_id or None
@@ -306,23 +342,47 @@ def follow(api: KubeApi, config: OperatorConfig, job: JobRef, spec: JetJobSpec,
         fields.update(report.status_fields())
     if assessment.phase not in TERMINAL_PHASES:
         sync_spark_drivers(api, config, job, spec, attempt, drivers, report)
-        return phase_update(assessment.phase, assessment.message, status, job.generation, now, events=events,
+        return phase_update(assessment.phase, assessment.message, status, observed, now, events=events,
                             **fields)
 
     retries_used = int(status.get("retriesUsed") or 0)
     decision = decide_restart(spec.restart_policy, retries_used, assessment.phase)
-    scale_members(api, job, 0)
+    keep = not decision.restart and spec.ttl_seconds_after_finished > 0
+    if not keep:
+        scale_members(api, job, 0)  # else they stay for kubectl logs until membersUntil
     if assessment.phase == Phase.FAILED:
-        delete_spark_drivers(api, job)
+        if keep:  # a driver still running stops; one that ended keeps its log until membersUntil
+            for pod in drivers:
+                if (pod.get("status") or {}).get("phase") not in ("Succeeded", "Failed"):
+                    api.delete("Pod", job.namespace, pod["metadata"]["name"])
+        else:
+            delete_spark_drivers(api, job)
     message = assessment.message
+    fields["completionTime"] = (report.completion_time if report and report.completion_time
+                                else format_time(now))
     if decision.restart:
         message = f"{message}; {decision.message}"
         fields["restartAt"] = format_time(now + datetime.timedelta(seconds=decision.delay_seconds))
         fields["retriesUsed"] = decision.retries_used
-    fields["completionTime"] = (report.completion_time if report and report.completion_time
-                                else format_time(now))
-    return phase_update(assessment.phase, message, status, job.generation, now,
+    else:
+        fields.update(finish_fields(assessment.phase, assessment.message, report, status,
+                                    fields["completionTime"], spec.ttl_seconds_after_finished, now))
+    return phase_update(assessment.phase, message, status, observed, now,
                         restarting=decision.restart, events=events, **fields)
+
+
+def release_members(api: KubeApi, job: JobRef, spec: JetJobSpec, status_phase: str) -> StatusUpdate:
+    """A finished job's ``spec.ttlSecondsAfterFinished`` ran out: scale its members to 0 (the
+    StatefulSet stays, empty; ``status.result`` keeps the outcome) and delete a failed job's
+    Spark drivers that ended."""
+    scale_members(api, job, 0)
+    if Phase(status_phase) == Phase.FAILED:
+        delete_spark_drivers(api, job)
+    return StatusUpdate(
+        {"membersUntil": None, **_members_fields(job, 0, 0)},
+        [JobEvent("MembersRemoved", f"spec.ttlSecondsAfterFinished ({spec.ttl_seconds_after_finished}s) ran out: "
+                                    f"members scaled to 0 (status.result keeps the outcome)")],
+    )
 
 
 def restart_event(report: JobReport) -> JobEvent:

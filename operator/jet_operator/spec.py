@@ -21,6 +21,10 @@ UPGRADE_SAVEPOINT = "savepoint"
 UPGRADE_LAST_STATE = "last-state"
 UPGRADE_MODES = (UPGRADE_STATELESS, UPGRADE_SAVEPOINT, UPGRADE_LAST_STATE)
 DEFAULT_SNAPSHOT_INTERVAL_SECONDS = 10.0
+DEFAULT_TTL_SECONDS_AFTER_FINISHED = 300
+# Flink's defaults for its savepoint history.
+DEFAULT_EXPORT_HISTORY_MAX_COUNT = 10
+DEFAULT_EXPORT_HISTORY_MAX_AGE_SECONDS = 86400
 
 
 @dataclass(frozen=True)
@@ -95,6 +99,18 @@ class SnapshotStorage:
 
 
 @dataclass(frozen=True)
+class SnapshotExports:
+    """``spec.snapshot``: exports asked for by a nonce, and how many of them the status keeps
+    (Flink's ``savepointTriggerNonce``, ``savepointHistoryMaxCount`` and ``MaxAge``)."""
+
+    export_nonce: str | None = None
+    """A change of this value asks the job for an exported snapshot (None: never asked)."""
+    history_max_count: int = DEFAULT_EXPORT_HISTORY_MAX_COUNT
+    history_max_age_seconds: int = DEFAULT_EXPORT_HISTORY_MAX_AGE_SECONDS
+    """0: no age limit."""
+
+
+@dataclass(frozen=True)
 class JetJobSpec:
     """A JetJob's spec with defaults applied."""
 
@@ -121,6 +137,14 @@ class JetJobSpec:
     snapshot_storage: SnapshotStorage | None = None
     initial_snapshot_name: str | None = None
     upgrade_mode: str = UPGRADE_STATELESS
+    ttl_seconds_after_finished: int = DEFAULT_TTL_SECONDS_AFTER_FINISHED
+    """How long a finished job (Completed or Failed, no restart to come) keeps its member pods."""
+    restart_nonce: str | None = None
+    """A change of this value restarts the job (None: never asked)."""
+    snapshot: SnapshotExports = SnapshotExports()
+    allow_non_restored_state: bool = False
+    """A spec change may start the new spec without the running job's state when its savepoint
+    fails (see :mod:`jet_operator.generations`)."""
 
     @property
     def suspended(self) -> bool:
@@ -181,6 +205,12 @@ def parse_spec(spec: Mapping[str, Any]) -> JetJobSpec:
         snapshot_storage=_parse_snapshot_storage(spec.get("snapshotStorage")),
         initial_snapshot_name=spec.get("initialSnapshotName") or None,
         upgrade_mode=_choice(spec.get("upgradeMode", UPGRADE_STATELESS), "spec.upgradeMode", UPGRADE_MODES),
+        ttl_seconds_after_finished=_with_default(
+            _optional_int(spec.get("ttlSecondsAfterFinished"), "spec.ttlSecondsAfterFinished", minimum=0),
+            DEFAULT_TTL_SECONDS_AFTER_FINISHED),
+        restart_nonce=_nonce(spec.get("restartNonce")),
+        snapshot=_parse_snapshot_exports(spec.get("snapshot")),
+        allow_non_restored_state=_bool(spec.get("allowNonRestoredState", False), "spec.allowNonRestoredState"),
     )
 
 
@@ -193,6 +223,7 @@ def spec_problems(spec: JetJobSpec) -> list[str]:
         (spec.has_guarantee, f"spec.processingGuarantee {spec.processing_guarantee!r}"),
         (spec.upgrade_mode != UPGRADE_STATELESS, f"spec.upgradeMode {spec.upgrade_mode!r}"),
         (spec.initial_snapshot_name is not None, "spec.initialSnapshotName"),
+        (spec.snapshot.export_nonce is not None, "spec.snapshot.exportNonce"),
     ]
     return [f"{what} needs spec.snapshotStorage (where the job's snapshots are kept)"
             for needed, what in needs if needed]
@@ -243,6 +274,31 @@ def _optional_int(value: Any, field_name: str, minimum: int) -> int | None:
     if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
         raise ValueError(f"{field_name} must be an integer >= {minimum}, got {value!r}")
     return value
+
+
+def _nonce(value: Any) -> str | None:
+    """A nonce as the status records it: any int or string, compared as text."""
+    return None if value is None else str(value)
+
+
+def _parse_snapshot_exports(snapshot: Any) -> SnapshotExports:
+    if snapshot is None:
+        return SnapshotExports()
+    if not isinstance(snapshot, Mapping):
+        raise ValueError(f"spec.snapshot must be an object, got {snapshot!r}")
+    return SnapshotExports(
+        export_nonce=_nonce(snapshot.get("exportNonce")),
+        history_max_count=_with_default(_optional_int(snapshot.get("historyMaxCount"),
+                                                      "spec.snapshot.historyMaxCount", minimum=1),
+                                        DEFAULT_EXPORT_HISTORY_MAX_COUNT),
+        history_max_age_seconds=_with_default(_optional_int(snapshot.get("historyMaxAgeSeconds"),
+                                                            "spec.snapshot.historyMaxAgeSeconds", minimum=0),
+                                              DEFAULT_EXPORT_HISTORY_MAX_AGE_SECONDS),
+    )
+
+
+def _with_default(value: Any, default: Any) -> Any:
+    return default if value is None else value
 
 
 def _tls_enabled(tls: Any) -> bool:

@@ -70,15 +70,23 @@ def jetjobs_in(path: Path) -> list[dict[str, Any]]:
 
 def cel_errors(document: dict[str, Any]) -> list[str]:
     """The messages of every CEL rule of the schema that ``document`` breaks (rules are evaluated
-    where their node is present in the document, as Kubernetes does)."""
+    where their node is present in the document, as Kubernetes does). A rule's
+    ``messageExpression`` is evaluated for its message, as Kubernetes does; a document without
+    ``metadata.name`` gets one (every object the API server validates has a name)."""
     environment = celpy.Environment()
     errors: list[str] = []
+    if "name" not in (document.get("metadata") or {}):
+        document = {**document, "metadata": {**(document.get("metadata") or {}), "name": "job"}}
+
+    def evaluate(expression: str, value: Any) -> Any:
+        return environment.program(environment.compile(expression)).evaluate({"self": celpy.json_to_cel(value)})
 
     def walk(schema: dict[str, Any], value: Any, path: str) -> None:
         for rule in schema.get("x-kubernetes-validations") or []:
-            program = environment.program(environment.compile(rule["rule"]))
-            if not bool(program.evaluate({"self": celpy.json_to_cel(value)})):
-                errors.append(f"{path}: {rule['message']}")
+            if not bool(evaluate(rule["rule"], value)):
+                message = (str(evaluate(rule["messageExpression"], value)) if "messageExpression" in rule
+                           else rule["message"])
+                errors.append(f"{path}: {message}")
         if isinstance(value, dict):
             for name, child in (schema.get("properties") or {}).items():
                 if name in value:

@@ -53,6 +53,7 @@ VALUE_SETS = {
                    "imagePullSecrets": [{"name": "regcred"}], "nodeSelector": {"pool": "ops"},
                    "tolerations": [{"key": "ops", "operator": "Exists"}],
                    "serviceAccount": {"annotations": {"iam": "role"}}},
+    "ha": {"replicas": 3, "leaderElection": {"leaseName": "jet-lead", "leaseSeconds": 20}},
 }
 
 
@@ -89,6 +90,38 @@ def test_operator_deployment_runs_kopf_cluster_wide_by_default() -> None:
     env = {e["name"]: e.get("value") for e in container["env"]}
     assert "JET_OPERATOR_JOB_SERVICE_ACCOUNT" not in env  # the per-job account is made instead
     assert env["JET_OPERATOR_SNAPSHOT_ACTION_TIMEOUT_SECONDS"] == "300"
+
+
+def test_more_replicas_elect_a_leader_over_a_lease() -> None:
+    documents = render({"replicas": 2})
+    (deployment,) = find(documents, "Deployment")
+    assert deployment["spec"]["replicas"] == 2
+    assert deployment["spec"]["strategy"] == {"type": "RollingUpdate"}  # one replica stays up
+    env = {e["name"]: e.get("value") or e["valueFrom"]["fieldRef"]["fieldPath"]
+           for e in operator_container(documents)["env"]}
+    assert {name: env[name] for name in env if "LEADER" in name or name.startswith("POD_")} == {
+        "POD_NAME": "metadata.name", "POD_NAMESPACE": "metadata.namespace",
+        "JET_OPERATOR_LEADER_ELECTION": "true", "JET_OPERATOR_LEADER_ELECTION_NAMESPACE": "jet-system",
+        "JET_OPERATOR_LEADER_ELECTION_LEASE_NAME": "jet-jet-operator",
+        "JET_OPERATOR_LEADER_ELECTION_LEASE_SECONDS": "15",
+        "JET_OPERATOR_LEADER_ELECTION_RENEW_DEADLINE_SECONDS": "10",
+        "JET_OPERATOR_LEADER_ELECTION_RETRY_SECONDS": "2",
+        "JET_OPERATOR_LEADER_ELECTION_WAITING_HEALTH_PORT": "8080"}  # the liveness probe's port
+    (role,) = find(documents, "Role", "jet-jet-operator-leader-election", "jet-system")
+    assert role["rules"] == [
+        {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["create"]},
+        {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "resourceNames": ["jet-jet-operator"],
+         "verbs": ["get", "patch", "update"]}]
+    (binding,) = find(documents, "RoleBinding", "jet-jet-operator-leader-election", "jet-system")
+    assert binding["subjects"][0]["name"] == "jet-jet-operator"
+
+
+def test_more_replicas_without_leader_election_are_refused() -> None:
+    with pytest.raises(helm.HelmError, match="replicas > 1 needs leaderElection.enabled"):
+        render({"replicas": 2, "leaderElection": {"enabled": False}})
+    documents = render({"leaderElection": {"enabled": False}})
+    assert not find(documents, "Role", "jet-jet-operator-leader-election")
+    assert "JET_OPERATOR_LEADER_ELECTION" not in {e["name"] for e in operator_container(documents)["env"]}
 
 
 def test_cluster_wide_rbac() -> None:
@@ -171,6 +204,8 @@ def test_notes_tell_what_to_do_next() -> None:
     {"watchNamespaces": "team-a"},
     {"image": {"repository": "x", "pullPolicy": "Sometimes"}},
     {"replicaCount": 2},
+    {"replicas": 0},
+    {"leaderElection": {"enabled": True, "leaseSeconds": 0}},
     {"operator": {"snapshotActionTimeoutSeconds": 0}},
 ])
 def test_values_schema_rejects_bad_values(bad: dict[str, Any]) -> None:

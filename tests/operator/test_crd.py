@@ -43,6 +43,7 @@ GOOD: dict[str, Any] = {
                             "endpoint": "http://minio:9000"},
         "initialSnapshotName": "wc-g3",
         "upgradeMode": "savepoint",
+        "ttlSecondsAfterFinished": 0,
     },
 }
 
@@ -124,6 +125,8 @@ def test_examples_are_accepted(example) -> None:
         ("spec.tls.enabled", "no", "'no' is not of type 'boolean'"),
         ("spec.tls.enable", False, "Additional properties are not allowed ('enable' was unexpected)"),
         ("spec.tls", True, "True is not of type 'object'"),
+        ("spec.ttlSecondsAfterFinished", -1, "-1 is less than the minimum of 0"),
+        ("spec.ttlSecondsAfterFinished", "5m", "'5m' is not of type 'integer'"),
     ],
 )
 def test_bad_manifest_is_refused(path: str, value: Any, expected: str) -> None:
@@ -152,7 +155,12 @@ def test_crd_names_and_subresources() -> None:
         },
     }
     columns = {c["name"]: c for c in version["additionalPrinterColumns"]}
-    assert list(columns) == ["Phase", "Members", "Restarts", "Last Snapshot", "Attempts", "Age", "Message"]
+    assert list(columns) == ["Phase", "Members", "Restarts", "Last Snapshot", "Start", "Finish", "Attempts", "Age",
+                             "Result", "Dashboard", "Message"]
+    assert {name: (c["jsonPath"], c["type"]) for name, c in columns.items() if name in ("Start", "Finish")} == {
+        "Start": (".status.startTime", "date"), "Finish": (".status.completionTime", "date")}
+    assert columns["Result"]["jsonPath"] == ".status.result.summary" and columns["Result"]["priority"] == 1
+    assert columns["Dashboard"]["jsonPath"] == ".status.dashboard.url" and columns["Dashboard"]["priority"] == 1
     assert columns["Members"]["jsonPath"] == ".status.membersReady"
     assert columns["Restarts"]["jsonPath"] == ".status.restarts"
     assert (columns["Last Snapshot"]["jsonPath"], columns["Last Snapshot"]["type"]) == (
@@ -186,6 +194,22 @@ def test_cel_rules_accept_the_good_manifest_and_a_job_without_state() -> None:
 def test_cel_rules_refuse_state_without_storage_and_misplaced_fields(path: str, value: Any, expected: str) -> None:
     errors = cel_errors(_with(path, value))
     assert any(expected in error for error in errors), errors
+
+
+@pytest.mark.parametrize(("name", "expected"), [
+    ("My_Join", "metadata.name My_Join is not a DNS label"),
+    ("wc.v2", "metadata.name wc.v2 is not a DNS label"),
+    ("1st", "metadata.name 1st is not a DNS label"),
+    ("a" * 46, f"metadata.name {'a' * 46} is longer than 45 characters"),
+])
+def test_cel_rules_refuse_a_name_kubernetes_cannot_give_the_children(name: str, expected: str) -> None:
+    errors = cel_errors(_with("metadata.name", name))
+    assert any(expected in error for error in errors), errors
+
+
+def test_cel_rules_accept_dns_label_names() -> None:
+    for name in ("wc", "my-join", "a" * 45, "job-2"):
+        assert cel_errors(_with("metadata.name", name)) == [], name
 
 
 def _walk(node: Any, path: str = ""):
@@ -234,6 +258,15 @@ def test_manifest_command_output_validates(tmp_path) -> None:
     assert document["spec"]["members"]["replicas"] == 3
     assert document["spec"]["image"] == "jet:dev"
     assert "code: |" in text  # the code stays readable
+
+
+@pytest.mark.parametrize("name", ["My_Join", "wc.v2", "-wc", "a" * 46, ""])
+def test_manifest_refuses_a_name_kubernetes_would_refuse(tmp_path, name: str) -> None:
+    pipeline_file = tmp_path / "p.py"
+    pipeline_file.write_text("x = 1\n")
+    with pytest.raises(ValueError, match="JetJob name|must not be empty") as raised:
+        build_jetjob_manifest(str(pipeline_file), name)
+    assert repr(name) in str(raised.value) or not name
 
 
 def test_manifest_refuses_zero_replicas(tmp_path) -> None:

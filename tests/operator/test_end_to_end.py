@@ -124,7 +124,7 @@ async def test_wordcount_runs_pending_running_completed(
             return p
     """)
     with start_operator_for(kubelet, monkeypatch, "wc"):
-        response = await k8s.post(COLLECTION, json=jetjob("wc", pipeline={"code": code}))
+        response = await k8s.post(COLLECTION, json=jetjob("wc", pipeline={"code": code}, ttlSecondsAfterFinished=3))
         assert response.status in (200, 201), await response.text()
         running = await wait_phase(k8s, "Running", timeout=45)
         assert running["membersReady"] == "2/2" and running["jobId"]
@@ -139,7 +139,13 @@ async def test_wordcount_runs_pending_running_completed(
         counts = {word: count for word, count in read_jsonl(out)}
         expected = collections.Counter(WORD.findall((TEXT * 20).lower()))
         assert counts == dict(expected), kubelet.logs()
+        # Finished, the members stay for spec.ttlSecondsAfterFinished: their logs can be read and
+        # member 0 still reports the job.
+        assert completed["membersUntil"] and completed["result"]["status"] == "COMPLETED", completed
+        assert completed["result"]["jobId"] == running["jobId"]
+        assert all(p.poll() is None for p in processes) and len(names(k8s, PODS)) == 2
         await wait_members_gone(k8s, kubelet, processes, "wc")
+        assert status(k8s, "wc")["result"] == completed["result"]
 
         response = await k8s.delete(f"{COLLECTION}/wc")
         assert response.status == 200
@@ -170,7 +176,7 @@ async def test_pipeline_error_fails_the_job_with_the_users_error(
             return p
     """)
     with start_operator_for(kubelet, monkeypatch, "bad"):
-        response = await k8s.post(COLLECTION, json=jetjob("bad", pipeline={"code": code}))
+        response = await k8s.post(COLLECTION, json=jetjob("bad", pipeline={"code": code}, ttlSecondsAfterFinished=0))
         assert response.status in (200, 201), await response.text()
         await eventually(lambda: len(kubelet.processes()) == 2, 20, what="two member processes")
         processes = kubelet.processes()
@@ -179,6 +185,8 @@ async def test_pipeline_error_fails_the_job_with_the_users_error(
         assert message.startswith("the job failed:"), message
         assert "ValueError: bad row 7" in message and "in parse_row" in message, message
         assert failed["restartCount"] == 0 and "restartAt" not in failed
+        assert "ValueError: bad row 7" in failed["result"]["message"], failed["result"]
+        assert "\n" not in failed["result"]["message"]
         assert in_order(phases_seen(k8s, "bad"), ["Pending", "Failed"]), phases_seen(k8s, "bad")
         warnings = await eventually(
             lambda: [e for e in event_reasons(k8s, "bad") if e[0] == "Warning" and e[1] == "Failed"],
@@ -197,7 +205,7 @@ async def test_crashing_member_fails_the_job_with_crash_loop_back_off(
             os._exit(1)  # the member process dies (an error raised here is reported on /job)
     """)
     with start_operator_for(kubelet, monkeypatch, "crash"):
-        response = await k8s.post(COLLECTION, json=jetjob("crash", pipeline={"code": code}))
+        response = await k8s.post(COLLECTION, json=jetjob("crash", pipeline={"code": code}, ttlSecondsAfterFinished=0))
         assert response.status in (200, 201), await response.text()
         failed = await wait_phase(k8s, "Failed", "crash", timeout=45)
         assert "pod crash-member-0: CrashLoopBackOff" in failed["message"], failed["message"]

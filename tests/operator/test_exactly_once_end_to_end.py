@@ -150,15 +150,22 @@ async def test_the_store_claim_and_its_credentials_reach_the_members(
         await delete_jetjob(k8s, "plumb")
 
 
-async def test_exactly_once_survives_lost_pods_a_savepoint_upgrade_and_suspend(
-        k8s: Emulator, kubelet: Kubelet, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+def sequences_jetjob(k8s: Emulator, tmp_path: Path, name: str, **spec: Any) -> tuple[dict[str, Any], Path]:
+    """An exactly-once JetJob of :func:`sequences_pipeline` (v1) snapshotting every 0.5 s into
+    claim ``snaps``, and its output directory."""
     _claim(k8s, "snaps")
     out = tmp_path / "out"
     out.mkdir()
-    name = "eo"
     document = jetjob(name, pipeline={"code": sequences_pipeline(out, "v1")},
-                      processingGuarantee="exactly-once", snapshotIntervalSeconds=0.5, upgradeMode="savepoint",
-                      snapshotStorage={"persistentVolumeClaim": {"claimName": "snaps"}})
+                      processingGuarantee="exactly-once", snapshotIntervalSeconds=0.5,
+                      snapshotStorage={"persistentVolumeClaim": {"claimName": "snaps"}}, **spec)
+    return document, out
+
+
+async def test_exactly_once_survives_lost_pods_a_savepoint_upgrade_and_suspend(
+        k8s: Emulator, kubelet: Kubelet, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    name = "eo"
+    document, out = sequences_jetjob(k8s, tmp_path, name, upgradeMode="savepoint")
     seen = []  # printed after the operator: its runner captures stdout meanwhile
     with start_operator(kubelet, monkeypatch, name):
         response = await k8s.post(COLLECTION, json=document)

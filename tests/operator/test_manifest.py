@@ -86,3 +86,11 @@ def test_a_file_that_cannot_be_loaded_is_a_usage_error_unless_told_what_it_is(tm
     code, output = manifest(str(job), "--name", "x", "--no-spark")
     assert code == 0, output
     assert yaml.safe_load(output)["spec"]["pipeline"]["entrypoint"] == "dag"
+
+
+def test_a_name_kubernetes_refuses_is_a_usage_error_naming_it() -> None:
+    code, output = manifest("examples/wordcount.py", "--name", "My_Join")
+    assert code == 2, output
+    assert "Invalid value for '--name'" in output and "'My_Join'" in output and "'my-join'" in output
+    code, output = manifest("examples/wordcount.py", "--name", "x" * 46)
+    assert code == 2 and "at most 45" in output, output

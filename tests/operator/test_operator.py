@@ -6,6 +6,7 @@ their statuses, see ``fakes``) and member 0's /job endpoint (``job_endpoint``).
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import re
 from collections.abc import Iterator
@@ -13,6 +14,8 @@ from contextlib import contextmanager
 from typing import Any
 
 from kopf.testing import KopfRunner
+
+from jet_operator.lifecycle import parse_time
 
 from tests.operator.emulator import Emulator
 from tests.operator.fakes import (
@@ -133,11 +136,20 @@ async def test_job_runs_to_completion_and_is_cleaned_up(k8s: Emulator, job_endpo
         assert {c["type"]: c["status"] for c in running["conditions"]} == {
             "Ready": "True", "Progressing": "False", "Degraded": "False"}
 
-        job_endpoint.report("wc", "COMPLETED")
+        job_endpoint.report("wc", "COMPLETED", restarts=1, snapshotCount=0)
         completed = await wait_phase(k8s, "Completed")
         assert completed["completionTime"]
-        await eventually(lambda: get(k8s, STATEFULSETS, "wc-member")["spec"]["replicas"] == 0,
-                         what="members scaled to 0")
+        # The members stay for spec.ttlSecondsAfterFinished (default 300 s): kubectl logs finds them.
+        until = parse_time(completed["membersUntil"]) - parse_time(completed["completionTime"])
+        assert 299 <= until.total_seconds() <= 302, completed
+        result = completed["result"]
+        assert (result["status"], result["jobId"], result["restarts"], result["attempts"], result["message"]) == (
+            "COMPLETED", "0a1b2c3d", 1, 0, ""), result
+        assert result["completionTime"] == completed["completionTime"] and result["membersKeptSeconds"] == 300
+        assert result["summary"].startswith("COMPLETED in ") and "(1 restart)" in result["summary"], result
+        await asyncio.sleep(1)  # three status looks
+        assert get(k8s, STATEFULSETS, "wc-member")["spec"]["replicas"] == 2
+        assert status(k8s)["phase"] == "Completed"
         # Kopf posts events after the status patch: they may arrive a moment later.
         await eventually(lambda: {"Pending", "Starting", "Running", "Completed"}
                          <= {reason for _, reason, _ in event_reasons(k8s)},
@@ -215,10 +227,34 @@ async def start_members(k8s: Emulator, name: str = "wc", ready: bool = True) -> 
     return pods
 
 
+async def test_finished_members_go_when_the_ttl_runs_out(k8s: Emulator, job_endpoint: FakeJobEndpoint) -> None:
+    with operator():
+        await k8s.post(COLLECTION, json=jetjob(ttlSecondsAfterFinished=2))
+        await start_members(k8s)
+        job_endpoint.report("wc", "COMPLETED", snapshotCount=3,
+                            lastSnapshot={"id": 2, "time": "2026-01-02T03:04:05Z", "bytes": 10, "keys": 1})
+        completed = await wait_phase(k8s, "Completed")
+        assert get(k8s, STATEFULSETS, "wc-member")["spec"]["replicas"] == 2  # kept for the TTL
+        assert completed["result"]["snapshotCount"] == 3
+        assert completed["result"]["lastSnapshot"]["id"] == 2
+        assert "3 snapshots" in completed["result"]["summary"]
+        await eventually(lambda: get(k8s, STATEFULSETS, "wc-member")["spec"]["replicas"] == 0, 10,
+                         what="members scaled to 0 after the TTL")
+        released = await eventually(lambda: (s := status(k8s)).get("membersUntil") is None and s,
+                                    what="membersUntil cleared")
+        assert released["phase"] == "Completed" and released["members"] == {"desired": 0, "ready": 0}
+        assert released["result"] == completed["result"]  # the outcome outlives the pods
+        await eventually(lambda: [m for _, r, m in event_reasons(k8s) if r == "MembersRemoved"],
+                         what="a MembersRemoved event")
+        assert [m for _, r, m in event_reasons(k8s) if r == "MembersRemoved"] == [
+            "spec.ttlSecondsAfterFinished (2s) ran out: members scaled to 0 (status.result keeps the outcome)"]
+        await delete_jetjob(k8s, "wc")
+
+
 async def test_job_error_from_the_coordinator_fails_the_job(k8s: Emulator, job_endpoint: FakeJobEndpoint) -> None:
     error = "Traceback (most recent call last):\n  ...\nZeroDivisionError: division by zero"
     with operator():
-        await k8s.post(COLLECTION, json=jetjob())
+        await k8s.post(COLLECTION, json=jetjob(ttlSecondsAfterFinished=0))
         await start_members(k8s)
         job_endpoint.report("wc", "RUNNING")
         await wait_phase(k8s, "Running")
@@ -228,6 +264,8 @@ async def test_job_error_from_the_coordinator_fails_the_job(k8s: Emulator, job_e
         assert failed["message"].startswith("the job failed: Traceback")
         assert {c["type"]: c["status"] for c in failed["conditions"]}["Degraded"] == "True"
         assert "restartAt" not in failed  # restartPolicy Never
+        assert failed["result"]["status"] == "FAILED" and failed.get("membersUntil") is None
+        assert failed["result"]["message"] == "the job failed: ZeroDivisionError: division by zero"
         await eventually(lambda: get(k8s, STATEFULSETS, "wc-member")["spec"]["replicas"] == 0,
                          what="members scaled to 0")
         await eventually(lambda: any(t == "Warning" and r == "Failed" and "ZeroDivisionError" in m
@@ -245,6 +283,17 @@ async def test_missing_config_map_fails_with_an_event_naming_the_field(k8s: Emul
                                   what="a warning event")
         assert any("spec.pipeline.configMapRef" in message for _, _, message in events), events
         assert get(k8s, STATEFULSETS, "fromcm-member") is None
+
+
+async def test_a_name_the_children_cannot_carry_fails_naming_it(k8s: Emulator) -> None:
+    """The CRD's CEL rule refuses it; an API server without CEL lets it through to the operator."""
+    name = "wc.v2"
+    with operator():
+        await k8s.post(COLLECTION, json=jetjob(name))
+        failed = await wait_phase(k8s, "Failed", name)
+        assert failed["message"].startswith("metadata.name: JetJob name 'wc.v2' is not a DNS label"), failed
+        assert get(k8s, STATEFULSETS, f"{name}-member") is None
+        await delete_jetjob(k8s, name)
 
 
 async def test_image_pull_failure_is_retried_then_fails(k8s: Emulator) -> None:
@@ -286,7 +335,7 @@ async def test_a_restart_recreates_missing_secrets(k8s: Emulator) -> None:
 
 async def test_spark_job_completes_when_its_drivers_have(k8s: Emulator, job_endpoint: FakeJobEndpoint) -> None:
     with operator():
-        await k8s.post(COLLECTION, json=jetjob("sparky", spark={}))
+        await k8s.post(COLLECTION, json=jetjob("sparky", spark={}, ttlSecondsAfterFinished=0))
         await start_members(k8s, "sparky")
         job_endpoint.report("sparky", "RUNNING", namespace="default")
         await eventually(lambda: get(k8s, PODS, "sparky-spark-sink"), what="the sink driver")
@@ -367,7 +416,13 @@ async def test_spark_job_gets_drivers_of_the_running_job_and_their_rbac(
         failed = await wait_phase(k8s, "Failed", "sparky")
         assert failed["message"] == (
             "pod sparky-spark-source failed (exit code 1): spark-source failed: [PATH_NOT_FOUND] no /in")
-        await eventually(lambda: get(k8s, PODS, "sparky-spark-sink") is None, what="drivers removed")
+        await eventually(lambda: get(k8s, PODS, "sparky-spark-sink") is None, what="the running driver removed")
+        # The failed driver keeps its log while the members are kept (spec.ttlSecondsAfterFinished).
+        assert get(k8s, PODS, "sparky-spark-source")["status"]["phase"] == "Failed"
+        await k8s.patch(f"{COLLECTION}/sparky", json={"spec": {"ttlSecondsAfterFinished": 0}}, headers=MERGE_PATCH)
+        await eventually(lambda: get(k8s, PODS, "sparky-spark-source") is None
+                         and get(k8s, STATEFULSETS, "sparky-member")["spec"]["replicas"] == 0, 10,
+                         what="the failed driver and the members gone with the TTL")
 
         await k8s.delete(f"{COLLECTION}/sparky")
         await eventually(lambda: get(k8s, JETJOBS, "sparky") is None, what="the JetJob gone")

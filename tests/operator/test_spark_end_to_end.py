@@ -74,7 +74,7 @@ def spark_wordcount(spark: Any, path: Path) -> dict[str, int]:
 
 
 def spark_jetjob(name: str, code: str) -> dict[str, Any]:
-    return jetjob(name, pipeline={"code": code},
+    return jetjob(name, pipeline={"code": code}, ttlSecondsAfterFinished=0,
                   spark={"executor": {"instances": 2, "cores": 1}})
 
 

@@ -108,3 +108,8 @@ app.kubernetes.io/component: operator
   resources: [pods, services, configmaps, persistentvolumeclaims]
   verbs: [get, list, watch, create, update, patch, delete, deletecollection]
 {{- end }}
+
+{{/* The Lease the operator's replicas elect a leader with. */}}
+{{- define "jet-operator.leaseName" -}}
+{{- .Values.leaderElection.leaseName | default (include "jet-operator.fullname" .) }}
+{{- end }}

@@ -1,0 +1,81 @@
+"""Flink's nonces on a real job: the operator under Kopf, the API emulator, member pods run as
+real ``jet member`` processes by the kubelet stand-in, snapshots in a claim (a directory).
+
+A streaming exactly-once job (the sequences of ``test_exactly_once_end_to_end``) is asked for
+two exported snapshots through ``spec.snapshot.exportNonce`` with a history of one, then
+restarted through ``spec.restartNonce``: each is carried out on the running job (the member
+processes stay, ``status.membersGeneration`` stays 1 while ``observedGeneration`` follows),
+the exports are in the store and in the status, the one that left the history is named as not
+deleted, and the output after the restart is still exactly once.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.operator.emulator import Emulator
+from tests.operator.fakes import eventually
+from tests.operator.kubelet import Kubelet
+from tests.operator.test_end_to_end import kubelet  # noqa: F401
+from tests.operator.test_exactly_once_end_to_end import (
+    committed, jetjob_status, oracle_problems, sequences_jetjob, snapshot_after, start_operator,
+)
+from tests.operator.test_operator import COLLECTION, MERGE_PATCH, delete_jetjob, event_reasons, wait_phase
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
+
+
+def _pids(kubelet: Kubelet) -> set[int]:
+    return {process.pid for process in kubelet.processes() if process.poll() is None}
+
+
+async def test_export_and_restart_nonces_act_on_the_running_job(
+        k8s: Emulator, kubelet: Kubelet, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    name = "nonce"
+    document, out = sequences_jetjob(k8s, tmp_path, name, snapshot={"historyMaxCount": 1})
+    path = f"{COLLECTION}/{name}"
+    with start_operator(kubelet, monkeypatch, name):
+        response = await k8s.post(COLLECTION, json=document)
+        assert response.status in (200, 201), await response.text()
+        running = await wait_phase(k8s, "Running", name, timeout=60)
+        job_id = running["jobId"]
+        await snapshot_after(k8s, name, 0)
+        pids = _pids(kubelet)
+        assert len(pids) == 2
+
+        exported = []
+        for nonce in (1, 2):
+            await k8s.patch(path, json={"spec": {"snapshot": {"exportNonce": nonce}}}, headers=MERGE_PATCH)
+            exports = await eventually(lambda: (e := jetjob_status(k8s, name).get("snapshotExports") or {})
+                                       .get("total") == nonce and e, 60, what=f"export {nonce}")
+            (entry,) = exports["history"]  # historyMaxCount 1
+            assert entry["name"].startswith(f"{name}-export-") and entry["name"].endswith(f"-{nonce}"), entry
+            assert (entry["nonce"], entry["jobId"]) == (str(nonce), job_id) and entry["keys"] > 0, entry
+            assert (kubelet.claim_directory("snaps") / "exports" / entry["name"]).is_dir()
+            exported.append(entry["name"])
+        status = jetjob_status(k8s, name)
+        assert status["snapshotExports"]["notDeleted"] == exported[:1]  # the client cannot delete it
+        assert (status["observedGeneration"], status["membersGeneration"], status["phase"]) == (3, 1, "Running")
+        assert _pids(kubelet) == pids  # no member was replaced
+        await eventually(lambda: [m for _, r, m in event_reasons(k8s, name) if r == "ExportsExpired"], 10,
+                         what="an ExportsExpired event")
+        reasons = [(kind, reason) for kind, reason, _ in event_reasons(k8s, name)]
+        assert reasons.count(("Normal", "SnapshotExported")) == 2 and ("Warning", "ExportsExpired") in reasons
+
+        count = len(committed(out))
+        await k8s.patch(path, json={"spec": {"restartNonce": "after-exports"}}, headers=MERGE_PATCH)
+        said = await eventually(lambda: [m for _, r, m in event_reasons(k8s, name) if r == "Restarting"], 60,
+                                what="a Restarting event")
+        assert said == [f"spec.restartNonce changed to 'after-exports': job {job_id} restarts from a terminal "
+                        "snapshot"], said
+        await eventually(lambda: jetjob_status(k8s, name).get("nonces", {}).get("restart") == "after-exports",
+                         what="the nonce handled")
+        await eventually(lambda: len(committed(out)) > count + 10, 60, what="output after the restart")
+        status = jetjob_status(k8s, name)
+        assert (status["phase"], status["jobId"], status["membersGeneration"], status["restartCount"]) == (
+            "Running", job_id, 1, 0), status
+        assert _pids(kubelet) == pids
+        assert oracle_problems(committed(out), ["v1"]) == [], kubelet.logs()
+        await delete_jetjob(k8s, name)
