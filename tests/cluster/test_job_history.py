@@ -69,3 +69,28 @@ def test_the_history_bounds_are_member_settings(tmp_path):
     assert (settings.control.max_finished_jobs, settings.control.finished_job_ttl_s) == (5, 60)
     defaults = MemberSettings().control
     assert (defaults.max_finished_jobs, defaults.finished_job_ttl_s) == (1000, 7 * 24 * 3600)
+
+
+def test_finished_jobs_keep_their_results_within_a_bound_in_bytes_the_oldest_released_first(tmp_path):
+    """A cluster that ran job after job kept every finished job's list results (1,000 jobs, 7
+    days), and member 0 grew by each job's results."""
+    import jet
+    from jet import Pipeline, Sinks, Sources
+    from jet.cluster.coordination.job_state import JobStateError
+
+    def numbers(count: int) -> Pipeline:
+        p = Pipeline.create()
+        p.read_from(Sources.items(list(range(count)))).write_to(Sinks.list())
+        return p
+
+    with jet.local_cluster(members=2, max_finished_result_bytes=130_000) as cluster:
+        jobs = []
+        for _ in range(3):  # about 60 kB of pickled results each: two fit
+            job = cluster.new_job(numbers(20_000))
+            job.join(timeout=60)
+            jobs.append(job)
+        assert sorted(jobs[2].result()) == list(range(20_000))
+        assert sorted(jobs[1].result()) == list(range(20_000))
+        with pytest.raises(JobStateError, match="were released.*max_finished_result_bytes"):
+            jobs[0].result()
+        assert jobs[0].status.value == "COMPLETED"  # the record stays

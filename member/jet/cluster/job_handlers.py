@@ -122,7 +122,10 @@ class JobApi:
         return {"metrics": self.require_coordinator().metrics(job_id)}
 
     def job_results(self, peer: int, header: dict, blob: bytes) -> tuple[dict, bytes]:
-        results = self.require_coordinator().results(messages.require(header, "job_id", str))
+        try:
+            results = self.require_coordinator().results(messages.require(header, "job_id", str))
+        except JobStateError as e:  # released (max_finished_result_bytes): the client raises it
+            return {"error": type(e).__name__, "message": str(e)}, b""
         return {}, cloudpickle.dumps(results)
 
     def observable_items(self, peer: int, header: dict, blob: bytes) -> dict:

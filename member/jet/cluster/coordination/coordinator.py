@@ -32,12 +32,12 @@ from jet.cluster.coordination.execution_driver import EXECUTION_DONE_STATE, EXEC
 from jet.cluster.coordination.job_control import JobControl
 from jet.cluster.coordination.job_history import FinishedJobs, JobResumingError, UnknownJobError
 from jet.cluster.coordination.job_lifecycle import JobLifecycle
-from jet.cluster.coordination.job_state import JobConfigError, JobRecord, JobRun, JobStatus, new_job_id
+from jet.cluster.coordination.job_state import JobConfigError, JobRecord, JobRun, JobStateError, JobStatus, new_job_id
 from jet.cluster.coordination.job_store import JobStore, record_from_store
 from jet.cluster.coordination.scale_up import JobScaling, ScaleUpTimer
 from jet.cluster.executions.control_settings import ControlSettings
 from jet.cluster.executions.observables import ObservableStore, UnknownObservableError
-from jet.cluster.executions.outcome import ExecutionOutcome
+from jet.cluster.executions.outcome import ExecutionOutcome, PickledResults
 from jet.cluster.links import messages
 from jet.core.dag import DAG, DagValidationError
 from jet.execution.measurements import PackedMeasurements, unpack_measurements
@@ -74,6 +74,8 @@ class JobCoordinator:
         self._jobs: dict[str, JobRun] = {}
         self._finished = FinishedJobs(self.control.max_finished_jobs, self.control.finished_job_ttl_s, clock)
         self._latest: str | None = None
+        self._result_bytes: dict[str, int] = {}
+        """The finished jobs whose results are kept, oldest first, and their size in bytes."""
         self._stored_jobs_taken = False
         """Whether the jobs of the store were taken over (until then a job of the store is
         answered as resuming, not unknown)."""
@@ -269,6 +271,7 @@ class JobCoordinator:
         """Drop finished jobs and their results (the caller holds the condition)."""
         for job_id in job_ids:
             self._jobs.pop(job_id, None)
+            self._result_bytes.pop(job_id, None)
             self.observables.forget(job_id)
             log.info("job %s is forgotten (the coordinator keeps %s)", job_id, self._finished.describe())
 
@@ -278,10 +281,17 @@ class JobCoordinator:
         run = self._run_of(job_id)
         merged: dict[str, list] = {}
         with self._changed:
+            if run.results_released:
+                raise JobStateError(
+                    f"the results of job {run.record.name} ({job_id}) were released: finished jobs keep "
+                    f"{self.control.max_finished_result_bytes:,} bytes of results at most "
+                    f"(max_finished_result_bytes), the oldest going first; fetch them when the job ends")
             execution = run.execution
-            for member in sorted(execution.results if execution else ()):
-                for name, items in execution.results[member].items():
-                    merged.setdefault(name, []).extend(items)
+            per_member = dict(execution.results) if execution else {}
+        for member in sorted(per_member):
+            results = per_member[member]
+            for name, items in (results.load() if isinstance(results, PickledResults) else results).items():
+                merged.setdefault(name, []).extend(items)
         return merged
 
     def observable_publish(self, job_id: str, name: str, capacity: int, items: list) -> None:
@@ -403,7 +413,25 @@ class JobCoordinator:
             self._pool.shutdown(wait=False, cancel_futures=True)
 
     def _job_finished(self, run: JobRun) -> None:
-        """The job ended (its lifecycle set its final status): it is kept as FinishedJobs says."""
+        """The job ended (its lifecycle set its final status): it is kept as FinishedJobs says,
+        and its results while the finished jobs' results stay within ``max_finished_result_bytes``."""
         with self._changed:
             self._forget(self._finished.add(run.record.job_id, run.record.completion_time))
+            execution = run.execution
+            if run.record.job_id in self._jobs and execution is not None:
+                self._result_bytes[run.record.job_id] = sum(
+                    results.size_bytes for results in execution.results.values() if isinstance(results, PickledResults))
+                self._release_oldest_results()
         self.observables.wake()
+
+    def _release_oldest_results(self) -> None:
+        """Release the oldest finished jobs' results while they hold more than the bound (the
+        caller holds the condition)."""
+        while sum(self._result_bytes.values()) > self.control.max_finished_result_bytes and self._result_bytes:
+            job_id, size = next(iter(self._result_bytes.items()))
+            del self._result_bytes[job_id]
+            run = self._jobs.get(job_id)
+            if run is not None and run.execution is not None:
+                run.execution.results.clear()
+                run.results_released = True
+                log.info("job %s: its results (%d bytes) are released (max_finished_result_bytes)", job_id, size)

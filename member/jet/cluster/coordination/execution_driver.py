@@ -86,7 +86,8 @@ class ExecutionDriver:
             record.members = list(execution.members)
             lost = {m: error for m, error in context.lost.items() if m in execution.members}
         context.status_changed(record)
-        dag = "" if record.restarts else ", DAG:\n" + run.dag.to_dot(default_local_parallelism=context.cooperative_threads)
+        dag = ("" if record.restarts
+               else ", DAG:\n" + run.dag.to_dot(default_local_parallelism=context.cooperative_threads))
         log.info("starting job %s (%s), execution %d on %s%s%s", record.job_id, record.name, execution.id,
                  _describe_members(execution.members, context.member_count),
                  f" (restart {record.restarts})" if record.restarts else "", dag)  # the DAG once, not per restart

@@ -195,6 +195,8 @@ class JobRun:
         """The export a CANCEL_AND_EXPORT asked for."""
         self.resume_requested = False
         self.restart_cause = ""
+        self.results_released = False
+        """Its finished execution's results were released (``max_finished_result_bytes``)."""
         """Why a RESTART was requested when not by the client (scaling up), until acted on."""
         self.observable_names = observable_names(dag)
         """The names of the job's observable sinks."""

@@ -29,6 +29,9 @@ class ControlSettings:
     """Coordinator: finished jobs (and their results) kept; the oldest are forgotten first."""
     finished_job_ttl_s: int = 7 * 24 * 3600
     """Coordinator: seconds a finished job (and its results) is kept after it ended."""
+    max_finished_result_bytes: int = 256 * 1024 * 1024
+    """Coordinator: the finished jobs' list-sink results kept, in (pickled) bytes; beyond it the
+    oldest finished jobs' results are released (their records stay)."""
     fault_drop_reports: int = 0
     """Fault injection for tests: a member other than member 0 (whose report to itself crosses no
     network) fails its first N attempts to send an execution report, as if the network lost them."""

@@ -118,16 +118,33 @@ def encode_report(outcome: ExecutionOutcome, results: dict[str, list], metrics: 
     return {**outcome.to_header(), "metrics": metrics, "measurements_bytes": len(packed)}, packed + pickled
 
 
+class PickledResults:
+    """A member's named results as its report carried them, pickled: the coordinator keeps them so
+    (a few bytes an item, not a Python object each, and their size known) and unpickles them
+    only when a client asks (:meth:`load`)."""
+
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+
+    @property
+    def size_bytes(self) -> int:
+        return len(self.data)
+
+    def load(self) -> dict[str, list]:
+        return cloudpickle.loads(self.data) if self.data else {}
+
+
 def decode_report(header: dict[str, Any], blob: bytes
-                  ) -> tuple[ExecutionOutcome, dict[str, list], dict[str, dict[str, int]], bytes]:
+                  ) -> tuple[ExecutionOutcome, PickledResults, dict[str, dict[str, int]], bytes]:
     """Inverse of :func:`encode_report` (the blob comes from an authenticated member); the
-    measurements stay JSON bytes (the coordinator decodes them only when asked)."""
+    results stay pickled and the measurements JSON bytes (the coordinator decodes them only
+    when asked)."""
     length = header.get("measurements_bytes", 0)
     if type(length) is not int or not 0 <= length <= len(blob):
         raise PacketFormatError(f"an end report's measurements_bytes must be 0..{len(blob)} (the blob's "
                                 f"length), got {length!r}")
     pickled = blob[length:]
-    return (ExecutionOutcome.from_header(header), cloudpickle.loads(pickled) if pickled else {},
+    return (ExecutionOutcome.from_header(header), PickledResults(bytes(pickled)),
             header.get("metrics") or {}, bytes(blob[:length]))
 
 
