@@ -1,7 +1,8 @@
 """Act on a running job through its coordinator (member 0): suspend, resume, restart, cancel,
-export a snapshot, cancel with an exported snapshot; delete exported snapshots. Jet's own client does the talking (gRPC
-with the cluster token; with TLS on, member 0's certificate is verified with the job's CA under
-member 0's DNS name, whatever address is dialled).
+export a snapshot, cancel with an exported snapshot; and delete exported snapshots from the
+store. Jet's own client does the talking (gRPC with the cluster token; with TLS on, member 0's
+certificate is verified with the job's CA under member 0's DNS name, whatever address is
+dialled).
 
 Each action waits, bounded, until ``/job`` shows its effect, so the operator changes the
 members only once the job has stopped writing.

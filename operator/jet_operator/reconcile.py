@@ -317,9 +317,9 @@ def retire_exports(api: KubeApi, config: OperatorConfig, job: JobRef, spec: JetJ
     if new:
         events.append(JobEvent("ExportsNotDeleted", not_deleted_message(new, deletion.error or "", spec.snapshot),
                                warning=True))
-    elif retired["notDeleted"]:
-        logger.warning("%s/%s: exported snapshot(s) %s still not deleted: %s", job.namespace, job.name,
-                       ", ".join(retired["notDeleted"]), deletion.error)
+    elif retired["notDeleted"]:  # warned about when they left the history: a log line, not an event a look
+        logger.info("%s/%s: exported snapshot(s) %s not deleted yet: %s", job.namespace, job.name,
+                    ", ".join(retired["notDeleted"]), deletion.error)
     return (retired if retired != exports else None), events
 
 

@@ -101,6 +101,11 @@ async def test_export_and_restart_nonces_act_on_the_running_job(
                                   "historyMaxCount 1, historyMaxAgeSeconds 1) but could not be deleted from the "
                                   "snapshot store: the job's members are not running (phase Suspended)"), warning
 
+        # A name the store does not have (deleted by hand, say) counts as deleted: nothing is
+        # written while the job stays suspended, so the status patch is not overwritten.
+        await k8s.patch(f"{path}/status", headers=MERGE_PATCH, json={"status": {"snapshotExports": {
+            "notDeleted": [*exported[1:], f"{name}-export-by-hand"]}}})
+
         # Resumed, member 0 answers again: a later look deletes it.
         await k8s.patch(path, json={"spec": {"suspend": False}}, headers=MERGE_PATCH)
         await wait_phase(k8s, "Running", name, timeout=90)
@@ -108,5 +113,7 @@ async def test_export_and_restart_nonces_act_on_the_running_job(
                          what="the export deleted after the resume")
         assert store.list_exports() == []
         deleted = [m for _, r, m in event_reasons(k8s, name) if r == "ExportsDeleted"]
-        assert deleted[-1].startswith(f"exported snapshot(s) {exported[1]} deleted from the snapshot store"), deleted
+        assert deleted[-1] == (f"exported snapshot(s) {exported[1]}, {name}-export-by-hand deleted from the "
+                               f"snapshot store ({name}-export-by-hand gone already): out of the history "
+                               "(spec.snapshot historyMaxCount 1, historyMaxAgeSeconds 1)"), deleted
         await delete_jetjob(k8s, name)
