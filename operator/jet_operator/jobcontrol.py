@@ -1,7 +1,8 @@
 """Act on a running job through its coordinator (member 0): suspend, resume, restart, cancel,
-export a snapshot, cancel with an exported snapshot. Jet's own client does the talking (gRPC
-with the cluster token; with TLS on, member 0's certificate is verified with the job's CA under
-member 0's DNS name, whatever address is dialled).
+export a snapshot, cancel with an exported snapshot; and delete exported snapshots from the
+store. Jet's own client does the talking (gRPC with the cluster token; with TLS on, member 0's
+certificate is verified with the job's CA under member 0's DNS name, whatever address is
+dialled).
 
 Each action waits, bounded, until ``/job`` shows its effect, so the operator changes the
 members only once the job has stopped writing.
@@ -29,6 +30,18 @@ STOPPED_JOB_STATUSES = frozenset({"COMPLETED", "FAILED", "SUSPENDED", "NOT_RUNNI
 
 class JobControlError(Exception):
     """An action on the job failed or did not take effect in time; the message says which."""
+
+
+@dataclass(frozen=True)
+class ExportDeletion:
+    """What became of exports asked to be deleted."""
+
+    deleted: list[str]
+    """Not in the store any more: deleted now, or gone already."""
+    gone: list[str]
+    """Of ``deleted``, those the store did not have."""
+    error: str | None = None
+    """Why the others were not deleted (member 0 not reached, a deletion failed)."""
 
 
 @dataclass(frozen=True)
@@ -99,15 +112,41 @@ class JobControl:
         return dict(self._act(job_id, f"export snapshot {snapshot_name!r}",
                               lambda job: job.export_snapshot(snapshot_name)) or {})
 
+    def delete_exports(self, names: list[str]) -> ExportDeletion:
+        """Delete the exported snapshots ``names`` from the store, in order; one the store does
+        not have counts as deleted. Stops at the first failure (member 0 not reached, or a
+        deletion refused): the rest are not deleted, ``error`` says why."""
+        from jet.cluster.client import SnapshotError  # what delete_snapshot raises for no such export
+
+        deleted: list[str] = []
+        gone: list[str] = []
+
+        def delete(client: Any) -> None:
+            for name in names:
+                try:
+                    client.delete_snapshot(name)
+                except SnapshotError:
+                    gone.append(name)
+                deleted.append(name)
+
+        try:
+            self._call(f"delete exported snapshot(s) {', '.join(names)}", delete)
+        except JobControlError as error:
+            return ExportDeletion(deleted, gone, str(error))
+        return ExportDeletion(deleted, gone)
+
     def _act(self, job_id: str, what: str, action: Callable[[Any], Any]) -> Any:
+        return self._call(f"{what} of job {job_id}", lambda client: action(client.job(job_id)))
+
+    def _call(self, what: str, action: Callable[[Any], Any]) -> Any:
         try:
             with _client(self._access) as client:
                 # Fails at once when member 0 cannot be reached (a call would wait for it 30 s).
                 client.ping(timeout_s=PING_TIMEOUT_SECONDS)
-                result = action(client.job(job_id))
+                result = action(client)
         except Exception as error:  # noqa: BLE001 - any client failure: one clear message
-            raise JobControlError(f"{what} of job {job_id} at {self._access.address} failed: {error}") from error
-        logger.info("Asked member 0 at %s to %s job %s", self._access.address, what, job_id)
+            raise JobControlError(f"{what} at {self._access.address} failed: {error}") from error
+        logger.info("Asked member 0 at %s to %s", self._access.address, what)
         return result
 
     def _wait(self, done: Callable[[JobReport], bool], what: str) -> JobReport:

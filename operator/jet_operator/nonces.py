@@ -25,9 +25,7 @@ from typing import Any, Mapping
 from jet_operator import reconcile
 from jet_operator.builders import JobRef
 from jet_operator.config import OperatorConfig
-from jet_operator.exports import (
-    export_name, expired_message, exports_status, history_entry, prune,
-)
+from jet_operator.exports import export_name, exports_status, history_entry
 from jet_operator.generations import ENDED_OR_ABSENT, find_coordinator
 from jet_operator.jobcontrol import JobControlError
 from jet_operator.kube import KubeApi
@@ -80,11 +78,11 @@ def apply_actions(api: KubeApi, config: OperatorConfig, job: JobRef, spec: JetJo
         if spec.restart_nonce is not None:
             restarted, event = _restart(api, config, job, members, spec, status, now, phase)
             events.append(event)
-    pruned = prune(fields.get("snapshotExports") or exports_status(status), spec.snapshot, now)
-    if pruned.expired or "snapshotExports" in fields:
-        fields["snapshotExports"] = pruned.exports
-    if pruned.expired:
-        events.append(JobEvent("ExportsExpired", expired_message(pruned.expired, spec.snapshot), warning=True))
+    exports, retired = reconcile.retire_exports(api, config, members, spec,
+                                                fields.get("snapshotExports") or exports_status(status), status, now)
+    if exports is not None:
+        fields["snapshotExports"] = exports
+    events += retired
     until = _members_until(status, spec)
     if until is not None:
         fields["membersUntil"] = until

@@ -19,11 +19,13 @@ from jet_operator.children import build_children, spark_service_account
 from jet_operator.config import OperatorConfig
 from jet_operator.credential_sync import ensure_credentials
 from jet_operator.dashboard import build_dashboard_children, dashboard_address, dashboard_cleanup_targets
-from jet_operator.exports import expired_message, exports_status, prune
+from jet_operator.exports import (
+    deleted_message, exports_status, members_may_answer, not_deleted_message, prune, without_deleted,
+)
 from jet_operator.finish import finish_fields, members_expired
 from jet_operator.generations import cluster_token, find_coordinator, prepare_generation
 from jet_operator.jobclient import fetch_job_report
-from jet_operator.jobcontrol import JobControlError
+from jet_operator.jobcontrol import ExportDeletion, JobControlError
 from jet_operator.kube import KubeApi, KubeError
 from jet_operator.lifecycle import (
     ENDED_JOB_STATUSES,
@@ -287,13 +289,48 @@ def follow(api: KubeApi, config: OperatorConfig, job: JobRef, spec: JetJobSpec,
     moves the second, not the first."""
     observed = observed_generation or job.generation
     update = _follow(api, config, job, spec, status, now, observed)
-    pruned = prune(exports_status(status), spec.snapshot, now)
-    if pruned.expired:
+    exports, events = retire_exports(api, config, job, spec, exports_status(status), status, now)
+    if exports is not None:
         update = update or StatusUpdate()
-        update.status["snapshotExports"] = pruned.exports
-        update.events.append(JobEvent("ExportsExpired", expired_message(pruned.expired, spec.snapshot),
-                                      warning=True))
+        update.status["snapshotExports"] = exports
+        update.events.extend(events)
     return update
+
+
+def retire_exports(api: KubeApi, config: OperatorConfig, job: JobRef, spec: JetJobSpec, exports: Mapping[str, Any],
+                   status: Mapping[str, Any], now: datetime.datetime) -> tuple[dict[str, Any] | None, list[JobEvent]]:
+    """Bound the export history (:func:`jet_operator.exports.prune` decides) and delete the
+    exports out of it from the store through member 0 (``job``: as the members know it).
+    Returns the new ``snapshotExports`` (None: unchanged) and the events: the exports deleted;
+    a Warning for those that just left the history and could not be deleted (they stay in
+    ``notDeleted``, tried again at each later look while the members may answer)."""
+    pruned = prune(exports, spec.snapshot, now)
+    waiting = pruned.exports["notDeleted"]
+    if not waiting:
+        return (pruned.exports if pruned.exports != exports else None), []
+    deletion = _delete_exports(api, config, job, spec, status, waiting)
+    retired = without_deleted(pruned.exports, deletion.deleted)
+    events = []
+    if deletion.deleted:
+        events.append(JobEvent("ExportsDeleted", deleted_message(deletion.deleted, deletion.gone, spec.snapshot)))
+    new = [name for name in pruned.expired if name in retired["notDeleted"]]
+    if new:
+        events.append(JobEvent("ExportsNotDeleted", not_deleted_message(new, deletion.error or "", spec.snapshot),
+                               warning=True))
+    elif retired["notDeleted"]:  # warned about when they left the history: a log line, not an event a look
+        logger.info("%s/%s: exported snapshot(s) %s not deleted yet: %s", job.namespace, job.name,
+                    ", ".join(retired["notDeleted"]), deletion.error)
+    return (retired if retired != exports else None), events
+
+
+def _delete_exports(api: KubeApi, config: OperatorConfig, job: JobRef, spec: JetJobSpec,
+                    status: Mapping[str, Any], names: list[str]) -> ExportDeletion:
+    if not members_may_answer(status):
+        return ExportDeletion([], [], f"the job's members are not running (phase {status.get('phase')})")
+    coordinator = find_coordinator(api, config, job, spec)
+    if coordinator is None:
+        return ExportDeletion([], [], "member 0 does not answer")
+    return coordinator.control.delete_exports(names)
 
 
 def _follow(api: KubeApi, config: OperatorConfig, job: JobRef, spec: JetJobSpec,

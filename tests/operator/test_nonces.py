@@ -1,10 +1,12 @@
 """Flink's nonces and the export history: what counts as an action rather than a new spec, how
-the history is bounded (pure functions); and, under Kopf against the API emulator, a restart
-nonce and a TTL change on a finished job, an export asked of a job that cannot give one, and a
-savepoint upgrade whose savepoint fails with ``allowNonRestoredState``."""
+the history is bounded and what is left to delete (pure functions); and, under Kopf against the
+API emulator, a restart nonce and a TTL change on a finished job, an export asked of a job that
+cannot give one, exports out of the history that cannot be deleted while member 0 does not
+answer, and a savepoint upgrade whose savepoint fails with ``allowNonRestoredState``."""
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import datetime
 
@@ -12,7 +14,9 @@ import pytest
 
 from jet_operator.config import OperatorConfig
 from jet_operator.dashboard import dashboard_address
-from jet_operator.exports import export_name, expired_message, prune
+from jet_operator.exports import (
+    export_name, members_may_answer, not_deleted_message, prune, without_deleted,
+)
 from jet_operator.nonces import generation_hash, only_actions_changed
 from jet_operator.ownership import JobRef
 from jet_operator.spec import SnapshotExports, parse_spec
@@ -56,14 +60,30 @@ def _entry(name: str, age_seconds: int) -> dict:
     return {"name": name, "time": time}
 
 
-def test_the_history_keeps_the_newest_within_count_and_age_and_names_the_rest() -> None:
+def test_the_history_keeps_the_newest_within_count_and_age_and_the_rest_wait_for_deletion() -> None:
     exports = {"total": 4, "history": [_entry("a", 400), _entry("c", 10), _entry("b", 100), _entry("d", 5)],
                "notDeleted": ["old"]}
     pruned = prune(exports, SnapshotExports(None, 2, 300), NOW)
     assert [e["name"] for e in pruned.exports["history"]] == ["c", "d"]
     assert pruned.expired == ["a", "b"] and pruned.exports["notDeleted"] == ["old", "a", "b"]
     assert prune(exports, SnapshotExports(None, 10, 0), NOW).expired == []  # no age limit
-    assert "a, b left the history" in expired_message(["a", "b"], SnapshotExports(None, 2, 300))
+    # The deleted (or gone) leave notDeleted; the rest wait for a later look, and come out of
+    # the history only once.
+    left = without_deleted(pruned.exports, ["old", "a"])
+    assert left["notDeleted"] == ["b"] and [e["name"] for e in left["history"]] == ["c", "d"]
+    again = prune(left, SnapshotExports(None, 2, 300), NOW)
+    assert again.expired == [] and again.exports == left
+    message = not_deleted_message(["a", "b"], "member 0 does not answer", SnapshotExports(None, 2, 300))
+    assert message.startswith("exported snapshot(s) a, b left the history (spec.snapshot historyMaxCount 2, "
+                              "historyMaxAgeSeconds 300) but could not be deleted from the snapshot store: "
+                              "member 0 does not answer;")
+
+
+def test_member_0_is_asked_to_delete_exports_only_while_the_members_may_run() -> None:
+    assert members_may_answer({"phase": "Running"}) and members_may_answer({})
+    assert not members_may_answer({"phase": "Suspended"})
+    assert members_may_answer({"phase": "Completed", "membersUntil": "2026-01-02T03:04:05Z"})  # kept
+    assert not members_may_answer({"phase": "Failed", "membersUntil": None})  # removed
 
 
 def test_export_names_are_unique_and_valid() -> None:
@@ -195,7 +215,8 @@ async def test_a_suspended_job_is_not_restarted_and_old_exports_leave_the_histor
         await eventually(lambda: [m for _, r, m in event_reasons(k8s) if r == "RestartSkipped"], what="the event")
 
         # An export older than historyMaxAgeSeconds (default one day) leaves the history at the
-        # operator's next look, whatever the phase: the store keeps it, the status names it.
+        # operator's next look, whatever the phase; it is deleted through member 0, which does
+        # not answer here (the job's members do not run), so the status keeps its name.
         old = (datetime.datetime.now(datetime.timezone.utc) - datetime.timedelta(days=2)).strftime(
             "%Y-%m-%dT%H:%M:%SZ")
         await k8s.patch(f"{path}/status", headers=MERGE_PATCH, json={"status": {"snapshotExports": {
@@ -204,9 +225,39 @@ async def test_a_suspended_job_is_not_restarted_and_old_exports_leave_the_histor
         exports = await eventually(lambda: (e := status(k8s).get("snapshotExports") or {}).get("notDeleted") and e,
                                    what="the old export out of the history")
         assert exports["history"] == [] and exports["notDeleted"] == ["wc-export-old-1"]
-        warnings = await eventually(lambda: [m for k, r, m in event_reasons(k8s) if r == "ExportsExpired"],
-                                    what="an ExportsExpired warning")
-        assert "wc-export-old-1 left the history" in warnings[0] and "stay in the snapshot store" in warnings[0]
+        warnings = await eventually(lambda: [m for k, r, m in event_reasons(k8s) if r == "ExportsNotDeleted"],
+                                    what="an ExportsNotDeleted warning")
+        assert warnings[0].startswith("exported snapshot(s) wc-export-old-1 left the history (spec.snapshot "
+                                      "historyMaxCount 10, historyMaxAgeSeconds 86400) but could not be deleted "
+                                      "from the snapshot store: member 0 does not answer;"), warnings
+        await delete_jetjob(k8s, "wc")
+
+
+async def test_exports_member_0_cannot_delete_stay_named_and_are_warned_about_once(
+        k8s: Emulator, job_endpoint: FakeJobEndpoint, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("JET_OPERATOR_MEMBER_ADDRESS_TEMPLATE", "127.0.0.1:1")  # its gRPC port: nobody
+    path = f"{COLLECTION}/wc"
+    with operator():
+        await k8s.post(COLLECTION, json=jetjob())
+        await start_members(k8s)
+        job_endpoint.report("wc", "RUNNING")
+        await wait_phase(k8s, "Running")
+        old = (datetime.datetime.now(datetime.timezone.utc) - datetime.timedelta(days=2)).strftime(
+            "%Y-%m-%dT%H:%M:%SZ")
+        await k8s.patch(f"{path}/status", headers=MERGE_PATCH, json={"status": {"snapshotExports": {
+            "total": 2, "history": [{"name": "wc-export-old-1", "time": old}], "notDeleted": ["wc-export-0"]}}})
+        exports = await eventually(lambda: (e := status(k8s).get("snapshotExports") or {}).get("history") == []
+                                   and e, what="the old export out of the history")
+        assert exports["notDeleted"] == ["wc-export-0", "wc-export-old-1"]
+        (warning,) = await eventually(lambda: [m for _, r, m in event_reasons(k8s) if r == "ExportsNotDeleted"],
+                                      what="an ExportsNotDeleted warning")
+        assert warning.startswith("exported snapshot(s) wc-export-old-1 left the history"), warning
+        assert "delete exported snapshot(s) wc-export-0, wc-export-old-1 at 127.0.0.1:1 failed" in warning
+        # Later looks try again (and fail again) without another warning or losing a name.
+        await asyncio.sleep(2)
+        assert [r for _, r, _ in event_reasons(k8s)].count("ExportsNotDeleted") == 1
+        assert status(k8s)["snapshotExports"]["notDeleted"] == ["wc-export-0", "wc-export-old-1"]
+        assert "ExportsDeleted" not in [r for _, r, _ in event_reasons(k8s)]
         await delete_jetjob(k8s, "wc")
 
 
