@@ -30,3 +30,22 @@ def test_a_pipeline_whose_source_cannot_be_opened_is_refused_before_submission(t
     with jet.local_cluster(members=1) as cluster:
         with pytest.raises(FileNotFoundError, match="nothing-"):
             cluster.new_job(p)
+
+
+def test_a_global_aggregation_without_combine_gives_one_result_on_several_members():
+    """Every member's processor emitted a result, the ones the all-to-one edge does not feed an
+    empty one: [0, 4950] on 2 members."""
+    from jet import AggregateOperation
+
+    def add(acc, x):
+        acc[0] += x
+        return acc
+
+    total = AggregateOperation(create=lambda: [0], accumulate=add, combine=None, finish=lambda acc: acc[0])
+    with jet.local_cluster(members=2) as cluster:
+        for items, expected in ((list(range(100)), [4950]), ([], [0])):
+            p = Pipeline.create()
+            p.read_from(Sources.items(items)).aggregate(total).write_to(Sinks.list())
+            job = cluster.new_job(p)
+            job.join(timeout=60)
+            assert job.result() == expected

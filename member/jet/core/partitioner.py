@@ -94,6 +94,19 @@ class HashPartitioner:
 
 
 DEFAULT_PARTITIONER = MurmurHashPartitioner()
+
+
+def _key_of_partition_0() -> str:
+    number = 0
+    while murmur_partition(f"first-processor-{number}") != 0:
+        number += 1
+    return f"first-processor-{number}"
+
+
+FIRST_PROCESSOR_KEY = _key_of_partition_0()
+"""A key in partition 0: an all-to-one edge on it feeds the first processor of its vertex, on
+member 0 whatever the member count (partition ``p`` belongs to member ``p % members``), when
+the vertex has one processor per member."""
 HASH_PARTITIONER = HashPartitioner()
 
 

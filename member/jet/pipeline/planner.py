@@ -27,7 +27,7 @@ from typing import Any, Callable
 
 from jet.core.dag import DAG, LOCAL_PARALLELISM_USE_DEFAULT
 from jet.core.functions import entry_key
-from jet.core.partitioner import HASH_PARTITIONER
+from jet.core.partitioner import FIRST_PROCESSOR_KEY, HASH_PARTITIONER
 from jet.core.processors import (
     TransformP,
     accumulate_by_key_p,
@@ -179,7 +179,7 @@ class Planner:
         if operation.combine is None:
             vertex = self._builder.vertex(name, aggregate_p(operation), 1)
             self._builder.connect_input(transform.inputs[0], vertex, pairs=False,
-                                setup=lambda e: e.all_to_one(name).distributed())
+                                        setup=lambda e: e.all_to_one(FIRST_PROCESSOR_KEY).distributed())
         else:
             prepare = self._builder.vertex(f"{name}-prepare", accumulate_p(operation),
                                    self._builder.effective_lp(transform))

@@ -201,6 +201,10 @@ class AccumulateP(_GlobalStateP):
     def complete(self) -> bool:
         if self._finished:
             return True
+        if self._finish and not self._received and self.context.global_index != 0:
+            # The single stage's all-to-one edge feeds the first processor (FIRST_PROCESSOR_KEY):
+            # it alone gives the result of an empty input, the others stay silent unless fed.
+            return True
         if self._output is None:
             self._output = [self._aggregate.finish(self._acc) if self._finish else self._acc]
         return self.emit_list(self._output)
