@@ -21,6 +21,16 @@ from jet.job_config import ProcessingGuarantee
 EXACTLY_ONCE, AT_LEAST_ONCE = ProcessingGuarantee.EXACTLY_ONCE, ProcessingGuarantee.AT_LEAST_ONCE
 
 
+
+def restore_into(processor, entries) -> None:
+    """Restore ``processor`` from a snapshot's ``entries`` as the engine does: one inbox, then
+    ``finish_snapshot_restore``."""
+    inbox = Inbox()
+    inbox.add_chunk(list(entries))
+    processor.restore_from_snapshot(inbox)
+    assert inbox.is_empty()
+    assert processor.finish_snapshot_restore() is True
+
 def start(sink, index: int = 0, parallelism: int = 1, guarantee=EXACTLY_ONCE, restore: list | None = None):
     """A sink processor initialised as processor ``index`` of ``parallelism``, restored from
     ``restore`` (the entries of a snapshot) when given."""
@@ -28,11 +38,7 @@ def start(sink, index: int = 0, parallelism: int = 1, guarantee=EXACTLY_ONCE, re
     processor.init(Outbox(0), Context(vertex_name="sink", local_index=index, local_parallelism=parallelism,
                                       processing_guarantee=guarantee))
     if restore is not None:
-        inbox = Inbox()
-        inbox.add_chunk(list(restore))
-        processor.restore_from_snapshot(inbox)
-        assert inbox.is_empty()
-        assert processor.finish_snapshot_restore() is True
+        restore_into(processor, restore)
     return processor
 
 

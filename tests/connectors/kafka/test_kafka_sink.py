@@ -11,17 +11,16 @@ import json
 import pickle
 
 import pytest
-
 from jet import Sinks
 from jet.connectors.kafka.delivery import KafkaDeliveryError
 from jet.connectors.kafka.metadata import KafkaTopicMissingError
 from jet.connectors.kafka.records import to_bytes
-from jet.core.inbox import Inbox
 from jet.core.outbox import Outbox
 from jet.core.processor import Context
 from jet.job_config import ProcessingGuarantee
+
 from tests.connectors.kafka.kafka_support import committed_log, committed_values, read_values
-from tests.connectors.test_exactly_once_files import feed
+from tests.connectors.test_exactly_once_files import feed, restore_into
 from tests.connectors.test_exactly_once_files import phase1 as saved_in_phase1
 
 EXACTLY_ONCE, AT_LEAST_ONCE = ProcessingGuarantee.EXACTLY_ONCE, ProcessingGuarantee.AT_LEAST_ONCE
@@ -32,11 +31,7 @@ def start(sink, index: int = 0, total: int = 1, guarantee=EXACTLY_ONCE, restore:
     processor.init(Outbox(0), Context(vertex_name="out", job_id=job, local_index=index, local_parallelism=total,
                                       processing_guarantee=guarantee))
     if restore is not None:
-        inbox = Inbox()
-        inbox.add_chunk(list(restore))
-        processor.restore_from_snapshot(inbox)
-        assert inbox.is_empty()
-        assert processor.finish_snapshot_restore() is True
+        restore_into(processor, restore)
     return processor
 
 

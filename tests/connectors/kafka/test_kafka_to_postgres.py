@@ -7,7 +7,6 @@ from __future__ import annotations
 import os
 from collections import Counter
 
-import pytest
 import yaml
 
 import jet

@@ -11,11 +11,11 @@ import pytest
 # Every test module imports this one first: without psycopg they are skipped, saying why.
 psycopg = pytest.importorskip("psycopg", reason="psycopg is not installed: pip install 'jet-on-k8s[postgres]'")
 
-from jet.core.inbox import Inbox
 from jet.core.outbox import Outbox
 from jet.core.processor import Context
 from jet.job_config import ProcessingGuarantee
-from tests.connectors.test_exactly_once_files import feed, phase1  # noqa: F401 - the same driving steps
+
+from tests.connectors.test_exactly_once_files import feed, phase1, restore_into  # noqa: F401 - the same driving steps
 
 EXACTLY_ONCE, AT_LEAST_ONCE = ProcessingGuarantee.EXACTLY_ONCE, ProcessingGuarantee.AT_LEAST_ONCE
 
@@ -45,11 +45,7 @@ def start(supplier, index: int = 0, parallelism: int = 1, guarantee=EXACTLY_ONCE
     processor.init(outbox, Context(vertex_name=vertex, local_index=index, local_parallelism=parallelism,
                                       processing_guarantee=guarantee, job_id=job_id))
     if restore is not None:
-        inbox = Inbox()
-        inbox.add_chunk(list(restore))
-        processor.restore_from_snapshot(inbox)
-        assert inbox.is_empty()
-        assert processor.finish_snapshot_restore() is True
+        restore_into(processor, restore)
     return processor
 
 
