@@ -65,7 +65,8 @@ def test_suspend_takes_a_terminal_snapshot_and_resume_restores_it(tmp_path):
     coordinator.suspend(job_id)
     wait_until(lambda: coordinator.record(job_id).status is JobStatus.SUSPENDED, what="SUSPENDED")
     assert members.terminal == {0}
-    assert members.store.load_job_record(job_id).status == "SUSPENDED"
+    # the store's copy follows the record just after it
+    wait_until(lambda: members.store.load_job_record(job_id).status == "SUSPENDED", what="SUSPENDED stored")
     with pytest.raises(JobStateError, match="only a running job|it is SUSPENDED"):
         coordinator.restart(job_id)
     coordinator.resume(job_id)

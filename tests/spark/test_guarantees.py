@@ -79,7 +79,7 @@ def test_a_task_failing_mid_write_loses_and_duplicates_nothing(spark):
                 yield batch
                 sent += batch.num_rows
                 if context.partitionId() == 1 and context.attemptNumber() == 0 and sent >= 12_000:
-                    time.sleep(0.5)  # let the member emit what it has
+                    time.sleep(2.0)  # let the member emit what it has (a loaded machine takes a while)
                     raise RuntimeError("injected failure of the first attempt of partition 1")
 
         frame = session.range(0, 40_000, numPartitions=2)
