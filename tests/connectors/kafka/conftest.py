@@ -1,4 +1,6 @@
-"""Fixtures of the Kafka connector tests: one tansu broker per session, a fresh topic per test.
+"""Fixtures of the Kafka connector tests: one tansu broker per session, a fresh topic per test;
+noida-db brokers (:mod:`.noida`) where a test needs what tansu lacks (CreatePartitions, a broker
+that stops and starts again on its data).
 
 ``JET_TEST_KAFKA_SERVERS=host:port`` runs them against that broker instead (a real Kafka, say).
 
@@ -47,6 +49,39 @@ def kafka_broker(tmp_path_factory):
         yield broker
     finally:
         broker.stop()
+
+
+@pytest.fixture(scope="session")
+def noida_broker(tmp_path_factory):
+    """A running noida-db Kafka broker for the session."""
+    _require("confluent_kafka", "confluent-kafka")
+    _require("noida_db", "noida-db")
+    from tests.connectors.kafka.noida import NoidaBroker
+    root = tmp_path_factory.mktemp("noida")
+    broker = NoidaBroker(root / "data", root / "noida.log").start()
+    try:
+        yield broker
+    finally:
+        broker.stop()
+
+
+@pytest.fixture
+def restartable_broker(tmp_path):
+    """A noida-db Kafka broker of this test alone, which the test may stop and start again."""
+    _require("confluent_kafka", "confluent-kafka")
+    _require("noida_db", "noida-db")
+    from tests.connectors.kafka.noida import NoidaBroker
+    broker = NoidaBroker(tmp_path / "noida-data", tmp_path / "noida.log").start()
+    try:
+        yield broker
+    finally:
+        broker.stop()
+
+
+@pytest.fixture(params=["tansu", "noida-db"])
+def any_broker(request):
+    """Each broker in turn: the test runs against tansu and against noida-db."""
+    return request.getfixturevalue("kafka_broker" if request.param == "tansu" else "noida_broker")
 
 
 @pytest.fixture

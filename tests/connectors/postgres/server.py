@@ -50,6 +50,8 @@ class PostgresServer:
     data_dir: Path
     process: subprocess.Popen
     log_path: Path
+    command: list[str]
+    run_as: str | None = None
     user: str = SUPERUSER
     password: str = PASSWORD
 
@@ -58,6 +60,20 @@ class PostgresServer:
         fields = {"host": self.host, "port": str(self.port), "user": self.user, "password": self.password,
                   "dbname": dbname, "connect_timeout": "10", **overrides}
         return " ".join(f"{key}={value}" for key, value in fields.items())
+
+    def stop_fast(self) -> None:
+        """``pg_ctl stop -m fast``: sessions are ended, open transactions rolled back, prepared
+        ones kept; the data directory stays for :meth:`start_again`."""
+        subprocess.run([str(server_bin_dir() / "pg_ctl"), "stop", "-D", str(self.data_dir), "-m", "fast", "-w"],
+                       check=True, capture_output=True, timeout=60, cwd=self.data_dir.parent, **_as_user(self.run_as))
+        self.process.wait(30)
+
+    def start_again(self) -> None:
+        """Start the server stopped by :meth:`stop_fast` on the same port and data directory."""
+        with open(self.log_path, "ab") as log:
+            self.process = subprocess.Popen(self.command, stdout=log, stderr=subprocess.STDOUT,
+                                            cwd=self.data_dir.parent, **_as_user(self.run_as))
+        _wait_ready(self)
 
     def stop(self) -> None:
         """Fast shutdown (SIGINT), then kill if it does not stop within 30 s."""
@@ -131,10 +147,10 @@ def start_server() -> PostgresServer:
     port = _free_port()
     options = [arg for key, value in {**SERVER_SETTINGS, "port": str(port)}.items() for arg in ("-c", f"{key}={value}")]
     log_path = root / "server.log"
+    command = [str(bin_dir / "postgres"), "-D", str(data_dir), *options]
     with open(log_path, "wb") as log:
-        process = subprocess.Popen([str(bin_dir / "postgres"), "-D", str(data_dir), *options],
-                                   stdout=log, stderr=subprocess.STDOUT, cwd=root, **_as_user(user))
-    server = PostgresServer("127.0.0.1", port, data_dir, process, log_path)
+        process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, cwd=root, **_as_user(user))
+    server = PostgresServer("127.0.0.1", port, data_dir, process, log_path, command, user)
     _wait_ready(server)
     return server
 

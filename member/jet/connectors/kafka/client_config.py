@@ -15,6 +15,9 @@ FLUSH_TIMEOUT_S = 30.0
 """Longest wait for the producer to have every record acknowledged (phase 1, completion)."""
 TRANSACTION_TIMEOUT_S = 30.0
 """Longest wait for ``init_transactions``, ``commit_transaction`` and ``abort_transaction``."""
+BROKER_OUTAGE_S = 3 * METADATA_TIMEOUT_S
+"""How long the brokers may stay unreachable while a job runs: the source and the sink retry
+(reconnect, write a transaction again) within it, and fail the job naming the servers after it."""
 DEFAULT_METADATA_POLL_MS = 5_000
 """How often a source looks for new partitions (Jet's ``METADATA_CHECK_INTERVAL_NANOS``: 5 s)."""
 

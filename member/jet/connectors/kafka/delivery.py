@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
-from jet.connectors.kafka.client_config import FLUSH_TIMEOUT_S
+from jet.connectors.kafka.client_config import BROKER_OUTAGE_S, FLUSH_TIMEOUT_S
 
 
 class KafkaDeliveryError(RuntimeError):
@@ -31,12 +32,18 @@ class DeliveryWatch:
     def produce(self, producer: Any, key: bytes | None, value: bytes | None) -> None:
         """``producer.produce`` to the watched topic, waiting while its local queue is full."""
         from confluent_kafka import KafkaException
+        deadline = None
         while True:
             try:
                 producer.produce(self.topic, value, key, on_delivery=self.on_delivery)
                 return
-            except BufferError:
-                producer.poll(0.1)  # let acknowledgements drain the queue
+            except BufferError:  # the local queue is full: wait for acknowledgements, not forever
+                deadline = deadline or time.monotonic() + BROKER_OUTAGE_S
+                if time.monotonic() > deadline:
+                    raise KafkaDeliveryError(f"Kafka sink: the producer's queue to topic {self.topic!r} at"
+                                             f" {self.servers} stayed full for {BROKER_OUTAGE_S:g} s (are the"
+                                             f" brokers reachable?)") from None
+                producer.poll(0.1)
             except KafkaException as error:  # refused at once (too large, unknown partition, ...)
                 raise KafkaDeliveryError(f"Kafka sink: writing a record of {len(value or b'')} bytes to topic"
                                          f" {self.topic!r} at {self.servers} failed: {error.args[0].str()}") from None

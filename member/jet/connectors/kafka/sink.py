@@ -87,7 +87,7 @@ class WriteKafkaP(Processor):
             for key, value in records:
                 self._delivery.produce(producer, key, value)
             producer.poll(0)
-        self._delivery.check()
+            self._delivery.check()  # a transaction's failed writes are written again at its prepare
 
     def try_process_watermark(self, watermark: Watermark) -> bool:
         return True

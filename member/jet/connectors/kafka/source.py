@@ -24,7 +24,7 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from jet.connectors.kafka.client_config import (DEFAULT_METADATA_POLL_MS, METADATA_TIMEOUT_S, client_settings,
+from jet.connectors.kafka.client_config import (BROKER_OUTAGE_S, DEFAULT_METADATA_POLL_MS, client_settings,
                                                 for_admin, redacted)
 from jet.connectors.kafka.metadata import PartitionCountPoller, fetch_partition_counts, require_topics
 from jet.connectors.kafka.ownership import owned_partitions, owner_of
@@ -101,7 +101,7 @@ class StreamKafkaP(Processor):
         topics = list(spec.topics)
         self._poller = PartitionCountPoller(
             lambda: fetch_partition_counts(admin, topics, spec.bootstrap_servers), spec.metadata_poll_ms,
-            give_up_s=3 * METADATA_TIMEOUT_S)
+            give_up_s=BROKER_OUTAGE_S)
         self._emitter = StreamEmitter(self._policy, partitions=0)
 
     # -- reading -----------------------------------------------------------------------------------

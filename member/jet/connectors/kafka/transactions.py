@@ -23,6 +23,16 @@ across a restart here. Instead:
   committed, nothing to do; otherwise it was aborted → the saved records are written again in a
   new transaction (with the marker) and committed.
 
+**A broker that goes away and comes back** (a restart aborts the transactions that were open,
+and a client call to a broker that is not there may not return at all, whatever its timeout):
+every transaction call runs on a thread of its own and is given up after ``CALL_BOUND_S``. A
+transaction that fails (a call given up, a record not acknowledged) is written again from its
+saved records by a new producer of the same id, whose
+``init_transactions`` fences the old one and aborts what it left open; a commit that fails goes
+the restore's way (read the marker, write again only if it does not show the commit). These
+retries go on for ``BROKER_OUTAGE_S``; then the sink fails the job with a
+:class:`KafkaTransactionError` naming the servers and the transaction.
+
 The cost: the records of one snapshot interval are kept in memory and in the snapshot. The
 output of windowed aggregations is small; for a sink of millions of records per interval keep
 the snapshot interval short or use at-least-once. Records re-written after a restore get new
@@ -32,17 +42,27 @@ offsets and timestamps.
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, NamedTuple
+from typing import Any, Callable, NamedTuple
 
-from jet.connectors.kafka.client_config import TRANSACTION_TIMEOUT_S
-from jet.connectors.kafka.delivery import DeliveryWatch
+from jet.connectors.kafka.client_config import BROKER_OUTAGE_S, TRANSACTION_TIMEOUT_S
+from jet.connectors.kafka.delivery import DeliveryWatch, KafkaDeliveryError
 
 log = logging.getLogger("jet.connectors.kafka.transactions")
 _MAX_PARALLEL_ABORTS = 8
 MARKER_RECHECK_PAUSES_S = (0.2, 0.5, 1.0)
 """Pauses between reads of a transaction's marker before it is taken as not committed."""
+CALL_BOUND_S = 15.0
+"""Longest wait for one transaction call (its own timeout is ``TRANSACTION_TIMEOUT_S``, which a
+call to a broker that restarted does not always keep); a call given up is retried as a whole."""
+RETRY_PAUSE_S = 1.0
+"""Pause between two attempts at a failed transaction step."""
+
+
+class KafkaTransactionError(RuntimeError):
+    """A transaction of the sink failed, or a call for it did not return, for ``BROKER_OUTAGE_S``."""
 
 
 class PreparedKafkaTransaction(NamedTuple):
@@ -52,75 +72,120 @@ class PreparedKafkaTransaction(NamedTuple):
     records: list  # (key bytes | None, value bytes | None)
 
 
+def bounded_call(what: str, call: Callable[[], Any], timeout_s: float) -> Any:
+    """``call()`` on a daemon thread; its result, its exception, or a :class:`TimeoutError` when it
+    has not returned within ``timeout_s`` (the thread is left behind with its abandoned client)."""
+    outcome: list = []
+
+    def run() -> None:
+        try:
+            outcome.append((True, call()))
+        except BaseException as error:  # noqa: BLE001 - handed to the caller
+            outcome.append((False, error))
+
+    thread = threading.Thread(target=run, name=f"kafka-{what}", daemon=True)
+    thread.start()
+    thread.join(timeout_s)
+    if not outcome:
+        raise TimeoutError(f"{what} did not return within {timeout_s:g} s")
+    ok, value = outcome[0]
+    if not ok:
+        raise value
+    return value
+
+
 class KafkaTransactions:
     """The Kafka side of a transactional sink processor (see the module docstring)."""
 
-    def __init__(self, delivery: DeliveryWatch, producer_config: dict, consumer_config: dict) -> None:
+    def __init__(self, delivery: DeliveryWatch, producer_config: dict, consumer_config: dict,
+                 outage_s: float = BROKER_OUTAGE_S) -> None:
         self._delivery = delivery
         self._topic = delivery.topic
+        self._servers = delivery.servers
         self._producer_config = producer_config
         self._consumer_config = consumer_config
+        self._outage_s = outage_s
         self._producers: dict[str, Any] = {}  # id -> producer ready for begin_transaction
         self._open: dict[str, Any] = {}  # id -> producer inside a transaction
         self._records: dict[str, list] = {}  # id -> records of its open transaction
         self._numbers: dict[str, int] = {}
+        self._broken: set[str] = set()  # open transactions a write failed in: written again at prepare
         self._last_number = 0
 
     # -- writing --------------------------------------------------------------------------------
     def produce(self, txn_id: str, key: bytes | None, value: bytes | None) -> None:
         """Write one record into the open transaction ``txn_id``."""
-        self._delivery.produce(self._open[txn_id], key, value)
         self._records[txn_id].append((key, value))
+        if txn_id in self._broken:
+            return
+        try:
+            self._delivery.produce(self._open[txn_id], key, value)
+        except KafkaDeliveryError as error:  # written again by prepare, within the bound
+            log.warning("%s; transaction %s will be written again", error, txn_id)
+            self._broken.add(txn_id)
 
     # -- TransactionalResource ------------------------------------------------------------------
     def begin(self, txn_id: str) -> None:
-        producer = self._producers.pop(txn_id, None) or self._initialized_producer(txn_id)
-        producer.begin_transaction()
-        self._open[txn_id] = producer
+        ready = [self._producers.pop(txn_id, None)]
+
+        def attempt() -> Any:  # the ready producer first; after a failure, a new one
+            producer = ready.pop() if ready and ready[0] is not None else self._initialized_producer(txn_id)
+            ready.clear()
+            self._call("begin_transaction", producer.begin_transaction)
+            return producer
+        self._open[txn_id] = self._retried("begin", txn_id, attempt)
         self._records[txn_id] = []
         self._numbers[txn_id] = self._next_number()
 
     def prepare(self, txn_id: str) -> PreparedKafkaTransaction:
+        number, records = self._numbers[txn_id], self._records[txn_id]
         producer = self._open[txn_id]
-        self._delivery.flush(producer, TRANSACTION_TIMEOUT_S)
-        number = self._numbers[txn_id]
-        self._send_marker(producer, txn_id, number)
+        try:
+            if txn_id in self._broken:
+                raise KafkaDeliveryError(f"a write into transaction {txn_id} failed")
+            self._flush_and_mark(producer, txn_id, number, self._delivery)
+        except Exception as error:  # noqa: BLE001 - any failure: the same records, a new producer
+            log.warning("Kafka sink: preparing transaction %s at %s failed (%s); writing its %d records again",
+                        txn_id, self._servers, error, len(records))
+            self._delivery.error = None  # the failure is this transaction's, written again here
+            self._open[txn_id] = self._retried("prepare", txn_id, lambda: self._write_again(txn_id, number, records))
+        self._broken.discard(txn_id)
         return PreparedKafkaTransaction(number, self._records.pop(txn_id))
 
     def commit(self, txn_id: str, prepared: PreparedKafkaTransaction) -> None:
         producer = self._open.pop(txn_id, None)
         if producer is not None:  # prepared by this very producer: phase 2 as Kafka means it
-            producer.commit_transaction(TRANSACTION_TIMEOUT_S)
-            self._producers[txn_id] = producer
-            return
-        producer = self._initialized_producer(txn_id)  # settles what an earlier producer left
-        if not self._marker_shows(txn_id, prepared.number):
-            log.info("Kafka sink: transaction %s (%d records) was not committed before the restart;"
-                     " writing its records again", txn_id, len(prepared.records))
-            producer.begin_transaction()
-            for key, value in prepared.records:
-                self._delivery.produce(producer, key, value)
-            self._delivery.flush(producer, TRANSACTION_TIMEOUT_S)
-            self._send_marker(producer, txn_id, prepared.number)
-            producer.commit_transaction(TRANSACTION_TIMEOUT_S)
-        self._producers[txn_id] = producer
+            try:
+                self._call("commit_transaction", lambda: producer.commit_transaction(TRANSACTION_TIMEOUT_S))
+                self._producers[txn_id] = producer
+                return
+            except Exception as error:  # noqa: BLE001 - settled below as after a restart
+                log.warning("Kafka sink: committing transaction %s at %s failed (%s); settling it with a new"
+                            " producer", txn_id, self._servers, error)
+        self._producers[txn_id] = self._retried("commit", txn_id, lambda: self._settle(txn_id, prepared))
 
     def abort(self, txn_ids: list[str]) -> None:
         fresh = []
         for txn_id in txn_ids:
             producer = self._open.pop(txn_id, None)
             self._records.pop(txn_id, None)
+            self._broken.discard(txn_id)
             if producer is not None:
-                producer.abort_transaction(TRANSACTION_TIMEOUT_S)
-                self._producers[txn_id] = producer
-            elif txn_id not in self._producers:
+                try:
+                    self._call("abort_transaction", lambda: producer.abort_transaction(TRANSACTION_TIMEOUT_S))
+                    self._producers[txn_id] = producer
+                    continue
+                except Exception as error:  # noqa: BLE001 - a new producer's init aborts it
+                    log.warning("Kafka sink: aborting transaction %s failed (%s); fencing it", txn_id, error)
+            if txn_id not in self._producers:
                 fresh.append(txn_id)
         if not fresh:
             return
         # init_transactions fences and aborts what an earlier producer of the id left open; it
         # takes a round trip or more per id, so the ids are settled in parallel.
         with ThreadPoolExecutor(min(_MAX_PARALLEL_ABORTS, len(fresh)), thread_name_prefix="kafka-abort") as pool:
-            list(pool.map(self._initialized_producer, fresh))  # dropped: a begin makes its own
+            list(pool.map(lambda txn_id: self._retried("abort", txn_id, lambda: self._initialized_producer(txn_id)),
+                          fresh))  # dropped: a begin makes its own
 
     def close(self) -> None:
         for producer in list(self._producers.values()) + list(self._open.values()):
@@ -128,11 +193,63 @@ class KafkaTransactions:
         self._producers.clear()
         self._open.clear()
 
+    # -- steps ----------------------------------------------------------------------------------
+    def _flush_and_mark(self, producer: Any, txn_id: str, number: int, delivery: DeliveryWatch) -> None:
+        self._call("flush", lambda: delivery.flush(producer, TRANSACTION_TIMEOUT_S))
+        self._send_marker(producer, txn_id, number)
+
+    def _produce_all(self, producer: Any, records: list) -> DeliveryWatch:
+        """``records`` into ``producer``'s open transaction, watched apart from earlier producers'."""
+        delivery = DeliveryWatch(self._topic, self._servers)
+        for key, value in records:
+            delivery.produce(producer, key, value)
+        return delivery
+
+    def _write_again(self, txn_id: str, number: int, records: list) -> Any:
+        """A new producer of ``txn_id`` (fencing the old one) writes ``records`` and the marker
+        ``number`` in a new transaction, left open (prepared); returns the producer."""
+        producer = self._initialized_producer(txn_id)
+        self._call("begin_transaction", producer.begin_transaction)
+        self._flush_and_mark(producer, txn_id, number, self._produce_all(producer, records))
+        return producer
+
+    def _settle(self, txn_id: str, prepared: PreparedKafkaTransaction) -> Any:
+        """Commit ``prepared`` with a new producer of ``txn_id``: nothing to do if its marker shows
+        it committed, else its records written again and committed. Returns the producer."""
+        producer = self._initialized_producer(txn_id)  # settles what an earlier producer left
+        if not self._marker_shows(txn_id, prepared.number):
+            log.info("Kafka sink: transaction %s (%d records) was not committed; writing its records again",
+                     txn_id, len(prepared.records))
+            self._call("begin_transaction", producer.begin_transaction)
+            self._flush_and_mark(producer, txn_id, prepared.number, self._produce_all(producer, prepared.records))
+            self._call("commit_transaction", lambda: producer.commit_transaction(TRANSACTION_TIMEOUT_S))
+        return producer
+
+    def _retried(self, step: str, txn_id: str, attempt: Callable[[], Any]) -> Any:
+        """``attempt()`` again after each failure until it succeeds, for at most the outage bound."""
+        deadline = time.monotonic() + self._outage_s
+        while True:
+            try:
+                return attempt()
+            except Exception as error:  # noqa: BLE001 - every failure is retried within the bound
+                if time.monotonic() + RETRY_PAUSE_S > deadline:
+                    raise KafkaTransactionError(
+                        f"Kafka sink: {step} of transaction {txn_id} on topic {self._topic!r} at {self._servers}"
+                        f" still failed after {self._outage_s:g} s of retries: {type(error).__name__}: {error}"
+                    ) from None
+                log.warning("Kafka sink: %s of transaction %s at %s failed (%s: %s); retrying", step, txn_id,
+                            self._servers, type(error).__name__, error)
+                time.sleep(RETRY_PAUSE_S)
+
+    @staticmethod
+    def _call(what: str, call: Callable[[], Any]) -> Any:
+        return bounded_call(what, call, CALL_BOUND_S)
+
     # -- helpers --------------------------------------------------------------------------------
     def _initialized_producer(self, txn_id: str) -> Any:
         from confluent_kafka import Producer
         producer = Producer({**self._producer_config, "transactional.id": txn_id})
-        producer.init_transactions(TRANSACTION_TIMEOUT_S)
+        self._call("init_transactions", lambda: producer.init_transactions(TRANSACTION_TIMEOUT_S))
         return producer
 
     def _next_number(self) -> int:
@@ -147,12 +264,15 @@ class KafkaTransactions:
 
     def _send_marker(self, producer: Any, txn_id: str, number: int) -> None:
         from confluent_kafka import TopicPartition
-        consumer = self._marker_consumer(txn_id)
-        try:
-            producer.send_offsets_to_transaction([TopicPartition(self._topic, 0, number)],
-                                                 consumer.consumer_group_metadata(), TRANSACTION_TIMEOUT_S)
-        finally:
-            consumer.close()
+
+        def send() -> None:  # the marker consumer's close is bounded too
+            consumer = self._marker_consumer(txn_id)
+            try:
+                producer.send_offsets_to_transaction([TopicPartition(self._topic, 0, number)],
+                                                     consumer.consumer_group_metadata(), TRANSACTION_TIMEOUT_S)
+            finally:
+                consumer.close()
+        self._call("send_offsets_to_transaction", send)
 
     def _marker_shows(self, txn_id: str, number: int) -> bool:
         """Whether the marker group's committed offset says transaction ``number`` committed.
@@ -169,9 +289,13 @@ class KafkaTransactions:
 
     def _committed_marker(self, txn_id: str) -> int | None:
         from confluent_kafka import TopicPartition
-        consumer = self._marker_consumer(txn_id)
-        try:
-            [committed] = consumer.committed([TopicPartition(self._topic, 0)], timeout=TRANSACTION_TIMEOUT_S)
-        finally:
-            consumer.close()
+
+        def read() -> Any:
+            consumer = self._marker_consumer(txn_id)
+            try:
+                [committed] = consumer.committed([TopicPartition(self._topic, 0)], timeout=TRANSACTION_TIMEOUT_S)
+            finally:
+                consumer.close()
+            return committed
+        committed = self._call("committed", read)
         return committed.offset if committed.offset >= 0 else None

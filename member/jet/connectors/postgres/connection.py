@@ -16,6 +16,11 @@ until a restored processor commits or rolls it back)."""
 TCP_USER_TIMEOUT_MS = 30_000
 """How long sent data may stay unacknowledged before the connection counts as broken, so a
 vanished server fails the job instead of hanging it."""
+SERVER_OUTAGE_S = 30.0
+"""How long the exactly-once sink reconnects to a server that went away (a restart) before it
+fails the job naming the server."""
+RECONNECT_PAUSE_S = 1.0
+"""Pause between two attempts to reconnect."""
 KEEPALIVE = {"keepalives": "1", "keepalives_idle": "10", "keepalives_interval": "5", "keepalives_count": "3"}
 
 

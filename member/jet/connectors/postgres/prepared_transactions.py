@@ -14,7 +14,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from jet.connectors.postgres.connection import PostgresError, describe, scrub
+from jet.connectors.postgres.connection import PostgresConnectionError, PostgresError, describe, scrub
 
 log = logging.getLogger("jet.connectors.postgres")
 
@@ -28,6 +28,15 @@ class PreparedTransactions:
     def __init__(self, data: Any, control: Any, dsn: str, what: str) -> None:
         self._data, self._control, self._dsn, self._what = data, control, dsn, what
         self._active: str | None = None
+
+    @property
+    def active(self) -> str | None:
+        """The id of the transaction open on the data connection, if any."""
+        return self._active
+
+    def use(self, data: Any, control: Any) -> None:
+        """Go on with new connections (the old ones were lost, and the open transaction with them)."""
+        self._data, self._control = data, control
 
     def begin(self, txn_id: str) -> None:
         if len(txn_id.encode()) > MAX_GID_BYTES:
@@ -91,9 +100,7 @@ class PreparedTransactions:
         try:
             return connection.execute(statement, params)
         except psycopg.Error as error:
-            raise self._error(error, statement if isinstance(statement, str) else statement.as_string(connection)) \
-                from None
-
-    def _error(self, error: Exception, doing: str) -> PostgresError:
-        return PostgresError(f"{self._what}: {doing} failed on {describe(self._dsn)}: "
-                             f"{scrub(str(error).strip(), self._dsn)}")
+            doing = statement if isinstance(statement, str) else statement.as_string(None)
+            kind = PostgresConnectionError if isinstance(error, psycopg.OperationalError) else PostgresError
+            raise kind(f"{self._what}: {doing} failed on {describe(self._dsn)}: "
+                       f"{scrub(str(error).strip(), self._dsn)}") from None

@@ -7,6 +7,11 @@
   (``PREPARE TRANSACTION``) and records the id, phase 2 commits it (``COMMIT PREPARED``), a
   restore commits what the snapshot prepared and rolls back every other id of this processor
   found in ``pg_prepared_xacts``. Rows become visible once per snapshot.
+  **A server that goes away** (a restart, a failover): the processor keeps the rows of its open
+  transaction; when a statement fails because the connection is lost it reconnects (every
+  ``RECONNECT_PAUSE_S`` for up to ``SERVER_OUTAGE_S``), begins the transaction again and writes
+  those rows again, then repeats the step. Prepared transactions survive a restart, and
+  ``COMMIT PREPARED`` is idempotent. A server away for longer fails the job naming it.
 - **At-least-once** (or exactly-once asked off): plain transactions, committed in phase 1 of
   each snapshot, when a batch fills up without snapshots, and at completion. After a restart
   the replayed items are written again, which an upsert makes idempotent.
@@ -20,7 +25,8 @@ import logging
 import time
 from typing import Any, Sequence
 
-from jet.connectors.postgres.connection import connect
+from jet.connectors.postgres.connection import (RECONNECT_PAUSE_S, SERVER_OUTAGE_S, PostgresConnectionError,
+                                               connect, describe)
 from jet.connectors.postgres.prepared_transactions import PreparedTransactions
 from jet.connectors.postgres.table_writer import TableWriter
 from jet.connectors.transaction_pool import TransactionPool, default_prefix
@@ -55,6 +61,8 @@ class PostgresSinkP(Processor):
         self._transactions: PreparedTransactions | None = None
         self._pool: TransactionPool | None = None
         self._restore_only = False  # a pool made only to commit what a restored snapshot prepared
+        self._txn_rows: list = []  # rows written into the open two-phase transaction, for a reconnect
+        self._closing = False  # no reconnecting: the job is ending
 
     def init(self, outbox: Outbox, context: Context) -> None:
         super().init(outbox, context)
@@ -70,7 +78,51 @@ class PostgresSinkP(Processor):
         self._control = connect(self._dsn, "Sinks.postgres", autocommit=True,
                                 application_name=f"jet {context.vertex_name}#{context.global_index} 2pc")
         self._transactions = PreparedTransactions(self._data, self._control, self._dsn, "Sinks.postgres")
-        return TransactionPool(self._transactions, context, default_prefix(context, "postgres"), tag=TXN_TAG)
+        return TransactionPool(_Reconnecting(self), context, default_prefix(context, "postgres"), tag=TXN_TAG)
+
+    # -- a lost connection -----------------------------------------------------------------------
+    def _retried(self, step: str, action):
+        """``action()``; after a lost connection, reconnect, restore the open transaction and
+        repeat it, for at most ``SERVER_OUTAGE_S``."""
+        deadline = time.monotonic() + SERVER_OUTAGE_S
+        while True:
+            try:
+                return action()
+            except PostgresConnectionError as error:
+                if self._closing:
+                    raise
+                if time.monotonic() > deadline:  # reconnecting works, the step keeps failing
+                    raise PostgresConnectionError(f"Sinks.postgres: {step} still failed on {describe(self._dsn)}"
+                                                  f" after {SERVER_OUTAGE_S:g} s of reconnecting: {error}") from None
+                log.warning("Sinks.postgres %s: %s lost its connection (%s); reconnecting",
+                            self.context.vertex_name, step, error)
+                self._reconnect(step, deadline)
+
+    def _reconnect(self, step: str, deadline: float) -> None:
+        """New connections, the open transaction begun again with its rows written again."""
+        context = self.context
+        name = f"jet {context.vertex_name}#{context.global_index}"
+        while True:
+            time.sleep(RECONNECT_PAUSE_S)
+            for connection in (self._data, self._control):
+                connection.close()
+            try:
+                self._data = connect(self._dsn, "Sinks.postgres", autocommit=True, application_name=name)
+                self._control = connect(self._dsn, "Sinks.postgres", autocommit=True, application_name=f"{name} 2pc")
+                self._writer.use(self._data)
+                self._transactions.use(self._data, self._control)
+                active = self._transactions.active
+                if active is not None:
+                    self._transactions.abort([active])  # PREPARE may have gone through before the loss
+                    self._transactions.begin(active)
+                    if self._txn_rows:
+                        self._writer.write(self._txn_rows)
+                return
+            except PostgresConnectionError as error:
+                if time.monotonic() > deadline:
+                    raise PostgresConnectionError(
+                        f"Sinks.postgres: {step}: the server at {describe(self._dsn)} stayed unreachable for"
+                        f" {SERVER_OUTAGE_S:g} s: {error}") from None
 
     # -- items -----------------------------------------------------------------------------------
     def process(self, ordinal: int, inbox: Inbox) -> None:
@@ -90,7 +142,11 @@ class PostgresSinkP(Processor):
             return
         if self._pool is not None:
             self._pool.active_id()
-        self._writer.write(self._buffer)
+            buffer = self._buffer
+            self._retried("writing rows", lambda: self._writer.write(buffer))
+            self._txn_rows.extend(buffer)
+        else:
+            self._writer.write(self._buffer)
         self._buffer = []
         if self._pool is None and not self.context.snapshots_enabled:
             self._data.commit()
@@ -141,6 +197,7 @@ class PostgresSinkP(Processor):
     def close(self) -> None:
         """Roll back what no snapshot prepared (closing the connection would too, but this also
         covers a pooled connection); prepared transactions wait for the restore that decides."""
+        self._closing = True
         try:
             if self._pool is not None:
                 self._pool.close()
@@ -151,3 +208,32 @@ class PostgresSinkP(Processor):
             for connection in (self._data, self._control):
                 if connection is not None:
                     connection.close()
+
+
+class _Reconnecting:
+    """The sink's :class:`~jet.connectors.transaction_pool.TransactionalResource`: its
+    :class:`PreparedTransactions`, each step repeated on new connections after a lost one."""
+
+    def __init__(self, sink: PostgresSinkP) -> None:
+        self._sink = sink
+
+    def begin(self, txn_id: str) -> None:
+        sink = self._sink
+        sink._txn_rows = []
+        sink._retried("BEGIN", lambda: sink._transactions.begin(txn_id))
+
+    def prepare(self, txn_id: str) -> Any:
+        sink = self._sink
+        xid = sink._retried("PREPARE TRANSACTION", lambda: sink._transactions.prepare(txn_id))
+        sink._txn_rows = []
+        return xid
+
+    def commit(self, txn_id: str, prepared_state: Any) -> None:
+        sink = self._sink
+        sink._retried("COMMIT PREPARED", lambda: sink._transactions.commit(txn_id, prepared_state))
+
+    def abort(self, txn_ids: list[str]) -> None:
+        sink = self._sink
+        if sink._transactions.active in txn_ids:
+            sink._txn_rows = []
+        sink._retried("ROLLBACK PREPARED", lambda: sink._transactions.abort(txn_ids))

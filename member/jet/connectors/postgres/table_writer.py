@@ -46,6 +46,10 @@ class TableWriter:
         else:
             self._statement = sql.SQL("COPY {t} ({n}) FROM STDIN").format(t=target, n=names)
 
+    def use(self, connection: Any) -> None:
+        """Write on ``connection`` from now on (the old one was lost)."""
+        self._connection = connection
+
     def _table_columns(self) -> list[str]:
         import psycopg
         from psycopg import sql
