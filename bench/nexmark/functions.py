@@ -201,3 +201,39 @@ def whole(item: Any) -> Any:
 
 def is_not_none(item: Any) -> bool:
     return item is not None
+
+
+def first(pair: tuple) -> Any:
+    return pair[0]
+
+
+def second(pair: tuple) -> Any:
+    return pair[1]
+
+
+def new_list() -> list:
+    return []
+
+
+Q6_BIDS = 10  # Beam's maxNumBids: how many of a seller's latest winning bids q6 averages
+
+
+def q6_average(latest: list, seller: int, auction_bid: tuple) -> tuple[int, float]:
+    """Beam's q6: the seller's average price over its latest 10 winning bids (by time, then price)."""
+    bid = auction_bid[1]
+    latest.append(bid)
+    latest.sort(key=lambda b: (b.date_time, b.price))
+    del latest[:-Q6_BIDS]
+    return seller, sum(b.price for b in latest) / len(latest)
+
+
+def window_ends(ts: int, size_ms: int, slide_ms: int) -> range:
+    """Ends of the windows ``[end - size, end)`` aligned to ``slide_ms`` that hold ``ts``."""
+    first_end = ts - ts % slide_ms + slide_ms
+    return range(first_end, first_end + size_ms, slide_ms)
+
+
+def q4_windowed_prices(size_ms: int, slide_ms: int, auction_bid: tuple) -> list[tuple]:
+    """``((window end, category), price)`` for each window holding the auction's expiry."""
+    auction, bid = auction_bid
+    return [((end, auction.category), bid.price) for end in window_ends(auction.expires - 1, size_ms, slide_ms)]

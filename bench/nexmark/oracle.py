@@ -21,12 +21,6 @@ def _of(events: list, kind: type) -> list:
     return [e for _, e in events if type(e) is kind]
 
 
-def _window_ends(ts: int, size: int, slide: int) -> range:
-    """Ends of the windows ``[end - size, end)`` aligned to ``slide`` that hold ``ts``."""
-    first_end = ts - ts % slide + slide
-    return range(first_end, first_end + size, slide)
-
-
 def q0(events, s): return Counter(e for _, e in events)
 def q1(events, s): return Counter(f.q1_dollars_to_euros(b) for b in _bids(events))
 def q2(events, s): return Counter((b.auction, b.price) for b in _bids(events) if b.auction % f.AUCTION_SKIP == 0)
@@ -38,10 +32,44 @@ def q3(events, s):
                    for a in _of(events, Auction) if a.category == f.Q3_CATEGORY and a.seller in persons)
 
 
+def _winning_bids(events: list) -> list[tuple[Auction, Bid]]:
+    """Beam's WinningBids straight from its definition: every auction's best qualifying bid."""
+    bids = defaultdict(list)
+    for b in _bids(events):
+        bids[b.auction].append(b)
+    winners = []
+    for a in _of(events, Auction):
+        valid = [b for b in bids.get(a.id, ()) if a.date_time <= b.date_time < a.expires and b.price >= a.reserve]
+        if valid:
+            best_price = max(b.price for b in valid)
+            earliest = min(b.date_time for b in valid if b.price == best_price)
+            winners.append((a, max(b for b in valid if b.price == best_price and b.date_time == earliest)))
+    return winners
+
+
+def q4(events, s):
+    prices = defaultdict(list)
+    for a, b in _winning_bids(events):
+        for end in f.window_ends(a.expires - 1, s.window_ms, s.period_ms):
+            prices[(end, a.category)].append(b.price)
+    return Counter((key, sum(p) / len(p)) for key, p in prices.items())
+
+
+def q6(events, s):
+    per_seller = defaultdict(list)
+    for a, b in _winning_bids(events):
+        per_seller[a.seller].append(b)
+    out = Counter()
+    for seller, bids in per_seller.items():
+        latest = sorted(bids, key=lambda b: (b.date_time, b.price))[-f.Q6_BIDS:]
+        out[(seller, sum(b.price for b in latest) / len(latest))] += 1
+    return out
+
+
 def q5(events, s):
     counts: dict = defaultdict(Counter)
     for b in _bids(events):
-        for end in _window_ends(b.date_time, s.window_ms, s.period_ms):
+        for end in f.window_ends(b.date_time, s.window_ms, s.period_ms):
             counts[end][b.auction] += 1
     out = Counter()
     for end, per_auction in counts.items():
@@ -158,8 +186,11 @@ def answer(name: str, events: list, settings: QuerySettings) -> Counter:
 
 
 def normalized(name: str, output: Iterable[Any]) -> Counter:
-    """``output`` as a multiset comparable with ``answer``: q12's processing-time windows cannot
-    be predicted, so its per-window counts are summed per bidder."""
+    """``output`` as a multiset comparable with ``answer``: q4 and q6 emit a key's result anew
+    with every winning bid, so only each key's last counts; q12's processing-time windows
+    cannot be predicted, so its per-window counts are summed per bidder."""
+    if name in ("q4", "q6"):
+        return Counter(dict(output).items())
     if name != "q12":
         return Counter(output)
     totals: Counter = Counter()
