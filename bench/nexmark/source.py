@@ -16,6 +16,7 @@ from typing import Any
 from jet import Pipeline, Sinks, SourceBuilder
 
 from .events import load, share_path
+from .gc_timer import install as time_collections
 
 CHUNK = 2048
 _LOADED: dict[str, list] = {}
@@ -26,6 +27,7 @@ def _share_events(directory: str, context: Any) -> list:
     if path not in _LOADED:
         _LOADED[path] = load(path)
         gc.freeze()
+        time_collections()
     return _LOADED[path]
 
 

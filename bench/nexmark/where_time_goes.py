@@ -2,12 +2,15 @@
 sorted into the engine's parts by the innermost frame that names one.
 
     python bench/nexmark/where_time_goes.py q5,q8 [--events 1000000] [--members 1] [--rate 200]
+        [--guarantee none|at-least-once|exactly-once]
 
 Needs ``pip install py-spy``. Each member is sampled (``py-spy record --format raw --threads
---nonblocking --native``) from the job's submission to its end; a sample belongs to the first
-part, from the leaf up, whose file or function matches (``PARTS``), so a user function called by
-a window processor counts as the query's own code, and ``gc`` is CPython's collector seen in
-the native frames. Idle samples (parked threads, gRPC waiting) are dropped by py-spy.
+--nonblocking``) from the job's submission to its end; a sample belongs to the first part,
+from the leaf up, whose file or function matches (``PARTS``), so a user function called by a
+window processor counts as the query's own code. py-spy drops the samples of threads it sees
+idle; the waits it still counts (the cooperative thread's backoff park, lock waits, gRPC
+polling) are a part of their own. The collector is timed apart (``gc_timer``): py-spy sees it only in
+native stacks, which need it to pause the member at every sample.
 """
 
 from __future__ import annotations
@@ -27,15 +30,19 @@ sys.path[:0] = [str(Path(__file__).resolve().parents[2] / "member"), str(Path(__
 import jet  # noqa: E402
 from jet import Sinks  # noqa: E402
 from nexmark.events import generated, write_shares  # noqa: E402
+from nexmark.gc_timer import gc_stats_pipeline  # noqa: E402
 from nexmark.generator import GeneratorConfig  # noqa: E402
 from nexmark.queries import QuerySettings, pipeline  # noqa: E402
 from nexmark.source import nexmark_source, preload_pipeline  # noqa: E402
 
 #: (part, substrings of a frame "function (file:line)"), tried leaf first, in this order per frame
 PARTS = [
-    ("gc", ("gc_collect", "collect_with_callback", "gc_collect_main")),
-    ("pickling", ("pickle", "dumps (", "loads (", "_pickle")),
-    ("query's functions", ("/bench/nexmark/",)),
+    ("idle waits (backoff park, locks, gRPC polling)", ("BackoffIdleStrategy.idle", "Condition.wait", "Event.wait",
+                                                         "selectors.py", "grpc/_server.py", "_poll_")),
+    ("pickling (chunks to other members, snapshots)", ("pickle", "dumps (", "loads (", "encode_chunk",
+                                                       "decode_chunk")),
+    ("partitioning (key encoding, hashing)", ("key_encoding.py", "partitioner.py", "partitioning.py")),
+    ("query's functions", ("nexmark/",)),
     ("source", ("source_builder.py", "stream_emitter.py", "event_time.py")),
     ("sink", ("processors/sinks.py", "connectors/sinks.py")),
     ("windows and keyed state", ("processors/windows.py", "session_window.py", "co_group.py", "stateful.py",
@@ -48,6 +55,9 @@ PARTS = [
 ]
 
 
+TOP_LEAVES = 8
+
+
 def part_of(frames: list[str]) -> str:
     """The part a sample's stack (root first) belongs to."""
     for frame in reversed(frames):
@@ -57,46 +67,65 @@ def part_of(frames: list[str]) -> str:
     return "other (interpreter, threads, libraries)"
 
 
-def summarize(raw_path: Path) -> Counter:
-    """Samples per part in one ``py-spy --format raw`` file."""
+def summarize(raw_path: Path) -> tuple[Counter, Counter]:
+    """Samples per part, and per innermost function (its line dropped), in one ``py-spy
+    --format raw`` file."""
     parts: Counter = Counter()
+    leaves: Counter = Counter()
     for line in raw_path.read_text().splitlines():
         stack, _, count = line.rpartition(" ")
         if stack:
-            parts[part_of(stack.split(";")[1:])] += int(count)
-    return parts
+            frames = stack.split(";")[1:] or ["(no frame)"]
+            parts[part_of(frames)] += int(count)
+            leaves[frames[-1].rsplit(":", 1)[0] + ")"] += int(count)
+    return parts, leaves
 
 
 def _record(pid: int, out: Path, rate: int) -> subprocess.Popen:
     return subprocess.Popen(["py-spy", "record", "--pid", str(pid), "--format", "raw", "--threads",
-                             "--nonblocking", "--native", "--rate", str(rate), "--output", str(out)],
+                             "--nonblocking", "--rate", str(rate), "--output", str(out)],
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
 
 
-def profile(name: str, events: list, settings: QuerySettings, members: int, rate: int, out_dir: Path) -> None:
+def profile(name: str, events: list, settings: QuerySettings, members: int, rate: int, out_dir: Path,
+            guarantee: str) -> None:
     with tempfile.TemporaryDirectory(prefix="nexmark-") as shares, tempfile.TemporaryDirectory() as logs, \
             jet.local_cluster(members=members, log_dir=logs) as cluster:
         source = nexmark_source(write_shares(events, members, shares))
         cluster.new_job(preload_pipeline(shares)).join(timeout=600)
-        raws = [out_dir / f"{name}-m{members}-member{i}.txt" for i in range(members)]
+        cluster.new_job(gc_stats_pipeline()).join(timeout=60)  # from here on
+        raws = [out_dir / f"{name}-m{members}-{guarantee}-member{i}.txt" for i in range(members)]
         spies = [_record(member.pid, raw, rate) for member, raw in zip(cluster.members, raws)]
         time.sleep(1.0)  # py-spy attaches
         started = time.perf_counter()
-        cluster.new_job(pipeline(name, source, settings, Sinks.noop())).join(timeout=1800)
+        cluster.new_job(pipeline(name, source, settings, Sinks.noop()),
+                        {"processing_guarantee": guarantee, "snapshot_interval_ms": 1000}).join(timeout=1800)
         elapsed = time.perf_counter() - started
+        collections = cluster.new_job(gc_stats_pipeline())
+        collections.join(timeout=60)
+        collected = sorted(collections.result("gc"))
         for spy in spies:
             spy.send_signal(signal.SIGINT)
         for spy in spies:
-            spy.wait(timeout=60)
-    print(f"\n{name}, {members} member(s): {elapsed:.2f} s, {len(events) / elapsed:,.0f} events/s "
+            if spy.wait(timeout=60) != 0:
+                print(f"py-spy: {spy.stderr.read().decode()[-2000:]}", file=sys.stderr)
+    print(f"\n{name}, {members} member(s), {guarantee}: {elapsed:.2f} s, {len(events) / elapsed:,.0f} events/s "
           f"(under py-spy at {rate} Hz)")
-    totals = [summarize(raw) for raw in raws]
+    summaries = [summarize(raw) for raw in raws]
+    totals = [parts for parts, _ in summaries]
     print("| part | " + " | ".join(f"member {i} samples (%)" for i in range(members)) + " |")
     print("| --- " * (members + 1) + "|")
     for part in [p for p, _ in PARTS] + ["other (interpreter, threads, libraries)"]:
         cells = [f"{t[part]} ({100 * t[part] / max(1, sum(t.values())):.0f} %)" for t in totals]
         print(f"| {part} | " + " | ".join(cells) + " |")
-    print("| busy samples | " + " | ".join(str(sum(t.values())) for t in totals) + " |", flush=True)
+    print("| busy samples | " + " | ".join(str(sum(t.values())) for t in totals) + " |")
+    for member, count, gen2, seconds in collected:
+        print(f"member {member}: {count} collections ({gen2} of generation 2), {seconds:.3f} s "
+              f"({100 * seconds / elapsed:.0f} % of the run)")
+    for member, (_, leaves) in enumerate(summaries):
+        busy = max(1, sum(leaves.values()))
+        print(f"member {member}, innermost functions: "
+              + "; ".join(f"{leaf} {100 * n / busy:.0f} %" for leaf, n in leaves.most_common(TOP_LEAVES)), flush=True)
 
 
 def main() -> None:
@@ -105,6 +134,7 @@ def main() -> None:
     parser.add_argument("--events", type=int, default=1_000_000)
     parser.add_argument("--members", type=int, default=1)
     parser.add_argument("--rate", type=int, default=200, help="py-spy samples per second")
+    parser.add_argument("--guarantee", default="none")
     parser.add_argument("--out", default=os.path.join(tempfile.gettempdir(), "nexmark-profiles"))
     args = parser.parse_args()
     config = GeneratorConfig(events=args.events)
@@ -112,7 +142,7 @@ def main() -> None:
     out_dir = Path(args.out)
     out_dir.mkdir(parents=True, exist_ok=True)
     for name in args.queries.split(","):
-        profile(name, events, QuerySettings.of(config), args.members, args.rate, out_dir)
+        profile(name, events, QuerySettings.of(config), args.members, args.rate, out_dir, args.guarantee)
 
 
 if __name__ == "__main__":
