@@ -33,6 +33,7 @@ class QuerySettings:
 
     @staticmethod
     def of(config: GeneratorConfig, window_ms: int = 10_000, period_ms: int = 5_000) -> "QuerySettings":
+        """The settings for ``config``'s events (its disorder as the allowed lag)."""
         return QuerySettings(window_ms, period_ms, window_ms, config.max_disorder_ms(), config.max_auction_length_ms())
 
 
@@ -44,7 +45,7 @@ def _end_result(result: Any) -> tuple:
     return result.end, result.result
 
 
-def _count(result: Any) -> int:
+def _result(result: Any) -> Any:
     return result.result
 
 
@@ -67,10 +68,6 @@ def _q12_row(result: Any) -> tuple:
 
 def _q13_row(bid: Any, row: Any) -> tuple:
     return bid, row[1]
-
-
-def _q18_row(result: Any) -> Any:
-    return result.result
 
 
 def _q19_row(result: Any) -> tuple:
@@ -105,7 +102,7 @@ def q5(events, s, p):
     # a sliding window's result is stamped end - 1, so each lands in the tumbling window that
     # ends where it ends
     return (counts.window(WindowDefinition.tumbling(s.period_ms))
-            .aggregate(all_maxima(_count, _key)).map(_q5_rows))
+            .aggregate(all_maxima(_result, _key)).map(_q5_rows))
 
 
 def _q6_seller(auction_bid: tuple) -> int:
@@ -157,7 +154,7 @@ def _per_day(events, key_fn: Callable, operation) -> Any:
 
 def q16(events, s, p): return _per_day(events, f.q16_key, q16_statistics()).map(_end_key_result)
 def q17(events, s, p): return _per_day(events, f.q17_key, q17_statistics()).map(_end_key_result)
-def q18(events, s, p): return _per_day(events, f.q18_key, AggregateOperations.max_by(f.latest)).map(_q18_row)
+def q18(events, s, p): return _per_day(events, f.q18_key, AggregateOperations.max_by(f.latest)).map(_result)
 def q19(events, s, p): return _per_day(events, f.key_auction, AggregateOperations.top_n(10, f.q19_order)).map(_q19_row)
 
 
