@@ -20,6 +20,7 @@ from jet.execution import execute  # noqa: E402
 from nexmark import oracle  # noqa: E402
 from nexmark.events import generated, write_shares  # noqa: E402
 from nexmark.generator import TOTAL_PROPORTION, GeneratorConfig, event  # noqa: E402
+from nexmark.java_random import JavaRandom  # noqa: E402
 from nexmark.model import Auction, Bid, Person  # noqa: E402
 from nexmark.queries import QUERIES, QuerySettings, pipeline  # noqa: E402
 from nexmark.source import nexmark_source  # noqa: E402
@@ -75,6 +76,14 @@ def test_proportions_ids_and_disorder_follow_beam(events):
         assert newest - ts < CONFIG.max_disorder_ms()
         newest = max(newest, ts)
     assert max(e.expires - e.date_time for _, e in events if type(e) is Auction) <= CONFIG.max_auction_length_ms()
+
+
+def test_java_random_gives_what_java_util_random_gives():
+    # values of OpenJDK's java.util.Random for these seeds
+    assert [JavaRandom(42)._next(32), JavaRandom(0)._next(32)] == [-1170105035, -1155484576]
+    assert JavaRandom(42).next_double() == 0.7275636800328681
+    assert JavaRandom(42).next_long() == -5025562857975149833
+    assert JavaRandom(42).next_int(10) == 1_562_431_130 % 10  # nextInt(bound) is next(31) % bound here
 
 
 def test_an_event_depends_only_on_its_number_and_the_seed():
