@@ -2,14 +2,16 @@
 sorted into the engine's parts by the innermost frame that names one.
 
     python bench/nexmark/where_time_goes.py q5,q8 [--events 1000000] [--members 1] [--rate 200]
-        [--guarantee none|at-least-once|exactly-once]
+        [--guarantee none|at-least-once|exactly-once] [--gil]
 
 Needs ``pip install py-spy``. Each member is sampled (``py-spy record --format raw --threads
 --nonblocking``) from the job's submission to its end; a sample belongs to the first part,
 from the leaf up, whose file or function matches (``PARTS``), so a user function called by a
 window processor counts as the query's own code. py-spy drops the samples of threads it sees
 idle; the waits it still counts (the cooperative thread's backoff park, lock waits, gRPC
-polling) are a part of their own. The collector is timed apart (``gc_timer``): py-spy sees it only in
+polling) are a part of their own. They undercount a member's work: with ``--gil`` only the
+thread holding the GIL is sampled (py-spy pauses the member for each sample), so a member's
+samples over the rate are its Python time. The collector is timed apart (``gc_timer``): py-spy sees it only in
 native stacks, which need it to pause the member at every sample.
 """
 
@@ -81,21 +83,21 @@ def summarize(raw_path: Path) -> tuple[Counter, Counter]:
     return parts, leaves
 
 
-def _record(pid: int, out: Path, rate: int) -> subprocess.Popen:
+def _record(pid: int, out: Path, rate: int, gil: bool) -> subprocess.Popen:
     return subprocess.Popen(["py-spy", "record", "--pid", str(pid), "--format", "raw", "--threads",
-                             "--nonblocking", "--rate", str(rate), "--output", str(out)],
+                             "--gil" if gil else "--nonblocking", "--rate", str(rate), "--output", str(out)],
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
 
 
 def profile(name: str, events: list, settings: QuerySettings, members: int, rate: int, out_dir: Path,
-            guarantee: str) -> None:
+            guarantee: str, gil: bool) -> None:
     with tempfile.TemporaryDirectory(prefix="nexmark-") as shares, tempfile.TemporaryDirectory() as logs, \
             jet.local_cluster(members=members, log_dir=logs) as cluster:
         source = nexmark_source(write_shares(events, members, shares))
         cluster.new_job(preload_pipeline(shares)).join(timeout=600)
         cluster.new_job(gc_stats_pipeline()).join(timeout=60)  # from here on
-        raws = [out_dir / f"{name}-m{members}-{guarantee}-member{i}.txt" for i in range(members)]
-        spies = [_record(member.pid, raw, rate) for member, raw in zip(cluster.members, raws)]
+        raws = [out_dir / f"{name}-m{members}-{guarantee}{'-gil' * gil}-member{i}.txt" for i in range(members)]
+        spies = [_record(member.pid, raw, rate, gil) for member, raw in zip(cluster.members, raws)]
         time.sleep(1.0)  # py-spy attaches
         started = time.perf_counter()
         cluster.new_job(pipeline(name, source, settings, Sinks.noop()),
@@ -119,6 +121,9 @@ def profile(name: str, events: list, settings: QuerySettings, members: int, rate
         cells = [f"{t[part]} ({100 * t[part] / max(1, sum(t.values())):.0f} %)" for t in totals]
         print(f"| {part} | " + " | ".join(cells) + " |")
     print("| busy samples | " + " | ".join(str(sum(t.values())) for t in totals) + " |")
+    if gil:
+        print("GIL held: " + ", ".join(f"member {i} {sum(t.values()) / rate:.2f} s" for i, t in enumerate(totals))
+              + f" of {elapsed:.2f} s")
     for member, count, gen2, seconds in collected:
         print(f"member {member}: {count} collections ({gen2} of generation 2), {seconds:.3f} s "
               f"({100 * seconds / elapsed:.0f} % of the run)")
@@ -135,6 +140,8 @@ def main() -> None:
     parser.add_argument("--members", type=int, default=1)
     parser.add_argument("--rate", type=int, default=200, help="py-spy samples per second")
     parser.add_argument("--guarantee", default="none")
+    parser.add_argument("--gil", action="store_true",
+                        help="sample only the thread holding the GIL (py-spy --gil): samples / rate = Python time")
     parser.add_argument("--out", default=os.path.join(tempfile.gettempdir(), "nexmark-profiles"))
     args = parser.parse_args()
     config = GeneratorConfig(events=args.events)
@@ -142,7 +149,7 @@ def main() -> None:
     out_dir = Path(args.out)
     out_dir.mkdir(parents=True, exist_ok=True)
     for name in args.queries.split(","):
-        profile(name, events, QuerySettings.of(config), args.members, args.rate, out_dir, args.guarantee)
+        profile(name, events, QuerySettings.of(config), args.members, args.rate, out_dir, args.guarantee, args.gil)
 
 
 if __name__ == "__main__":
