@@ -1,0 +1,147 @@
+"""NEXMark throughput: every query on Jet (1 and 2 members; no guarantee, at-least-once and
+exactly-once with a snapshot every second), on Bytewax where it has the query, and in plain
+Python, all over the same pre-generated events.
+
+    python bench/nexmark/run.py [--events 1000000] [--queries q0,q1,...] [--members 1,2]
+        [--guarantees none,at-least-once,exactly-once] [--systems jet,bytewax,python]
+
+A Jet run is timed from ``new_job`` to the end of ``join``: the source's processors (one a
+member) emit their share of the events, loaded by a first job and kept in the member, as fast as
+the job takes them, then close, so the job ends when the last window has been emitted; results go to ``Sinks.noop()`` and their
+count is the sink vertex's ``in``. Bytewax runs one worker in this process
+(``run_main``); plain Python is ``oracle.answer``. Every output count is compared with the
+oracle's (Bytewax's whole output too), but for q4 and q6 (updates per key, see
+``oracle.normalized``) and q12 (processing-time windows).
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path[:0] = [str(Path(__file__).resolve().parents[2] / "member"), str(Path(__file__).resolve().parents[1])]
+
+import jet  # noqa: E402
+from jet import Sinks  # noqa: E402
+from nexmark import oracle  # noqa: E402
+from nexmark.events import generated, write_shares  # noqa: E402
+from nexmark.generator import GeneratorConfig  # noqa: E402
+from nexmark.queries import QUERIES, QuerySettings, pipeline  # noqa: E402
+from nexmark.source import nexmark_source, preload_pipeline  # noqa: E402
+
+ALL = ",".join(sorted(QUERIES, key=lambda name: int(name[1:])))
+SINK = "noop"
+UNCOUNTED = ("q4", "q6", "q12")  # their output counts are not the oracle's (see the docstring)
+
+
+def _sink_count(metrics: dict) -> int | None:
+    for vertex, figures in metrics.items():
+        if vertex.startswith(SINK) and "in" in figures:
+            return figures["in"]
+    return None
+
+
+def run_jet(names: list[str], events: list, settings: QuerySettings, members: int, guarantees: list[str],
+            report) -> None:
+    """Each query under each guarantee on a cluster of ``members``, calling ``report(system,
+    setting, name, seconds, output count, snapshots taken)``."""
+    with tempfile.TemporaryDirectory(prefix="nexmark-") as shares, tempfile.TemporaryDirectory() as logs, \
+            jet.local_cluster(members=members, log_dir=logs) as cluster:
+        source = nexmark_source(write_shares(events, members, shares))
+        cluster.new_job(preload_pipeline(shares)).join(timeout=600)
+        for guarantee in guarantees:
+            for name in names:
+                job_config = {"processing_guarantee": guarantee, "snapshot_interval_ms": 1000}
+                started = time.perf_counter()
+                job = cluster.new_job(pipeline(name, source, settings, Sinks.noop()), job_config)
+                job.join(timeout=1800)
+                elapsed = time.perf_counter() - started
+                report("jet", f"{members} member{'s' * (members > 1)}, {guarantee}", name, elapsed,
+                       _sink_count(job.metrics()), job.info().get("snapshotCount", 0))
+
+
+def run_bytewax(names: list[str], events: list, settings: QuerySettings, report) -> None:
+    """The queries Bytewax has, each output compared with the oracle's whole."""
+    from nexmark import bytewax_queries
+    pairs = bytewax_queries.timestamped(events)
+    for name in names:
+        if name in bytewax_queries.QUERIES:
+            elapsed, output = bytewax_queries.run(name, pairs, settings)
+            same = oracle.normalized(name, output) == oracle.answer(name, events, settings)
+            report("bytewax", "1 worker", name, elapsed, len(output), None, same)
+
+
+def run_python(names: list[str], events: list, settings: QuerySettings, report) -> None:
+    """The oracle timed: each query's answer as a multiset, in this process."""
+    for name in names:
+        started = time.perf_counter()
+        answer = oracle.answer(name, events, settings)
+        report("python", "oracle", name, time.perf_counter() - started, sum(answer.values()))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--events", type=int, default=1_000_000)
+    parser.add_argument("--queries", default=ALL)
+    parser.add_argument("--members", default="1,2")
+    parser.add_argument("--guarantees", default="none,at-least-once,exactly-once")
+    parser.add_argument("--systems", default="jet,bytewax,python")
+    args = parser.parse_args()
+    config = GeneratorConfig(events=args.events)
+    settings = QuerySettings.of(config)
+    names = args.queries.split(",")
+    systems = args.systems.split(",")
+    started = time.perf_counter()
+    events = generated(config)
+    gc.freeze()  # as the members do with theirs (see nexmark.source)
+    print(f"{len(events):,} events ({config}) in {time.perf_counter() - started:.1f} s", flush=True)
+    expected = {name: sum(oracle.answer(name, events, settings).values()) for name in names}
+    rows: list[tuple] = []
+    loads: list[float] = []  # the 1-minute load average after each run: the machine is shared
+
+    def report(system, setting, name, seconds, count, snapshots=None, same=None):
+        if same is None:
+            same = count == expected[name] if name not in UNCOUNTED else None
+        rows.append((system, setting, name, seconds, count, snapshots, same))
+        loads.append(os.getloadavg()[0])
+        print(f"{system} {setting} {name}: {seconds:.2f} s, {len(events) / seconds:,.0f} events/s, "
+              f"{count} results, snapshots {snapshots}, oracle {'-' if same is None else same}, "
+              f"load {loads[-1]:.1f}", flush=True)
+
+    if "jet" in systems:
+        for members in (int(m) for m in args.members.split(",")):
+            run_jet(names, events, settings, members, args.guarantees.split(","), report)
+    if "bytewax" in systems:
+        run_bytewax(names, events, settings, report)
+    if "python" in systems:
+        run_python(names, events, settings, report)
+    _print_table(names, rows, len(events))
+    print(f"\nload average (1 min) after each run: {min(loads):.1f} to {max(loads):.1f}")
+
+
+def _print_table(names: list[str], rows: list[tuple], events: int) -> None:
+    """The markdown table: a row per query, a column per system and setting."""
+    settings = list(dict.fromkeys((system, setting) for system, setting, *_ in rows))
+    print("\nevents/s (thousands); * = output differs from the oracle's\n")
+    print("| query | " + " | ".join(f"{system} {setting}" for system, setting in settings) + " |")
+    print("| --- " * (len(settings) + 1) + "|")
+    cells = {(system, setting, name): (seconds, same) for system, setting, name, seconds, _, _, same in rows}
+    for name in names:
+        line = []
+        for system, setting in settings:
+            found = cells.get((system, setting, name))
+            if found is None:
+                line.append("-")
+            else:
+                seconds, same = found
+                line.append(f"{events / seconds / 1000:,.1f}" + ("*" if same is False else ""))
+        print(f"| {name} | " + " | ".join(line) + " |")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,71 @@
+"""Beam's WinningBids (q4, q6) on the Pipeline API: per auction, the highest bid made while it
+was open (``date_time <= bid < expires``) at or above its reserve, earlier bids first among
+equal prices; none if no bid qualifies.
+
+Beam closes each auction at its expiry with a window of its own. The Pipeline API has no
+per-key event-time timer, so the auction's state (and the bids that came before their auction)
+sits in ``flat_map_stateful`` with a TTL longer than any auction, and the winner is emitted
+when the key is evicted: after its expiry, stamped with the watermark that evicted it (or the
+end of time when the stream ends), not Beam's ``expires - 1``; ``add_timestamps`` cannot
+re-stamp a stream that has timestamps. Queries on the winners therefore key by what they need
+of the auction instead of windowing them (see q4).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .model import Auction, Bid
+
+
+def qualifies(auction: Auction, bid: Bid) -> bool:
+    return auction.date_time <= bid.date_time < auction.expires and bid.price >= auction.reserve
+
+
+def rank(bid: Bid) -> tuple:
+    """Higher is better: the price, then the earlier time, then (to be unique) the whole bid."""
+    return bid.price, -bid.date_time, bid
+
+
+def auction_id(event: Auction | Bid) -> int:
+    return event.id if type(event) is Auction else event.auction
+
+
+def is_auction_or_bid(event: Any) -> bool:
+    return type(event) is Auction or type(event) is Bid
+
+
+def create() -> list:
+    """``[auction or None, best bid or None, bids that came before their auction]``."""
+    return [None, None, []]
+
+
+def _consider(state: list, bid: Bid) -> None:
+    if qualifies(state[0], bid) and (state[1] is None or rank(bid) > rank(state[1])):
+        state[1] = bid
+
+
+def accumulate(state: list, key: int, event: Auction | Bid) -> tuple:
+    if type(event) is Auction:
+        state[0] = event
+        for bid in state[2]:
+            _consider(state, bid)
+        state[2] = []
+    elif state[0] is None:
+        state[2].append(event)
+    else:
+        _consider(state, event)
+    return ()
+
+
+def on_evict(state: list, key: int, watermark: int) -> tuple:
+    return ((state[0], state[1]),) if state[1] is not None else ()
+
+
+def winning_bids(events, max_auction_ms: int, allowed_lag_ms: int):
+    """The stream of ``(auction, winning bid)`` pairs."""
+    # an auction's last bid comes before it expires (or is too late to count), and a bid made
+    # before its auction is at most the lag early: after this TTL a key holds nothing to wait for
+    ttl_ms = 2 * max_auction_ms + allowed_lag_ms
+    return (events.filter(is_auction_or_bid).grouping_key(auction_id)
+            .flat_map_stateful(ttl_ms, create, accumulate, on_evict))
