@@ -191,8 +191,16 @@ def _top_n(n: int, key_fn: Callable[[Any], Any]) -> AggregateOperation:
     def keep(items: list) -> list:
         return heapq.nlargest(n, items, key=key_fn)
 
+    def accumulate(acc: list, item: Any) -> list:
+        # Most items of a long stream do not make the top: one comparison with the smallest kept
+        # turns them away (an equal key loses, as in ``nlargest``, which keeps the earlier item).
+        if len(acc) == n and not key_fn(item) > key_fn(acc[-1]):
+            return acc
+        acc.append(item)
+        return keep(acc)
+
     return AggregateOperation(
-        create=list, accumulate=lambda acc, item: keep(acc + [item]),
+        create=list, accumulate=accumulate,
         combine=lambda a, b: keep(a + b), accumulate_chunk=lambda acc, items: keep(acc + items),
         name=f"top_n({n})", export=list)
 
