@@ -18,16 +18,14 @@ so a restore does not run a finished source, or a finished aggregation's ``compl
 from __future__ import annotations
 
 import logging
-import pickle
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, Callable
 
-import cloudpickle
-
 from jet.core.snapshot_keys import ProcessorEnded
 from jet.execution.backoff import wake_parked_workers
 from jet.job_config import ProcessingGuarantee
+from jet.core.state_pickle import dumps_state
 
 log = logging.getLogger("jet.execution.snapshot")
 
@@ -44,7 +42,7 @@ def pickled_chunks(vertex: str, entries: list) -> list[bytes]:
     :data:`CHUNK_ENTRIES` each. Pickled by the tasklet that saved them, at once: a processor goes
     on changing its state (a window's list, a stateful map's object) right after its save, and a
     writer thread pickling later would store those later changes (exactly-once output twice)."""
-    return [cloudpickle.dumps((vertex, entries[start:start + CHUNK_ENTRIES]), protocol=pickle.HIGHEST_PROTOCOL)
+    return [dumps_state((vertex, entries[start:start + CHUNK_ENTRIES]))
             for start in range(0, len(entries), CHUNK_ENTRIES)]
 
 

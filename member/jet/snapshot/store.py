@@ -28,8 +28,7 @@ from urllib.parse import quote, unquote
 
 import zlib
 
-import cloudpickle
-
+from jet.core.state_pickle import dumps_state
 from jet.snapshot.errors import SnapshotError
 from jet.snapshot.fs import list_names, open_url, remove_tree, write_atomic
 from jet.snapshot.records import JobRecord, SnapshotInfo
@@ -61,8 +60,7 @@ class SnapshotWriter:
         if self.committed:
             raise SnapshotError(f"job {self.job_id}: snapshot {self.snapshot_id} in slot "
                                 f"{self.slot} is already committed; no more chunks")
-        # cloudpickle: state may hold instances of classes defined in the user's pipeline file.
-        data = cloudpickle.dumps((vertex, list(entries)), protocol=pickle.HIGHEST_PROTOCOL)
+        data = dumps_state((vertex, list(entries)))
         self.keys_written += len(entries)
         return self.write_chunk_bytes(vertex, member, sequence, data)
 
