@@ -23,9 +23,9 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, Callable
 
 from jet.core.snapshot_keys import ProcessorEnded
+from jet.core.state_pickle import dumps_state
 from jet.execution.backoff import wake_parked_workers
 from jet.job_config import ProcessingGuarantee
-from jet.core.state_pickle import dumps_state
 
 log = logging.getLogger("jet.execution.snapshot")
 
