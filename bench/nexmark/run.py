@@ -95,6 +95,9 @@ def main() -> None:
     config = GeneratorConfig(events=args.events)
     settings = QuerySettings.of(config)
     names = args.queries.split(",")
+    unknown = [name for name in names if name not in QUERIES]
+    if unknown:
+        parser.error(f"--queries: no query {', '.join(unknown)}; the queries are {ALL}")
     systems = args.systems.split(",")
     started = time.perf_counter()
     events = generated(config)
