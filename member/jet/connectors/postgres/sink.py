@@ -67,18 +67,21 @@ class PostgresSinkP(Processor):
     def init(self, outbox: Outbox, context: Context) -> None:
         super().init(outbox, context)
         two_phase = context.processing_guarantee is ProcessingGuarantee.EXACTLY_ONCE and self._exactly_once
-        name = f"jet {context.vertex_name}#{context.global_index}"
-        self._data = connect(self._dsn, "Sinks.postgres", autocommit=two_phase, application_name=name)
+        self._data = self._connect(autocommit=two_phase)
         self._writer = TableWriter(self._data, self._dsn, self._table, self._columns, self._upsert_key)
         if two_phase:
             self._pool = self._new_pool()
 
+    def _connect(self, autocommit: bool, role: str = "") -> Any:
+        """A connection named for this processor (and its ``role``) in ``pg_stat_activity``."""
+        name = f"jet {self.context.vertex_name}#{self.context.global_index}{role}"
+        return connect(self._dsn, "Sinks.postgres", autocommit=autocommit, application_name=name)
+
     def _new_pool(self) -> TransactionPool:
-        context = self.context
-        self._control = connect(self._dsn, "Sinks.postgres", autocommit=True,
-                                application_name=f"jet {context.vertex_name}#{context.global_index} 2pc")
+        self._control = self._connect(autocommit=True, role=" 2pc")
         self._transactions = PreparedTransactions(self._data, self._control, self._dsn, "Sinks.postgres")
-        return TransactionPool(_Reconnecting(self), context, default_prefix(context, "postgres"), tag=TXN_TAG)
+        return TransactionPool(_Reconnecting(self), self.context, default_prefix(self.context, "postgres"),
+                               tag=TXN_TAG)
 
     # -- a lost connection -----------------------------------------------------------------------
     def _retried(self, step: str, action):
@@ -100,15 +103,13 @@ class PostgresSinkP(Processor):
 
     def _reconnect(self, step: str, deadline: float) -> None:
         """New connections, the open transaction begun again with its rows written again."""
-        context = self.context
-        name = f"jet {context.vertex_name}#{context.global_index}"
         while True:
             time.sleep(RECONNECT_PAUSE_S)
             for connection in (self._data, self._control):
                 connection.close()
             try:
-                self._data = connect(self._dsn, "Sinks.postgres", autocommit=True, application_name=name)
-                self._control = connect(self._dsn, "Sinks.postgres", autocommit=True, application_name=f"{name} 2pc")
+                self._data = self._connect(autocommit=True)
+                self._control = self._connect(autocommit=True, role=" 2pc")
                 self._writer.use(self._data)
                 self._transactions.use(self._data, self._control)
                 active = self._transactions.active
