@@ -5,7 +5,7 @@ receiver, against one pickle of the list of entries (what a chunk packet carried
 
 Payloads, from NEXMark events (``bench/nexmark``), as a keyed distributed edge carries them:
 ``(item, partition id)`` pairs of bids (q18, q19), of a mix of auctions and bids (q4, q6, q20),
-of ``(auction, bid)`` plain tuples, and small ``(int, str)`` items without partitions. Times
+of ``(timestamp, bid)`` (a timestamped stream's items) and ``(auction, bid)`` plain tuples, and small ``(int, str)`` items without partitions. Times
 are CPU time (``time.process_time``) per item, the best of ``--rounds``, so another process on
 the machine slows them less than it slows a wall clock; both forms are timed in the same round.
 """
@@ -35,6 +35,7 @@ def payloads(event_count: int) -> dict[str, tuple[list, bool]]:
         "bids, (item, partition) pairs": ([(b, murmur_partition((b.bidder, b.auction))) for b in bids], True),
         "auctions and bids, pairs": ([(e, murmur_partition(e.auction if type(e) is Bid else e.id))
                                       for e in mixed], True),
+        "(timestamp, bid) items, pairs": ([((b.date_time, b), murmur_partition(b.auction)) for b in bids], True),
         "(auction, bid) plain tuples, pairs": ([((b.auction, b), murmur_partition(b.auction)) for b in bids], True),
         "(int, str) items": ([(i, f"word{i % 5000}") for i in range(len(bids))], False),
     }

@@ -2,22 +2,28 @@
 
 Pickling a namedtuple calls its Python ``__reduce_ex__``/``__getnewargs__``, and unpickling it its
 Python ``__new__``: about 4x the cost of a plain tuple of the same values each way (1.0 against
-0.23 us an item to pickle a NEXMark bid). And an (item, partition id) pair is one more tuple per
-item to build, pickle and unpickle. So a payload pickles one tuple of columns::
+0.23 us an item to pickle a NEXMark bid). An (item, partition id) pair, and the
+``(timestamp, item)`` pair a timestamped stream carries, are one more tuple per item to pickle
+and unpickle. So a payload pickles one tuple of columns::
 
-    (values, classes, class_codes, partitions)
+    (firsts, values, classes, class_codes, partitions)
 
-- ``values``: the items, each namedtuple as the plain tuple of its fields;
-- ``classes``: the namedtuple classes of the chunk, each pickled once (by reference, as before);
-- ``class_codes``: ``None`` when every item is of ``classes[0]``, else one byte an item: 0 for an
-  item sent as it is, ``k`` for an item of ``classes[k - 1]`` (at most 255 classes a chunk);
-- ``partitions``: ``None``, or the partition id of each item as unsigned 16-bit ints, native
-  order (the members of one cluster run the same build on the same architecture).
+- ``firsts``: ``None``; or, when every item is a 2-tuple and the first one's second element a
+  namedtuple (pairs of scalars pickle faster as they are), the first elements: an ``array('q')``'s
+  bytes when they are all 64-bit ints (timestamps), else a list. ``values`` then holds the
+  second elements, and the receiver zips the pairs again;
+- ``values``: the items (or their second elements), each namedtuple as the plain tuple of its
+  fields;
+- ``classes``: the namedtuple classes of ``values``, each pickled once (by reference, as before);
+- ``class_codes``: ``None`` when every value is of ``classes[0]``, else one byte a value: 0 for
+  a value sent as it is, ``k`` for a value of ``classes[k - 1]`` (at most 255 classes a chunk);
+- ``partitions``: ``None``, or the partition id of each item as unsigned 16-bit ints.
 
-Only a chunk whose first item is a namedtuple is searched for namedtuples. A namedtuple class is
-flattened only when its plain tuple is its whole pickled state: the
-namedtuple's own ``__getnewargs__``, no ``__reduce__``/``__reduce_ex__``/``__getstate__`` of its
-own and no instance ``__dict__``; any other item is pickled as it is.
+Arrays are in native byte order: the members of one cluster run one build on one architecture.
+Only values whose first one is a namedtuple are searched for namedtuples. A namedtuple class is
+flattened only when its plain tuple is its whole pickled state: the namedtuple's own
+``__getnewargs__``, no ``__reduce__``/``__reduce_ex__``/``__getstate__`` of its own and no
+instance ``__dict__``; any other value is pickled as it is.
 """
 
 from __future__ import annotations
@@ -27,6 +33,7 @@ import collections
 import itertools
 import pickle
 import weakref
+from operator import itemgetter
 from typing import Any
 
 PICKLE_PROTOCOL = 5
@@ -37,10 +44,12 @@ _NAMEDTUPLE_GETNEWARGS = collections.namedtuple("_Probe", "field").__getnewargs_
 _FLATTENABLE: "weakref.WeakKeyDictionary[type, bool]" = weakref.WeakKeyDictionary()
 _new_tuple = tuple.__new__
 _repeat = itertools.repeat
+_first, _second = itemgetter(0), itemgetter(1)
+_TUPLE_ONLY, _PAIRS_ONLY, _INT_ONLY = {tuple}, {2}, {int}
 
 
 def is_flattenable(kind: type) -> bool:
-    """True when items of ``kind`` travel as a plain tuple and come back as ``kind`` unchanged."""
+    """True when values of ``kind`` travel as a plain tuple and come back as ``kind`` unchanged."""
     known = _FLATTENABLE.get(kind)
     if known is None:
         known = _FLATTENABLE[kind] = (
@@ -54,55 +63,82 @@ def is_flattenable(kind: type) -> bool:
 def pack_items(items: list, partitions: list[int] | None = None) -> bytes:
     """One pickle of ``items`` (and their partition ids) in the column form above."""
     parts = None if partitions is None else array.array("H", partitions).tobytes()
-    first = type(items[0])
+    firsts, head = None, items[0]
+    if (type(head) is tuple and len(head) == 2 and is_flattenable(type(head[1]))
+            and set(map(type, items)) == _TUPLE_ONLY and set(map(len, items)) == _PAIRS_ONLY):
+        firsts = list(map(_first, items))
+        if set(map(type, firsts)) == _INT_ONLY:  # an array would turn a bool or an IntEnum into an int
+            try:
+                firsts = array.array("q", firsts).tobytes()
+            except OverflowError:
+                pass
+        items = list(map(_second, items))
+    return pickle.dumps((firsts, *_flatten(items), parts), PICKLE_PROTOCOL)
+
+
+def _flatten(values: list) -> tuple[list, list[type], bytes | None]:
+    """(values with namedtuples as plain tuples, their classes, the class codes or None)."""
+    first = type(values[0])
     if first is tuple or not issubclass(first, tuple):
-        # Most chunks are of one type: a chunk that starts with something other than a
-        # namedtuple is not searched for one (nor would it be a gain).
-        return pickle.dumps((items, [], None, parts), PICKLE_PROTOCOL)
-    kinds = set(map(type, items))
+        return values, [], None  # not searched (see the module docstring)
+    kinds = set(map(type, values))
     if len(kinds) == 1:
-        (kind,) = kinds
-        if is_flattenable(kind):
-            return pickle.dumps((list(map(tuple, items)), [kind], None, parts), PICKLE_PROTOCOL)
-        return pickle.dumps((items, [], None, parts), PICKLE_PROTOCOL)
+        if is_flattenable(first):
+            return list(map(tuple, values)), [first], None
+        return values, [], None
     flat = [kind for kind in kinds if is_flattenable(kind)]
     if not flat or len(flat) > MAX_CLASSES:
-        return pickle.dumps((items, [], None, parts), PICKLE_PROTOCOL)
+        return values, [], None
     code_of = dict.fromkeys(kinds, 0)
     code_of.update((kind, code) for code, kind in enumerate(flat, 1))
-    codes = bytes(map(code_of.__getitem__, map(type, items)))
-    values = [tuple(item) if code else item for item, code in zip(items, codes)]
-    return pickle.dumps((values, flat, codes, parts), PICKLE_PROTOCOL)
+    codes = bytes(map(code_of.__getitem__, map(type, values)))
+    return [tuple(value) if code else value for value, code in zip(values, codes)], flat, codes
 
 
-def unpack_items(payload: Any) -> tuple[list, list[int] | None]:
+def unpack_items(payload: Any) -> tuple[list, "array.array | None"]:
     """The items and partition ids (or None) of a payload of :func:`pack_items`.
 
     SECURITY: this unpickles; call it only on payloads from an authenticated peer.
     Raises ValueError for a payload not of that form.
     """
     columns = pickle.loads(payload)
-    if type(columns) is not tuple or len(columns) != 4:
-        raise ValueError("the payload is not a tuple of 4 columns")
-    values, classes, codes, parts = columns
+    if type(columns) is not tuple or len(columns) != 5:
+        raise ValueError("the payload is not a tuple of 5 columns")
+    firsts, values, classes, codes, parts = columns
     if type(values) is not list or type(classes) is not list:
         raise ValueError("the payload's values or classes are not lists")
+    items = _restore(values, classes, codes)
+    if firsts is not None:
+        if type(firsts) is bytes:
+            firsts = _array("q", firsts)
+        if len(firsts) != len(items):
+            raise ValueError(f"{len(firsts)} first elements for {len(items)} items")
+        items = list(zip(firsts, items))
     partitions = None
     if parts is not None:
-        partitions = array.array("H")
-        partitions.frombytes(parts)
-        if len(partitions) != len(values):
-            raise ValueError(f"{len(partitions)} partition ids for {len(values)} items")
+        partitions = _array("H", parts)
+        if len(partitions) != len(items):
+            raise ValueError(f"{len(partitions)} partition ids for {len(items)} items")
+    return items, partitions
+
+
+def _restore(values: list, classes: list, codes: bytes | None) -> list:
+    """The values with their namedtuples rebuilt (see :func:`_flatten`)."""
     if not classes:
-        return values, partitions
+        return values
     if not all(isinstance(kind, type) and is_flattenable(kind) for kind in classes):
         raise ValueError("the payload names a class that is not a plain namedtuple")
     if codes is None:
         if len(classes) != 1:
             raise ValueError("a payload of one class names several")
-        return list(map(_new_tuple, _repeat(classes[0], len(values)), values)), partitions
+        return list(map(_new_tuple, _repeat(classes[0], len(values)), values))
     if len(codes) != len(values):
-        raise ValueError(f"{len(codes)} class codes for {len(values)} items")
+        raise ValueError(f"{len(codes)} class codes for {len(values)} values")
     table = [None, *classes]
-    items = [_new_tuple(table[code], value) if code else value for value, code in zip(values, codes)]
-    return items, partitions
+    return [_new_tuple(table[code], value) if code else value for value, code in zip(values, codes)]
+
+
+def _array(typecode: str, data: Any) -> array.array:
+    column = array.array(typecode)
+    column.frombytes(data)
+    return column
