@@ -92,6 +92,8 @@ def _flatten(values: list) -> tuple[list, list[type], bytes | None]:
     code_of = dict.fromkeys(kinds, 0)
     code_of.update((kind, code) for code, kind in enumerate(flat, 1))
     codes = bytes(map(code_of.__getitem__, map(type, values)))
+    if len(flat) == len(kinds):  # all namedtuples (auctions and bids): no Python loop
+        return list(map(tuple, values)), flat, codes
     return [tuple(value) if code else value for value, code in zip(values, codes)], flat, codes
 
 
@@ -135,6 +137,8 @@ def _restore(values: list, classes: list, codes: bytes | None) -> list:
     if len(codes) != len(values):
         raise ValueError(f"{len(codes)} class codes for {len(values)} values")
     table = [None, *classes]
+    if 0 not in codes:
+        return list(map(_new_tuple, map(table.__getitem__, codes), values))
     return [_new_tuple(table[code], value) if code else value for value, code in zip(values, codes)]
 
 
