@@ -106,3 +106,23 @@ def test_flattened_items_pickle_no_class_per_item():
 def test_malformed_payloads_are_refused(columns, message):
     with pytest.raises(ValueError, match=message):
         unpack_items(pickle.dumps(columns, 5))
+
+
+def test_a_cycle_after_plain_items_still_travels():
+    cyclic: list = [1]
+    cyclic.append(cyclic)
+    items = [(i, "plain") for i in range(20)] + [(20, cyclic)]
+    back, _ = unpack_items(pack_items(items))
+    assert back[:20] == items[:20]
+    assert back[20][1][1] is back[20][1]
+
+
+def test_plain_chunks_are_pickled_without_the_memo_and_others_with_it():
+    shared = "s" * 10
+    plain = [(i, shared) for i in range(20)]
+    assert pack_items(plain).count(shared.encode()) == 20  # written for every item
+    long_text = "t" * 1000
+    with_long = [(i, long_text) for i in range(20)]
+    assert pack_items(with_long).count(long_text.encode()) == 1  # the memo keeps one copy
+    for items in (plain, with_long):
+        assert unpack_items(pack_items(items))[0] == items
