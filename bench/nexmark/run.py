@@ -49,7 +49,7 @@ def _sink_count(metrics: dict) -> int | None:
 def run_jet(names: list[str], events: list, settings: QuerySettings, members: int, guarantees: list[str],
             report) -> None:
     """Each query under each guarantee on a cluster of ``members``, calling ``report(system,
-    setting, name, seconds, output count, snapshots taken)``."""
+    setting, name, seconds, output count, snapshots taken, the members' CPU seconds)``."""
     with tempfile.TemporaryDirectory(prefix="nexmark-") as shares, tempfile.TemporaryDirectory() as logs, \
             jet.local_cluster(members=members, log_dir=logs) as cluster:
         source = nexmark_source(write_shares(events, members, shares))
@@ -57,12 +57,25 @@ def run_jet(names: list[str], events: list, settings: QuerySettings, members: in
         for guarantee in guarantees:
             for name in names:
                 job_config = {"processing_guarantee": guarantee, "snapshot_interval_ms": 1000}
+                cpu_before = members_cpu_seconds(cluster)
                 started = time.perf_counter()
                 job = cluster.new_job(pipeline(name, source, settings, Sinks.noop()), job_config)
                 job.join(timeout=1800)
                 elapsed = time.perf_counter() - started
+                cpu = members_cpu_seconds(cluster) - cpu_before
                 report("jet", f"{members} member{'s' * (members > 1)}, {guarantee}", name, elapsed,
-                       _sink_count(job.metrics()), job.info().get("snapshotCount", 0))
+                       _sink_count(job.metrics()), job.info().get("snapshotCount", 0), cpu)
+
+
+def members_cpu_seconds(cluster) -> float:
+    """CPU seconds (user + system) the cluster's member processes have used so far: a measure
+    another process on the machine disturbs less than the wall clock."""
+    total = 0
+    for member in cluster.members:
+        with open(f"/proc/{member.pid}/stat") as stat:
+            fields = stat.read().rsplit(")", 1)[1].split()
+        total += int(fields[11]) + int(fields[12])  # utime, stime (fields 14 and 15 of stat)
+    return total / os.sysconf("SC_CLK_TCK")
 
 
 def run_bytewax(names: list[str], events: list, settings: QuerySettings, report) -> None:
@@ -73,7 +86,7 @@ def run_bytewax(names: list[str], events: list, settings: QuerySettings, report)
         if name in bytewax_queries.QUERIES:
             elapsed, output = bytewax_queries.run(name, pairs, settings)
             same = oracle.normalized(name, output) == oracle.answer(name, events, settings)
-            report("bytewax", "1 worker", name, elapsed, len(output), None, same)
+            report("bytewax", "1 worker", name, elapsed, len(output), same=same)
 
 
 def run_python(names: list[str], events: list, settings: QuerySettings, report) -> None:
@@ -107,12 +120,13 @@ def main() -> None:
     rows: list[tuple] = []
     loads: list[float] = []  # the 1-minute load average after each run: the machine is shared
 
-    def report(system, setting, name, seconds, count, snapshots=None, same=None):
+    def report(system, setting, name, seconds, count, snapshots=None, cpu=None, same=None):
         if same is None:
             same = count == expected[name] if name not in UNCOUNTED else None
         rows.append((system, setting, name, seconds, count, snapshots, same))
         loads.append(os.getloadavg()[0])
-        print(f"{system} {setting} {name}: {seconds:.2f} s, {len(events) / seconds:,.0f} events/s, "
+        cpu_text = "" if cpu is None else f", members' CPU {cpu:.2f} s ({len(events) / cpu:,.0f} events/CPU-s)"
+        print(f"{system} {setting} {name}: {seconds:.2f} s, {len(events) / seconds:,.0f} events/s{cpu_text}, "
               f"{count} results, snapshots {snapshots}, oracle {'-' if same is None else same}, "
               f"load {loads[-1]:.1f}", flush=True)
 

@@ -42,8 +42,11 @@ def test_the_partition_is_mmh3_of_the_documented_encoding_mod_271(key):
     assert murmur_partition(key) == oracle.partition_of(key)
 
 
-@pytest.mark.parametrize("key", ["lone \ud800 surrogate", "", "ünïcödé", 2 ** 63, -(2 ** 63) - 1])
+@pytest.mark.parametrize("key", ["lone \ud800 surrogate", "", "ünïcödé", 2 ** 63, -(2 ** 63) - 1,
+                                 (2 ** 63 - 1, -(2 ** 63)), (2 ** 63, 1), (1, -(2 ** 63) - 1), (True, 2),
+                                 (1, 2.0), [3, 4], (5, 6, 7), (8, "nine", 10), ((1, 2), 3)])
 def test_edge_cases_follow_the_documented_encoding(key):
+    assert canonical_bytes(key) == oracle.encode(key)
     assert murmur_partition(key) == oracle.partition_of(key)
 
 

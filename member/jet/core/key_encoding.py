@@ -78,6 +78,9 @@ _TAGGED_INT64 = struct.Struct(">Bq")
 _TAGGED_DOUBLE = struct.Struct(">Bd")
 _TAGGED_TWO_DOUBLES = struct.Struct(">Bdd")
 _LENGTH = struct.Struct(">I")
+_INT64_LENGTH = _TAGGED_INT64.size
+_INT64_ELEMENT = struct.Struct(">IBq")  # an int64 element of a container: length, tag, value
+_INT64_PAIR = struct.Struct(">BIBqIBq")  # a container of two int64s
 _NONE = bytes([TAG_NONE])
 _DATETIME_ORIGIN = datetime.datetime(1, 1, 1)
 _MICROSECOND = datetime.timedelta(microseconds=1)
@@ -170,13 +173,25 @@ def _tagged_elements(tag: int, encodings: list[bytes]) -> bytes:
 
 
 def _sequence_encoder(tag: int) -> Callable[[Any], bytes]:
-    """The encoder of an ordered container: ``_tagged_elements`` in one loop (tuples are
-    common keys)."""
-    tag_byte, pack = bytes([tag]), _LENGTH.pack
+    """The encoder of an ordered container: ``_tagged_elements`` in one loop, with 64-bit ints
+    (the commonest elements of key tuples) packed with their length in one call, and a pair of
+    them in one."""
+    tag_byte, pack, pack_int = bytes([tag]), _LENGTH.pack, _INT64_ELEMENT.pack
+    pack_pair = _INT64_PAIR.pack
 
     def encode(value: tuple | list) -> bytes:
+        if len(value) == 2:
+            first, second = value
+            if type(first) is int and type(second) is int:
+                try:
+                    return pack_pair(tag, _INT64_LENGTH, TAG_INT, first, _INT64_LENGTH, TAG_INT, second)
+                except struct.error:  # beyond 64 bits
+                    pass
         parts = [tag_byte]
         for element in value:
+            if type(element) is int and _INT64_MIN <= element <= _INT64_MAX:
+                parts.append(pack_int(_INT64_LENGTH, TAG_INT, element))
+                continue
             encoding = canonical_bytes(element)
             parts.append(pack(len(encoding)))
             parts.append(encoding)

@@ -5,7 +5,8 @@ below what the local engine moves; so a packet carries one pickle of a whole lis
 (or of (item, partition id) pairs, so the receiver does not hash again)::
 
     u8 type=CHUNK | i64 executionId | i32 destVertexId | i32 destOrdinal | u8 flags | i32 count
-    pickle protocol 5 of a list of ``count`` entries (absent when count is 0)
+    the ``count`` entries in the column form of :mod:`jet.cluster.edges.chunk_payload`
+    (one pickle, protocol 5; absent when count is 0)
 
 flags: bit 0 DONE (the sender's last packet), bit 1 entries are (item, partition id) pairs,
 bit 2 WATERMARK: count is 0 and the payload is the coalesced watermark of the sender's local
@@ -20,14 +21,14 @@ total Jet's per-item footprints add up to; sender and receiver both use
 
 from __future__ import annotations
 
-import pickle
 import struct
+from operator import itemgetter
 from typing import Any, NamedTuple
 
+from jet.cluster.edges.chunk_payload import pack_items, unpack_items
 from jet.cluster.edges.flow_control import ITEM_FOOTPRINT_OVERHEAD_BYTES
 from jet.cluster.links.packets import FrameType, PacketFormatError
 
-PICKLE_PROTOCOL = 5
 FLAG_DONE = 1
 FLAG_PAIRS = 2
 FLAG_WATERMARK = 4
@@ -39,6 +40,7 @@ _HEADER = struct.Struct(">BqiiBi")  # type, executionId, destVertexId, destOrdin
 HEADER_BYTES = _HEADER.size
 _FLAGS_OFFSET = struct.calcsize(">Bqii")
 _TIMESTAMP = struct.Struct(">q")
+_first, _second = itemgetter(0), itemgetter(1)
 
 
 class ChunkHeader(NamedTuple):
@@ -66,7 +68,9 @@ def encode_chunk(execution_id: int, dest_vertex_id: int, dest_ordinal: int, entr
                           len(entries))
     if not entries:
         return header
-    return header + pickle.dumps(entries, PICKLE_PROTOCOL)
+    if pairs:
+        return header + pack_items(list(map(_first, entries)), list(map(_second, entries)))
+    return header + pack_items(entries)
 
 
 def mark_done(frame: bytes) -> bytes:
@@ -119,12 +123,13 @@ def decode_chunk(frame: bytes) -> tuple[ChunkHeader, list[Any]]:
             raise PacketFormatError("an empty CHUNK frame has trailing bytes")
         return header, []
     try:
-        entries = pickle.loads(memoryview(frame)[HEADER_BYTES:])
+        items, partitions = unpack_items(memoryview(frame)[HEADER_BYTES:])
     except Exception as error:  # garbage can make pickle raise almost anything
         raise PacketFormatError(f"CHUNK payload does not unpickle: {type(error).__name__}: {error}") from error
-    if type(entries) is not list or len(entries) != header.count:
-        raise PacketFormatError(f"CHUNK payload is not a list of {header.count} entries")
-    return header, entries
+    if len(items) != header.count or (partitions is None) == bool(header.flags & FLAG_PAIRS):
+        raise PacketFormatError(f"CHUNK payload is not {header.count} "
+                                f"{'(item, partition) pairs' if header.flags & FLAG_PAIRS else 'items'}")
+    return header, items if partitions is None else list(zip(items, partitions))
 
 
 def watermark_timestamp(frame: bytes) -> int:
