@@ -6,7 +6,7 @@ from typing import Any, Callable
 
 from jet import AggregateOperation
 
-from .functions import minute_of, rank
+from .functions import RANK1_BELOW, RANK2_BELOW, minute_of, rank
 
 
 def all_maxima(value_fn: Callable[[Any], Any], item_fn: Callable[[Any], Any]) -> AggregateOperation:
@@ -39,18 +39,25 @@ def all_maxima(value_fn: Callable[[Any], Any], item_fn: Callable[[Any], Any]) ->
 
 
 def _q16_create() -> list:
-    # [max minute, counts by rank 0 (all) .. 3, bidder sets by rank, auction sets by rank]
-    return ["", [0, 0, 0, 0], [set(), set(), set(), set()], [set(), set(), set(), set()]]
+    # [latest timestamp, counts by rank 0 (all) .. 3, bidder sets by rank, auction sets by rank];
+    # a key's bids are of one day, so its latest minute is the minute of its latest timestamp
+    # (formatted once, in finish, not per bid)
+    return [-1, [0, 0, 0, 0], [set(), set(), set(), set()], [set(), set(), set(), set()]]
 
 
 def _q16_accumulate(acc: list, bid: Any) -> list:
-    minute = minute_of(bid.date_time)
-    if minute > acc[0]:
-        acc[0] = minute
-    for r in (0, rank(bid.price)):
-        acc[1][r] += 1
-        acc[2][r].add(bid.bidder)
-        acc[3][r].add(bid.auction)
+    if bid.date_time > acc[0]:
+        acc[0] = bid.date_time
+    counts, bidders, auctions = acc[1], acc[2], acc[3]
+    price = bid.price
+    r = 1 if price < RANK1_BELOW else 2 if price < RANK2_BELOW else 3
+    counts[0] += 1
+    counts[r] += 1
+    bidder, auction = bid.bidder, bid.auction
+    bidders[0].add(bidder)
+    bidders[r].add(bidder)
+    auctions[0].add(auction)
+    auctions[r].add(auction)
     return acc
 
 
@@ -64,7 +71,7 @@ def _q16_combine(acc: list, other: list) -> list:
 
 
 def _q16_finish(acc: list) -> tuple:
-    return (acc[0], *acc[1], *map(len, acc[2]), *map(len, acc[3]))
+    return (minute_of(acc[0]), *acc[1], *map(len, acc[2]), *map(len, acc[3]))
 
 
 def q16_statistics() -> AggregateOperation:
