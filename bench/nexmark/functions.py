@@ -33,7 +33,8 @@ def is_auction(event: Any) -> bool:
 
 
 def q1_dollars_to_euros(bid: Bid) -> Bid:
-    return bid._replace(price=bid.price * 89 // 100)
+    # Built directly: namedtuple._replace costs over twice as much (41 % of q1 with it)
+    return Bid(bid.auction, bid.bidder, bid.price * 89 // 100, bid.channel, bid.url, bid.date_time, bid.extra)
 
 
 def q2_selected(bid: Bid) -> bool:
