@@ -32,7 +32,7 @@ import time
 from typing import Any, Callable, Sequence
 
 from jet.core.inbox import Inbox
-from jet.core.outbox import Outbox
+from jet.core.outbox import MIN_SNAPSHOT_PORTION, Outbox
 from jet.core.partitioner import murmur_partition
 from jet.core.processor import Context, Processor
 from jet.core.snapshot_keys import BroadcastKey
@@ -197,7 +197,8 @@ class TestSupport:
 
     def _run(self, one_by_one: bool, snapshots: bool) -> list[list]:
         bucket_count = len(self._expected) if self._expected is not None else 1
-        outbox = _TestOutbox(bucket_count, 1)
+        # The smallest snapshot portion: a processor with more state must save it over several calls.
+        outbox = _TestOutbox(bucket_count, 1, snapshot_capacity=MIN_SNAPSHOT_PORTION)
         output: list[list] = [[] for _ in range(bucket_count)]
         self._processor = self._supplier()
         self._processor.init(outbox, self._context)

@@ -18,13 +18,51 @@ Three kinds of entries (see :mod:`jet.core.snapshot_keys`):
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable, Iterable, Iterator
 
 from jet.core.aggregate import AggregateOperation
 from jet.core.processor import Context
 from jet.core.snapshot_keys import BroadcastKey
 
 _MISSING = object()
+
+
+class SnapshotSaver:
+    """Offers a processor's entries to the snapshot across several ``save_to_snapshot`` calls.
+
+    ``offer(outbox, entries)`` starts iterating ``entries()`` on the first call of a save and goes
+    on where it stopped on the next, so a state of a million keys goes out in portions while the
+    cooperative thread serves other tasklets between them. The state must not change while a
+    save is in progress (the engine calls nothing else of the processor until it returns True).
+    """
+
+    __slots__ = ("_entries", "_held")
+
+    def __init__(self) -> None:
+        self._entries: Iterator[tuple[Any, Any]] | None = None
+        self._held: tuple[Any, Any] | None = None
+
+    @property
+    def saving(self) -> bool:
+        """True between the first and the last call of a save."""
+        return self._entries is not None
+
+    def offer(self, outbox: Any, entries: Callable[[], Iterable[tuple[Any, Any]]]) -> bool:
+        """Offer the entries; True once all are in, False when the outbox refused (call again)."""
+        if self._entries is None:
+            self._entries = iter(entries())
+        offer = outbox.offer_to_snapshot
+        held = self._held
+        if held is not None:
+            if not offer(*held):
+                return False
+            self._held = None
+        for key, value in self._entries:
+            if not offer(key, value):
+                self._held = (key, value)
+                return False
+        self._entries = None
+        return True
 
 
 def global_key(context: Context) -> str:
