@@ -403,16 +403,17 @@ class ProcessorTasklet:
         portions = self._portions
         if portions is None:
             portions = self._portions = SnapshotPortions(self.context.vertex_name, self._snapshot_partition)
+        started = time.perf_counter()
         if not self._prepared:
             done = processor.save_to_snapshot()
-            taken = portions.take(outbox)
+            taken = portions.take(outbox, started)
             if not done:
                 return taken != 0
             self._prepared = True
             if taken > MIN_SNAPSHOT_PORTION:
                 return True  # snapshot_commit_prepare in the next call: this one pickled a portion
         done = processor.snapshot_commit_prepare()
-        portions.take(outbox)
+        portions.take(outbox, started)
         if not done:
             return True
         self._portions = None

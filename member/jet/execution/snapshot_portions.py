@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import io
 import pickle
+import time
 from typing import Any, Callable, Iterator, Sequence
 
 from jet.core.dag import DAG, Vertex
@@ -38,9 +39,13 @@ SNAPSHOT_GROUPS = 60
 """Partition groups of a snapshot's keyed chunks: partition ``p`` is in group ``p % 60``."""
 
 PORTION_BYTES = 256 * 1024
-"""The pickled size a portion aims at: a few milliseconds of a cooperative thread."""
+"""The pickled size a portion aims at."""
 
-MAX_PORTION = 16_384
+PORTION_SECONDS = 0.003
+"""The time a portion aims at (the processor's call and the pickling): whichever of size and
+time is reached first bounds the next portion."""
+
+MAX_PORTION = 8192
 """At most this many entries per portion, however small they pickle."""
 
 CHUNK_BYTES = 1 << 20
@@ -94,9 +99,9 @@ class SnapshotPortions:
         """Entries taken so far."""
         self.bytes = 0
 
-    def take(self, outbox: Outbox) -> int:
-        """Pickle what the processor offered since the last call, size the next portion; the
-        number of entries taken."""
+    def take(self, outbox: Outbox, started: float) -> int:
+        """Pickle what the processor offered since the last call (which began at ``started``,
+        a ``perf_counter()``), size the next portion; the number of entries taken."""
         entries = outbox.snapshot_entries
         if not entries:
             return 0
@@ -109,8 +114,11 @@ class SnapshotPortions:
             self._groups.setdefault(group, []).append(data)
         self.count += len(entries)
         self.bytes += size
-        per_entry = max(1, size // len(entries))
-        outbox.snapshot_capacity = max(MIN_SNAPSHOT_PORTION, min(MAX_PORTION, PORTION_BYTES // per_entry))
+        by_size = PORTION_BYTES * len(entries) // max(1, size)
+        by_time = int(PORTION_SECONDS * len(entries) / max(1e-9, time.perf_counter() - started))
+        # At most doubling: one quick portion (a preempted clock, cheap keys) must not make the next huge.
+        outbox.snapshot_capacity = max(MIN_SNAPSHOT_PORTION,
+                                       min(MAX_PORTION, by_size, by_time, 2 * len(entries)))
         return len(entries)
 
     def _split(self, entries: list) -> dict[int | None, list]:

@@ -75,7 +75,7 @@ def chunk_filter(dag: DAG, topology: MemberTopology) -> Callable[[str, "int | No
     groups holding none of its partitions, of vertices whose keys it routes by murmur as the
     writer grouped them (see :mod:`jet.execution.snapshot_portions`)."""
     owned = [group_is_owned(g, topology.partition_owners, topology.member_index) for g in range(SNAPSHOT_GROUPS)]
-    grouped = {v.name for v in dag.vertices() if grouping_partition_fn(dag, v) is not None}
+    grouped = {v.name for v in dag.vertices if grouping_partition_fn(dag, v) is not None}
 
     def wanted(vertex: str, group: int | None) -> bool:
         return group is None or vertex not in grouped or not 0 <= group < SNAPSHOT_GROUPS or owned[group]
