@@ -60,8 +60,9 @@ class Outbox:
         False and offer the same entry again on the next call, after the engine has pickled
         the portion and let other tasklets run. The engine takes everything offered after each
         call and calls nothing else of the processor until the save is over, so its state stays
-        as it was at the barrier across the calls. A call may always offer
-        :data:`MIN_SNAPSHOT_PORTION` entries."""
+        as it was at the barrier across the calls. The first call of a save may offer
+        :data:`SNAPSHOT_PORTION` entries and every call :data:`MIN_SNAPSHOT_PORTION`: a
+        processor saving fewer needs no resumption."""
         entries = self.snapshot_entries
         if len(entries) >= self.snapshot_capacity:
             return False

@@ -8,7 +8,7 @@ from collections import deque
 from typing import Any, Callable, Sequence
 
 from jet.core.inbox import Inbox
-from jet.core.outbox import MIN_SNAPSHOT_PORTION, Outbox
+from jet.core.outbox import MIN_SNAPSHOT_PORTION, SNAPSHOT_PORTION, Outbox
 from jet.core.processor import Context, Processor
 from jet.core.special_items import IDLE_MESSAGE, MAX_TIMESTAMP, MIN_TIMESTAMP, SnapshotBarrier, Watermark
 from jet.execution.inbound import InboundEdgeStream
@@ -403,6 +403,9 @@ class ProcessorTasklet:
         portions = self._portions
         if portions is None:
             portions = self._portions = SnapshotPortions(self.context.vertex_name, self._snapshot_partition)
+            # A save's first call may offer a whole portion: a processor that saves a few entries
+            # at once, ignoring offer_to_snapshot's answer, is never refused.
+            outbox.snapshot_capacity = SNAPSHOT_PORTION
         started = time.perf_counter()
         if not self._prepared:
             done = processor.save_to_snapshot()

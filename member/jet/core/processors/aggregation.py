@@ -17,8 +17,8 @@ from jet.core.batch_fold import KeyedBatchFolder
 from jet.core.columnar import batch_to_rows, is_batch
 from jet.core.inbox import Inbox
 from jet.core.processors.base import ChunkEmittingProcessor, Supplier
-from jet.core.processors.snapshot_state import (SnapshotSaver, global_key, is_own_share, merge_keyed, own_key,
-                                                tagged, unexpected_entry)
+from jet.core.processors.snapshot_state import (global_key, is_own_share, merge_keyed, own_key, tagged,
+                                                unexpected_entry)
 
 
 #: Items a grouped first stage gathers from its inbox before folding them in one call, when the
@@ -36,17 +36,9 @@ class _KeyedStateP(ChunkEmittingProcessor):
     def fold_pending(self) -> None:
         """Fold any input gathered and not folded yet (see :data:`KEYED_FOLD_ITEMS`)."""
 
-    _saver: SnapshotSaver | None = None
-
     def save_to_snapshot(self) -> bool:
-        saver = self._saver
-        if saver is None:
-            saver = self._saver = SnapshotSaver()
-        if not saver.saving:
-            self.fold_pending()
-            if not self.finish_emitting():
-                return False
-        return saver.offer(self.outbox, self._accumulators.items)
+        self.fold_pending()  # nothing comes in while a save is in progress: a no-op after the first call
+        return self.save_entries(self._accumulators.items)
 
     def restore_from_snapshot(self, inbox: Inbox) -> None:
         accumulators, aggregate, vertex = self._accumulators, self._aggregate, self.context.vertex_name

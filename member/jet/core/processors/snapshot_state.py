@@ -18,6 +18,7 @@ Three kinds of entries (see :mod:`jet.core.snapshot_keys`):
 
 from __future__ import annotations
 
+from itertools import islice
 from typing import Any, Callable, Iterable, Iterator
 
 from jet.core.aggregate import AggregateOperation
@@ -74,6 +75,25 @@ def global_key(context: Context) -> str:
 def own_key(tag: str, context: Context) -> BroadcastKey:
     """``BroadcastKey((tag, global_index))``: per-processor state every processor receives."""
     return BroadcastKey((tag, context.global_index))
+
+
+TABLE_PIECE_KEYS = 256
+"""Keys of a lookup table per snapshot entry (:func:`table_pieces`)."""
+
+
+def table_pieces(tag: str, context: Context, side: int, table: dict) -> Iterator[tuple[BroadcastKey, list]]:
+    """A hash join's table as entries of at most :data:`TABLE_PIECE_KEYS` ``(key, value)`` pairs,
+    each under ``BroadcastKey((tag, global_index, side))``: a large table is saved in portions."""
+    items = iter(table.items())
+    for piece in iter(lambda: list(islice(items, TABLE_PIECE_KEYS)), []):
+        yield BroadcastKey((tag, context.global_index, side)), piece
+
+
+def table_piece(key: Any, tag: str) -> tuple[int, int] | None:
+    """``(saved global index, side)`` if ``key`` is a piece of :func:`table_pieces`, else None."""
+    if type(key) is BroadcastKey and type(key.key) is tuple and len(key.key) == 3 and key.key[0] == tag:
+        return key.key[1], key.key[2]
+    return None
 
 
 def tagged(key: Any, tag: str) -> int | None:

@@ -7,7 +7,7 @@ from itertools import chain
 from typing import Any, Callable, Iterable
 
 from jet.core.processors.base import ChunkEmittingProcessor
-from jet.core.processors.snapshot_state import SnapshotSaver, own_key
+from jet.core.processors.snapshot_state import own_key
 from jet.core.special_items import Watermark
 
 #: At most one INFO line about dropped late events per this many milliseconds and processor.
@@ -31,7 +31,6 @@ class StreamingProcessor(ChunkEmittingProcessor):
     """
 
     restored_progress: tuple | None = None
-    _saver: SnapshotSaver | None = None
 
     late_events_dropped = 0
     _last_late_log_ms: int | None = None
@@ -55,13 +54,8 @@ class StreamingProcessor(ChunkEmittingProcessor):
         """``save_to_snapshot``: finish the output in progress, then offer ``entries()`` and this
         processor's progress (under ``BroadcastKey(("progress", global_index))``), resuming
         where the outbox refused on the next call; True once all is saved."""
-        saver = self._saver
-        if saver is None:
-            saver = self._saver = SnapshotSaver()
-        if not saver.saving and not self.finish_emitting():
-            return False
         progress_entry = ((own_key("progress", self.context), progress),)
-        return saver.offer(self.outbox, lambda: chain(entries(), progress_entry))
+        return self.save_entries(lambda: chain(entries(), progress_entry))
 
     def merge_restored_progress(self, values: tuple) -> None:
         """Merge a restored progress entry into ``restored_progress``, value by value (minimum)."""
