@@ -1,9 +1,10 @@
 """Which processor restores which snapshot entry (Jet's restore edges, without the extra vertices).
 
 Jet reads a snapshot through a ``__snapshot_read`` vertex and one distributed edge per user
-vertex, partitioned by the entry's key. Here each member reads the snapshot's entries and keeps
-those its processors own, by the same rule, so state lands where the new plan routes its keys
-however many members the snapshot was taken on:
+vertex, partitioned by the entry's key. Here each member reads its part of the snapshot (the
+chunks :func:`chunk_filter` wants: those of partition groups it owns partitions of, and those
+without a group) and keeps the entries its processors own, by the same rule, so state lands
+where the new plan routes its keys however many members the snapshot was taken on:
 
 - an entry under a :class:`~jet.core.snapshot_keys.BroadcastKey` goes to every processor of its
   vertex (each keeps its share: sources by their index, merged values by minimum);
