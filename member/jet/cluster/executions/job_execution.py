@@ -203,12 +203,12 @@ class JobExecution:
             what = f"snapshot {restore.get('snapshot_id')} of job {restore.get('job_id')}"
             entries = store.read_snapshot(str(restore["job_id"]), expected_id=restore.get("snapshot_id"),
                                           wanted=wanted)
-        started = time.perf_counter()
+        started, cpu = time.perf_counter(), time.thread_time()
         routed = route_restore_entries(counted(entries), dag, self.plan.local_parallelism, topology)
         self.restore_counts = dict(counts)
-        log.info("job %s: member %d restores %s: %d of %d chunks read, %d entries, %.0f ms", self.job_id,
-                 self.member_index, what, counts["read"], counts["read"] + counts["skipped"], counts["entries"],
-                 (time.perf_counter() - started) * 1000)
+        log.info("job %s: member %d restores %s: %d of %d chunks read, %d entries, %.0f ms (%.0f ms of CPU)",
+                 self.job_id, self.member_index, what, counts["read"], counts["read"] + counts["skipped"],
+                 counts["entries"], (time.perf_counter() - started) * 1000, (time.thread_time() - cpu) * 1000)
         return routed
 
     # -- snapshots ----------------------------------------------------------------------------
