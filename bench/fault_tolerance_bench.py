@@ -1,7 +1,7 @@
 """Fault tolerance figures (issue 12): a snapshot of 1 M keys of aggregation state, and the time
 from killing a member to the first result after the restore.
 
-    python bench/fault_tolerance_bench.py state [--keys 1000000] [--members 2]
+    python bench/fault_tolerance_bench.py state [--keys 1000000] [--members 2] [--restart]
     python bench/fault_tolerance_bench.py recovery [--members 3] [--runs 3]
 
 Throughput and latency with exactly-once snapshots every second against none come from the
@@ -12,7 +12,10 @@ stream latency benchmark run twice (see bench/README.md):
 ``state``: a stream whose tumbling window (an hour long) holds a count for each of ``--keys``
 keys, on ``--members`` members with exactly-once snapshots every second; once every key is in
 the state, the job's snapshots are read from ``job.info()["lastSnapshot"]`` (duration from the
-start of phase 1 to the commit, bytes in the store, keys).
+start of phase 1 to the commit, bytes in the store, keys). With ``--restart`` the job is then
+restarted (a terminal snapshot, then a new execution restoring it) and each member's restore
+line is read from its log: chunks and entries it read, and the time it took to read and route
+them at ``init``.
 
 ``recovery``: Sources.item_stream at 10 000 events/s counted in 100 ms tumbling windows into a
 sink that records when each result arrives, exactly-once with a snapshot every second. After
@@ -76,7 +79,7 @@ def state_pipeline(keys: int) -> Pipeline:
     return p
 
 
-def measure_state(keys: int, members: int, snapshots: int) -> None:
+def measure_state(keys: int, members: int, snapshots: int, restart: bool = False) -> None:
     with tempfile.TemporaryDirectory(prefix="jet-ft-bench-") as logs, \
             jet.local_cluster(members, log_dir=logs) as cluster:
         job = cluster.new_job(state_pipeline(keys), {"processing_guarantee": "exactly-once",
@@ -90,6 +93,17 @@ def measure_state(keys: int, members: int, snapshots: int) -> None:
             if last is not None:
                 seen[last["id"]] = last
             time.sleep(0.2)
+        if restart:
+            started = time.monotonic()
+            job.restart()
+            while not (job.info()["restarts"] >= 1 and job.info()["status"] == "RUNNING"):
+                time.sleep(0.05)
+            print(f"restart: {time.monotonic() - started:.2f} s from the request to RUNNING (terminal snapshot "
+                  f"included)")
+            for member in range(members):
+                for line in (Path(logs) / f"member-{member}.log").read_text().splitlines():
+                    if "restores snapshot" in line:
+                        print(f"  member {member}: {line.split('restores ', 1)[1]}")
         job.cancel()
     full = [s for s in seen.values() if s["keys"] >= keys]
     print(f"{keys} keys on {members} members, {len(full)} snapshots:")
@@ -168,12 +182,13 @@ def main(argv: list[str] | None = None) -> None:
     state.add_argument("--keys", type=int, default=1_000_000)
     state.add_argument("--members", type=int, default=2)
     state.add_argument("--snapshots", type=int, default=3)
+    state.add_argument("--restart", action="store_true", help="then restart the job and report its restore")
     recovery = sub.add_parser("recovery")
     recovery.add_argument("--members", type=int, default=3)
     recovery.add_argument("--runs", type=int, default=3)
     args = parser.parse_args(argv)
     if args.what == "state":
-        measure_state(args.keys, args.members, args.snapshots)
+        measure_state(args.keys, args.members, args.snapshots, args.restart)
     else:
         times = [measure_recovery(args.members) for _ in range(args.runs)]
         print(f"recovery on {args.members} members (kill member 1 -> first result after the restore): "

@@ -112,3 +112,47 @@ def test_a_failed_snapshot_keeps_the_previous_one(tmp_path):
         job.join(timeout=60)
         assert sorted(job.result()) == list(range(3000))
         assert "fault injection" in (tmp_path / "member-0.log").read_text()
+
+
+class DistinctKeys:
+    """Emits keys 0..count-1 once at event time 0, then nothing."""
+
+    def __init__(self, count: int) -> None:
+        self.count, self.next = count, 0
+
+    def fill(self, buffer) -> None:
+        end = min(self.count, self.next + 5000)
+        for key in range(self.next, end):
+            buffer.add(key, 0)
+        self.next = end
+
+    def restore(self, saved: list) -> None:
+        self.next = min(saved)
+
+
+def test_each_member_restores_only_the_chunks_of_its_partitions(tmp_path):
+    """A window of 20,000 keys on 2 real members: each member's log says how much of the
+    snapshot it read at the restart; about half of the keyed chunks and entries, not all."""
+    keys = 20_000
+    source = (jet.SourceBuilder.timestamped_stream("distinct-keys", lambda context: DistinctKeys(keys))
+              .fill_buffer_fn(DistinctKeys.fill).create_snapshot_fn(lambda state: state.next)
+              .restore_snapshot_fn(DistinctKeys.restore).build())
+    p = jet.Pipeline.create()
+    (p.read_from(source).with_native_timestamps(0).grouping_key(lambda key: key)
+     .window(jet.WindowDefinition.tumbling(3_600_000)).aggregate(jet.AggregateOperations.counting())
+     .write_to(jet.Sinks.logger()))
+    with jet.local_cluster(members=2, log_dir=tmp_path) as running:
+        job = running.new_job(p, {**EXACTLY_ONCE, "name": "large-state"})
+        wait_until(lambda: (job.info().get("lastSnapshot") or {}).get("keys", 0) >= keys,
+                   what="a snapshot of every key", timeout_s=120)
+        job.restart()
+        wait_until(lambda: job.info()["restarts"] == 1 and job.status is JobStatus.RUNNING, what="the restart")
+        job.cancel()
+    lines = [re.search(r"restores snapshot .*: (\d+) of (\d+) chunks read, (\d+) entries", line)
+             for member in range(2) for line in (tmp_path / f"member-{member}.log").read_text().splitlines()]
+    reads = [tuple(map(int, found.groups())) for found in lines if found]
+    assert len(reads) == 2, reads  # one restore per member
+    for chunks_read, chunks, entries in reads:
+        assert chunks_read < 0.6 * chunks
+        assert entries < 0.6 * keys
+    assert sum(entries for _, _, entries in reads) >= keys

@@ -48,9 +48,20 @@ class Driven(StreamDriver):
         return self
 
     def save(self) -> list[tuple[Any, Any]]:
-        """The entries of a snapshot taken now, through pickle as the store keeps them."""
-        self._until_true(self.processor.save_to_snapshot)
-        entries, self.outbox.snapshot_entries[:] = list(self.outbox.snapshot_entries), []
+        """The entries of a snapshot taken now, through pickle as the store keeps them; taken
+        from the bounded snapshot buffer after every call, as the engine does
+        (``save_calls``: how many calls the save took)."""
+        entries: list = []
+
+        def step() -> bool:
+            done = self.processor.save_to_snapshot()
+            entries.extend(self.outbox.snapshot_entries)
+            self.outbox.snapshot_entries = []
+            self.save_calls += 1
+            return done
+
+        self.save_calls = 0
+        self._until_true(step)
         return pickle.loads(pickle.dumps(entries))
 
     @classmethod

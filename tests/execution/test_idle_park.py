@@ -245,7 +245,7 @@ def test_a_snapshot_wakes_a_parked_source_for_both_phases():
         worker = service.workers[0]
         wait_until(_parked(worker))
         parks = worker.long_parks
-        write = lambda vertex, sequence, chunk: written.extend(pickle.loads(chunk)[1]) or len(chunk)  # noqa: E731
+        write = lambda vertex, sequence, chunk, group: written.extend(pickle.loads(chunk)[1]) or len(chunk)  # noqa: E731
         assert context.start_phase1(0, False, write).result(timeout=20)["keys"] == 1
         assert written == [("offset", 42)]
         wait_until(_parked(worker, parks + 1))

@@ -1,7 +1,6 @@
 """Snapshot barriers through edge streams and processor tasklets; a snapshot and a restore of a
 running job on one member, checked against plain Python over the same numbers."""
 
-import pickle
 import threading
 import time
 
@@ -17,6 +16,7 @@ from jet.execution.plan import ExecutionPlan, MemberTopology
 from jet.execution.queues import SpscQueue
 from jet.execution.service import TaskletExecutionService
 from jet.execution.snapshot_context import SnapshotContext
+from jet.execution.snapshot_portions import chunk_pickles
 from jet.execution.snapshot_restore import route_restore_entries
 from jet.execution.tasklet import DONE_BIT
 from jet.job_config import ProcessingGuarantee
@@ -317,9 +317,9 @@ class Chunks:
         self.entries: dict[int, list] = {}
 
     def writer(self, snapshot_id):
-        def write(vertex, sequence, chunk):  # the chunk the tasklet pickled: (vertex, entries)
-            _, entries = pickle.loads(chunk)
-            self.entries.setdefault(snapshot_id, []).extend((vertex, k, v) for k, v in entries)
+        def write(vertex, sequence, chunk, group):  # the chunk the tasklet pickled: (vertex, entries)...
+            for _, entries in chunk_pickles(chunk):
+                self.entries.setdefault(snapshot_id, []).extend((vertex, k, v) for k, v in entries)
             return len(chunk)
         return write
 

@@ -7,6 +7,15 @@ from typing import Any, Iterable, Sequence
 from jet.core.edge import DEFAULT_OUTBOX_CAPACITY
 from jet.core.special_items import SpecialItem
 
+SNAPSHOT_PORTION = 1024
+"""Entries ``offer_to_snapshot`` takes per call of ``save_to_snapshot`` at first; the engine then
+sizes the portion so it pickles to about ``SNAPSHOT_PORTION_BYTES`` (see
+:mod:`jet.execution.snapshot_portions`), never below :data:`MIN_SNAPSHOT_PORTION`."""
+
+MIN_SNAPSHOT_PORTION = 16
+"""A ``save_to_snapshot`` call may always offer this many entries: a processor saving a few
+entries (a source's offsets, a watermark) needs no resumption."""
+
 
 class Outbox:
     """Buckets of emitted items, one per output ordinal, drained by the engine after each call.
@@ -21,10 +30,12 @@ class Outbox:
     refused (the capacities read as zero), so a chunk always ends where a special item goes.
     """
 
-    __slots__ = ("buckets", "capacities", "_all", "pending_special", "_open_capacities", "snapshot_entries")
+    __slots__ = ("buckets", "capacities", "_all", "pending_special", "_open_capacities", "snapshot_entries",
+                 "snapshot_capacity")
 
     def __init__(self, bucket_count: int,
-                 capacities: Sequence[int] | int = DEFAULT_OUTBOX_CAPACITY) -> None:
+                 capacities: Sequence[int] | int = DEFAULT_OUTBOX_CAPACITY,
+                 snapshot_capacity: int = SNAPSHOT_PORTION) -> None:
         if isinstance(capacities, int):
             capacities = [capacities] * bucket_count
         if len(capacities) != bucket_count:
@@ -37,14 +48,25 @@ class Outbox:
         self._open_capacities = self.capacities
         self.snapshot_entries: list[tuple[Any, Any]] = []
         """Entries saved by ``offer_to_snapshot`` and not yet taken by the engine."""
+        self.snapshot_capacity = max(MIN_SNAPSHOT_PORTION, snapshot_capacity)
+        """How many entries ``snapshot_entries`` holds before ``offer_to_snapshot`` refuses (the
+        engine adjusts it between calls)."""
 
     def offer_to_snapshot(self, key: Any, value: Any) -> bool:
         """Save one entry of the processor's state into the snapshot being taken.
 
-        Only valid from ``save_to_snapshot`` and ``snapshot_commit_prepare``. Jet's may refuse
-        (False) when its buffer is full, and a processor must then offer the same entry again;
-        this one buffers the whole state of the processor and always accepts."""
-        self.snapshot_entries.append((key, value))
+        Only valid from ``save_to_snapshot`` and ``snapshot_commit_prepare``. Returns False,
+        as Jet's does, once the snapshot buffer holds a portion: the processor must then return
+        False and offer the same entry again on the next call, after the engine has pickled
+        the portion and let other tasklets run. The engine takes everything offered after each
+        call and calls nothing else of the processor until the save is over, so its state stays
+        as it was at the barrier across the calls. The first call of a save may offer
+        :data:`SNAPSHOT_PORTION` entries and every call :data:`MIN_SNAPSHOT_PORTION`: a
+        processor saving fewer needs no resumption."""
+        entries = self.snapshot_entries
+        if len(entries) >= self.snapshot_capacity:
+            return False
+        entries.append((key, value))
         return True
 
     def offer_watermark(self, watermark: SpecialItem) -> bool:

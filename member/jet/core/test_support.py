@@ -32,7 +32,7 @@ import time
 from typing import Any, Callable, Sequence
 
 from jet.core.inbox import Inbox
-from jet.core.outbox import Outbox
+from jet.core.outbox import MIN_SNAPSHOT_PORTION, SNAPSHOT_PORTION, Outbox
 from jet.core.partitioner import murmur_partition
 from jet.core.processor import Context, Processor
 from jet.core.snapshot_keys import BroadcastKey
@@ -233,6 +233,7 @@ class TestSupport:
         old = self._processor
         self._saving = True
         self._saved = []
+        outbox.snapshot_capacity = SNAPSHOT_PORTION  # as the engine: a full portion first, ...
         def save() -> bool:
             done = old.save_to_snapshot()
             if done and outbox.pending_special is not None:
@@ -312,6 +313,7 @@ class TestSupport:
                     " snapshot_commit_prepare()")
             self._saved.extend(outbox.snapshot_entries)
             outbox.snapshot_entries.clear()
+            outbox.snapshot_capacity = MIN_SNAPSHOT_PORTION  # ... then the smallest the engine may choose
             emitted = True
         for ordinal, bucket in enumerate(outbox.buckets):
             if bucket:

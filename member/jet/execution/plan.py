@@ -15,6 +15,7 @@ from jet.execution.outbound import (BroadcastCollector, OutboundCollector, Parti
 from jet.execution.processor_tasklet import ProcessorTasklet
 from jet.execution.queues import UNBOUNDED, SpscQueue
 from jet.execution.snapshot_context import SnapshotContext
+from jet.execution.snapshot_portions import grouping_partition_fn
 from jet.execution.vertex_metrics import vertex_metrics
 from jet.job_config import ProcessingGuarantee
 
@@ -102,13 +103,15 @@ class ExecutionPlan:
         tasklets = []
         for vertex in self.order:
             to_vertices = [e.dest.name for e in self.dag.outbound_edges(vertex.name)]
+            partition_of = grouping_partition_fn(self.dag, vertex) if self.snapshot_context else None
             for index, processor in enumerate(processors[vertex.name]):
                 restore = (None if self.restore_entries is None
                            else self.restore_entries.get((vertex.name, index), []))
                 tasklet = ProcessorTasklet(
                     f"{vertex.name}#{index}", processor, self._context(vertex, index),
                     instreams[vertex.name][index], collectors[vertex.name][index],
-                    capacities[vertex.name], self.snapshot_context, restore, metrics_enabled=self.metrics_enabled)
+                    capacities[vertex.name], self.snapshot_context, restore, metrics_enabled=self.metrics_enabled,
+                    snapshot_partition=partition_of)
                 tasklet.to_vertices = list(to_vertices)
                 tasklets.append(tasklet)
         self.tasklets = tasklets

@@ -5,15 +5,16 @@ from __future__ import annotations
 import enum
 import time
 from collections import deque
-from typing import Sequence
+from typing import Any, Callable, Sequence
 
 from jet.core.inbox import Inbox
-from jet.core.outbox import Outbox
+from jet.core.outbox import MIN_SNAPSHOT_PORTION, SNAPSHOT_PORTION, Outbox
 from jet.core.processor import Context, Processor
 from jet.core.special_items import IDLE_MESSAGE, MAX_TIMESTAMP, MIN_TIMESTAMP, SnapshotBarrier, Watermark
 from jet.execution.inbound import InboundEdgeStream
 from jet.execution.outbound import OutboundCollector
 from jet.execution.queues import DONE_ITEM
+from jet.execution.snapshot_portions import SnapshotPortions
 from jet.execution.tasklet import DONE, DONE_BIT, MADE_PROGRESS, NO_PROGRESS, PROGRESS_BIT, WAS_ALREADY_DONE
 from jet.execution.watermark_coalescer import create_coalescer
 
@@ -83,9 +84,12 @@ class ProcessorTasklet:
                  instreams: Sequence[InboundEdgeStream],
                  collectors: Sequence[OutboundCollector],
                  outbox_capacities: Sequence[int], snapshot_context: "SnapshotContext | None" = None,
-                 restore_entries: list | None = None, *, metrics_enabled: bool = True) -> None:
+                 restore_entries: list | None = None, *, metrics_enabled: bool = True,
+                 snapshot_partition: "Callable[[Any], int] | None" = None) -> None:
         """``metrics_enabled=False`` skips the counting that only metrics need (batches, back
-        pressure, per-ordinal emitted counts); ``items_in``/``items_out`` are always counted."""
+        pressure, per-ordinal emitted counts); ``items_in``/``items_out`` are always counted.
+        ``snapshot_partition``: the partition function its snapshot groups keyed entries by
+        (:func:`~jet.execution.snapshot_portions.grouping_partition_fn`; None: no groups)."""
         self.name = name
         self.processor = processor
         self.context = context
@@ -121,6 +125,9 @@ class ProcessorTasklet:
         self._barrier: SnapshotBarrier | None = None
         """The barrier of the snapshot being saved or emitted."""
         self._state_after_snapshot = self.state
+        self._snapshot_partition = snapshot_partition
+        self._portions: SnapshotPortions | None = None
+        """The save in progress, across the calls that save a large state in portions."""
         self.saved_snapshot_id = snapshot_context.first_snapshot_id - 1 if snapshot_context else -1
         """The last snapshot this processor saved (or skipped, having ended)."""
         self.committed_snapshot_id = self.saved_snapshot_id
@@ -386,20 +393,37 @@ class ProcessorTasklet:
 
     def _save_snapshot(self) -> bool:
         """save_to_snapshot until True, then snapshot_commit_prepare until True, then the
-        entries go to the snapshot context and the barrier to the outbox."""
-        processor = self.processor
+        entries go to the snapshot context and the barrier to the outbox.
+
+        What the processor offered is pickled after every call (:class:`SnapshotPortions`),
+        and a call that filled the bounded snapshot buffer returns, so the cooperative thread
+        serves other tasklets between the portions of a large state. Nothing else of the
+        processor runs until the save is over: its state stays as it was at the barrier."""
+        processor, outbox = self.processor, self.outbox
+        portions = self._portions
+        if portions is None:
+            portions = self._portions = SnapshotPortions(self.context.vertex_name, self._snapshot_partition)
+            # A save's first call may offer a whole portion: a processor that saves a few entries
+            # at once, ignoring offer_to_snapshot's answer, is never refused.
+            outbox.snapshot_capacity = SNAPSHOT_PORTION
+        started = time.perf_counter()
         if not self._prepared:
-            if not processor.save_to_snapshot():
-                return bool(self.outbox.snapshot_entries)
+            done = processor.save_to_snapshot()
+            taken = portions.take(outbox, started)
+            if not done:
+                return taken != 0
             self._prepared = True
-        if not processor.snapshot_commit_prepare():
+            if taken > MIN_SNAPSHOT_PORTION:
+                return True  # snapshot_commit_prepare in the next call: this one pickled a portion
+        done = processor.snapshot_commit_prepare()
+        portions.take(outbox, started)
+        if not done:
             return True
-        outbox = self.outbox
-        entries, outbox.snapshot_entries = outbox.snapshot_entries, []
+        self._portions = None
         barrier = self._barrier
         self.saved_snapshot_id = barrier.snapshot_id
-        self.snapshot_keys = len(entries)
-        self._ssc.tasklet_saved(self, barrier.snapshot_id, self.context.vertex_name, entries)
+        self.snapshot_keys = portions.count
+        self._ssc.tasklet_saved(self, barrier.snapshot_id, self.context.vertex_name, portions)
         if not outbox.offer_watermark(barrier):
             raise AssertionError(f"{self.name}: a special item was pending when the barrier was due")
         self.state = _EMIT_BARRIER

@@ -23,33 +23,22 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, Callable
 
 from jet.core.snapshot_keys import ProcessorEnded
-from jet.core.state_pickle import dumps_state
 from jet.execution.backoff import wake_parked_workers
+from jet.execution.snapshot_portions import Chunk, SnapshotPortions, entries_chunks
 from jet.job_config import ProcessingGuarantee
 
 log = logging.getLogger("jet.execution.snapshot")
 
-CHUNK_ENTRIES = 20_000
-"""Entries per chunk file: big enough to amortise a store write, small enough to stream."""
-
-ChunkWriter = Callable[[str, int, bytes], int]
-"""``write(vertex, sequence, data) -> bytes written``: store one chunk of a snapshot, ``data``
-being the pickled ``(vertex, entries)`` (:func:`pickled_chunks`); raises on failure."""
-
-
-def pickled_chunks(vertex: str, entries: list) -> list[bytes]:
-    """The entries as the pickled ``(vertex, entries)`` chunks the store writes, of at most
-    :data:`CHUNK_ENTRIES` each. Pickled by the tasklet that saved them, at once: a processor goes
-    on changing its state (a window's list, a stateful map's object) right after its save, and a
-    writer thread pickling later would store those later changes (exactly-once output twice)."""
-    return [dumps_state((vertex, entries[start:start + CHUNK_ENTRIES]))
-            for start in range(0, len(entries), CHUNK_ENTRIES)]
+ChunkWriter = Callable[[str, int, bytes, "int | None"], int]
+"""``write(vertex, sequence, data, group) -> bytes written``: store one chunk of a snapshot,
+``data`` being pickles of ``(vertex, entries)`` of partition group ``group`` (None: entries every
+member reads; see :mod:`jet.execution.snapshot_portions`); raises on failure."""
 
 
 class _Pickled:
-    """A tasklet's saved entries, already pickled into chunks (:func:`pickled_chunks`)."""
+    """A tasklet's saved entries, already pickled into chunks (:class:`SnapshotPortions`)."""
 
-    def __init__(self, count: int, chunks: list[bytes]) -> None:
+    def __init__(self, count: int, chunks: list[Chunk]) -> None:
         self.count = count
         self.chunks = chunks
 
@@ -133,10 +122,14 @@ class SnapshotContext:
             self._waiting_for_groups.discard(tasklet)
             self._publish_if_due()
 
-    def tasklet_saved(self, tasklet: Any, snapshot_id: int, vertex: str, entries: list) -> None:
-        """The tasklet saved its state for ``snapshot_id`` (its barrier goes downstream next); on
-        the tasklet's thread, which pickles the entries here, before the state changes again."""
-        entries = _Pickled(len(entries), pickled_chunks(vertex, entries))
+    def tasklet_saved(self, tasklet: Any, snapshot_id: int, vertex: str, saved: "SnapshotPortions | list") -> None:
+        """The tasklet saved its state for ``snapshot_id`` (its barrier goes downstream next):
+        the portions it pickled as the processor offered them, or a list of entries pickled here
+        at once (on the tasklet's thread, before the state changes again)."""
+        if isinstance(saved, SnapshotPortions):
+            entries = _Pickled(saved.count, saved.chunks())
+        else:
+            entries = _Pickled(len(saved), entries_chunks(vertex, saved))
         with self._lock:
             phase = self._phase1
             if phase is None or snapshot_id > phase.snapshot_id:
@@ -248,11 +241,11 @@ class SnapshotContext:
     def _schedule_write(self, phase: _Phase, vertex: str, entries: "list | _Pickled", tasklet: Any = None) -> None:
         if tasklet is not None:
             self.saved_bytes[tasklet] = 0
-        chunks = entries.chunks if isinstance(entries, _Pickled) else pickled_chunks(vertex, entries)
-        for chunk in chunks:
+        chunks = entries.chunks if isinstance(entries, _Pickled) else entries_chunks(vertex, entries)
+        for group, parts in chunks:
             self._sequence += 1
             phase.writes_pending += 1
-            self._pool.submit(self._write, phase, vertex, self._sequence, chunk, tasklet)
+            self._pool.submit(self._write, phase, vertex, self._sequence, group, parts, tasklet)
 
     def _publish_if_due(self) -> None:
         if self._unpublished is None or self._waiting_for_groups:
@@ -272,9 +265,10 @@ class SnapshotContext:
         if not phase.remaining and not phase.future.done():
             phase.future.set_result(None)
 
-    def _write(self, phase: _Phase, vertex: str, sequence: int, chunk: bytes, tasklet: Any) -> None:
+    def _write(self, phase: _Phase, vertex: str, sequence: int, group: int | None, parts: list[bytes],
+               tasklet: Any) -> None:
         try:
-            written = self._writer(vertex, sequence, chunk)
+            written = self._writer(vertex, sequence, b"".join(parts), group)
         except BaseException as e:  # noqa: BLE001 - the snapshot fails, named, on the coordinator
             log.warning("%s: writing a chunk of snapshot %d (vertex %s) failed: %s", self.name,
                         phase.snapshot_id, vertex, e)

@@ -1,9 +1,10 @@
 """Which processor restores which snapshot entry (Jet's restore edges, without the extra vertices).
 
 Jet reads a snapshot through a ``__snapshot_read`` vertex and one distributed edge per user
-vertex, partitioned by the entry's key. Here each member reads the snapshot's entries and keeps
-those its processors own, by the same rule, so state lands where the new plan routes its keys
-however many members the snapshot was taken on:
+vertex, partitioned by the entry's key. Here each member reads its part of the snapshot (the
+chunks :func:`chunk_filter` wants: those of partition groups it owns partitions of, and those
+without a group) and keeps the entries its processors own, by the same rule, so state lands
+where the new plan routes its keys however many members the snapshot was taken on:
 
 - an entry under a :class:`~jet.core.snapshot_keys.BroadcastKey` goes to every processor of its
   vertex (each keeps its share: sources by their index, merged values by minimum);
@@ -30,11 +31,12 @@ import logging
 from typing import Callable, Iterable
 
 from jet.core.dag import DAG, Vertex
-from jet.core.edge import Edge, RoutingPolicy
-from jet.core.partitioner import DEFAULT_PARTITIONER, HashPartitioner, key_to_partition_fn
+from jet.core.partitioner import key_to_partition_fn
 from jet.core.snapshot_keys import BroadcastKey, ProcessorEnded
 from jet.execution.plan import MemberTopology, local_partition_table, owned_partition_table
 from jet.execution.snapshot_context import PROCESSOR_FINISHED
+from jet.execution.snapshot_portions import (SNAPSHOT_GROUPS, group_is_owned, grouping_partition_fn,
+                                             partitioned_input, restore_partitioner)
 
 log = logging.getLogger("jet.execution.snapshot")
 
@@ -48,11 +50,9 @@ class _VertexRouting:
 
     def __init__(self, dag: DAG, vertex: Vertex, local_parallelism: int, topology: MemberTopology) -> None:
         self.local_parallelism = local_parallelism
-        edge = _partitioned_input(dag, vertex)
-        partitioner = edge.partitioner if edge is not None else DEFAULT_PARTITIONER
-        if isinstance(partitioner, HashPartitioner):
-            partitioner = DEFAULT_PARTITIONER  # local-only edges may use hash(); keys must route stably here
-        self.partition_of: Callable[[object], int] = key_to_partition_fn(partitioner, distributed=True)
+        edge = partitioned_input(dag, vertex)
+        self.partition_of: Callable[[object], int] = key_to_partition_fn(restore_partitioner(dag, vertex),
+                                                                         distributed=True)
         self.owners = topology.partition_owners
         self.member = topology.member_index
         if edge is not None and edge.is_distributed():
@@ -70,12 +70,17 @@ class _VertexRouting:
         return self.local_of(partition)
 
 
-def _partitioned_input(dag: DAG, vertex: Vertex) -> Edge | None:
-    """The vertex's partitioned input edge that decides where its keys live (distributed first)."""
-    edges = [e for e in dag.inbound_edges(vertex.name)
-             if e.routing_policy is RoutingPolicy.PARTITIONED and e.all_to_one_key is None]
-    edges.sort(key=lambda e: not e.is_distributed())
-    return edges[0] if edges else None
+def chunk_filter(dag: DAG, topology: MemberTopology) -> Callable[[str, "int | None"], bool]:
+    """``wanted(vertex, group)``: whether this member reads a snapshot chunk of ``vertex`` and
+    partition group ``group`` (None: a chunk every member reads). A member skips the chunks of
+    groups holding none of its partitions, of vertices whose keys it routes by murmur as the
+    writer grouped them (see :mod:`jet.execution.snapshot_portions`)."""
+    owned = [group_is_owned(g, topology.partition_owners, topology.member_index) for g in range(SNAPSHOT_GROUPS)]
+    grouped = {v.name for v in dag.vertices if grouping_partition_fn(dag, v) is not None}
+
+    def wanted(vertex: str, group: int | None) -> bool:
+        return group is None or vertex not in grouped or not 0 <= group < SNAPSHOT_GROUPS or owned[group]
+    return wanted
 
 
 def route_restore_entries(entries: Iterable[tuple[str, object, object]], dag: DAG,

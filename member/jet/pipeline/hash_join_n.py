@@ -8,18 +8,19 @@ An item is emitted once per combination of its matches (one per side); a side wi
 gives None (left outer), or drops the item (inner). ``mapper(item, match1, ..., matchN)``
 makes the output; a None result is dropped.
 
-Snapshots: the tables under ``BroadcastKey(("tables", global_index))``, as the single hash
-join saves its table; each joiner restores the first copy, and a table collected again after
-the restore (its lookup source started over) replaces the restored one.
+Snapshots: the tables in pieces (``table_pieces``, side by side) announced under
+``BroadcastKey(("tables", global_index))``, as the single hash join saves its table; each joiner
+restores the copy of the first processor it gets one of, and a table collected again after the
+restore (its lookup source started over) replaces the restored one.
 """
 
 from __future__ import annotations
 
 from itertools import product
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 from jet.core.inbox import Inbox
-from jet.core.processors.snapshot_state import own_key, tagged, unexpected_entry
+from jet.core.processors.snapshot_state import own_key, table_piece, table_pieces, tagged, unexpected_entry
 from jet.core.processors.streaming import StreamingProcessor
 from jet.core.special_items import Watermark
 
@@ -80,19 +81,35 @@ class HashJoinNP(StreamingProcessor):
     def complete(self) -> bool:
         return self.emit_unfinished()
 
+    _restoring_from: int | None = None
+    """The saved global index whose copy of the tables this processor restores."""
+
     def save_to_snapshot(self) -> bool:
-        if not self.finish_emitting():
-            return False
-        self.outbox.offer_to_snapshot(own_key("tables", self.context), self._tables)
-        return True
+        return self.save_entries(self._saved_entries)
+
+    def _saved_entries(self) -> Iterator[tuple[Any, Any]]:
+        yield own_key("tables", self.context), len(self._tables)
+        for side, table in enumerate(self._tables):
+            yield from table_pieces("tables", self.context, side, table)
 
     def restore_from_snapshot(self, inbox: Inbox) -> None:
-        for key, tables in inbox.take_chunk():
-            if tagged(key, "tables") is None:
-                raise unexpected_entry(self.context.vertex_name, self, key)
-            if not any(self._restored):
-                self._tables = [dict(table) for table in tables]
-                self._restored = [True] * len(tables)
+        for key, value in inbox.take_chunk():
+            index, side = tagged(key, "tables"), None
+            if index is None:
+                piece = table_piece(key, "tables")
+                if piece is None:
+                    raise unexpected_entry(self.context.vertex_name, self, key)
+                index, side = piece
+            if self._restoring_from is None:
+                self._restoring_from = index
+                self._tables = [{} for _ in self._key_fns]
+                self._restored = [True] * len(self._key_fns)
+            if index != self._restoring_from:
+                continue  # another processor's copy
+            if type(value) is list and side is None:  # a snapshot taken before pieces: every table
+                self._tables = [dict(table) for table in value]
+            elif side is not None:
+                self._tables[side].update(value)
 
 
 def hash_join_n_p(key_fns: Sequence[Callable[[Any], Any]], mapper: Callable[..., Any], inner: bool,

@@ -1,9 +1,11 @@
 """The processors of a hash join: a collector of the lookup side and the joiner.
 
-Snapshots: the collector's partial table and the joiner's table go under
-``BroadcastKey(("table", global_index))``. Every collector receives the whole lookup side
-(broadcast) and every joiner the whole table, so the copies are equal and each processor
-restores the first copy it gets. Saving the tables (rather than collecting again) is what the
+Snapshots: the collector's partial table and the joiner's table go in pieces of a few hundred
+keys (``table_pieces``: a large table is saved over several calls), announced by an entry under
+``BroadcastKey(("table", global_index))`` (None: the collector had emitted its table). Every
+collector receives the whole lookup side (broadcast) and every joiner the whole table, so the
+copies are equal and each processor restores the copy of the first processor it gets one of (a
+snapshot taken before pieces holds the whole table in that entry). Saving the tables (rather than collecting again) is what the
 restore order needs: a lookup source that had finished saved no position, so it is not read
 again unless it starts from scratch. When it does (it starts from the beginning after a
 restore), the table the collector emits then *replaces* the joiner's restored table, so no
@@ -12,15 +14,16 @@ match is doubled.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 from jet.core.inbox import Inbox
 from jet.core.processors import ChunkEmittingProcessor
-from jet.core.processors.snapshot_state import own_key, tagged, unexpected_entry
+from jet.core.processors.snapshot_state import own_key, table_piece, table_pieces, tagged, unexpected_entry
 from jet.core.special_items import Watermark
 
 _NO_MATCH = [None]
 _NOTHING = object()
+_IN_PIECES = "in pieces"
 
 
 class _TableStateP(ChunkEmittingProcessor):
@@ -37,22 +40,39 @@ class _TableStateP(ChunkEmittingProcessor):
         """The value to save: the table, None (emitted already) or ``_NOTHING``."""
         return self._table if self._has_table else _NOTHING
 
+    _restoring_from: int | None = None
+    """The saved global index whose copy of the table this processor restores."""
+
     def save_to_snapshot(self) -> bool:
-        if not self.finish_emitting():
-            return False
+        return self.save_entries(self._saved_entries)
+
+    def _saved_entries(self) -> Iterator[tuple[Any, Any]]:
         value = self._table_to_save()
-        if value is not _NOTHING:
-            self.outbox.offer_to_snapshot(own_key("table", self.context), value)
-        return True
+        if value is _NOTHING:
+            return
+        yield own_key("table", self.context), None if value is None else _IN_PIECES
+        if value is not None:
+            yield from table_pieces("table", self.context, 0, value)
 
     def restore_from_snapshot(self, inbox: Inbox) -> None:
-        for key, table in inbox.take_chunk():
-            if tagged(key, "table") is None:
-                raise unexpected_entry(self.context.vertex_name, self, key)
-            if table is None:
+        for key, value in inbox.take_chunk():
+            index = tagged(key, "table")
+            if index is None:
+                piece = table_piece(key, "table")
+                if piece is None:
+                    raise unexpected_entry(self.context.vertex_name, self, key)
+                index = piece[0]
+            if value is None:
                 self._emitted_before_restore = True
-            elif not self._restored_table:
-                self._table, self._has_table, self._restored_table = table, True, True
+                continue
+            if self._restoring_from is None:
+                self._restoring_from, self._table, self._has_table, self._restored_table = index, {}, True, True
+            if index != self._restoring_from or value == _IN_PIECES:
+                continue  # another processor's copy, or the announcement of the pieces
+            if type(value) is dict:  # a snapshot taken before pieces: the whole table
+                self._table = value
+            else:
+                self._table.update(value)
 
 
 class HashJoinCollectP(_TableStateP):

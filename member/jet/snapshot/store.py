@@ -4,7 +4,7 @@ Layout under the store's root URL::
 
     jobs/<job_id>/record.json                         the JobRecord without its DAG
     jobs/<job_id>/dag.pickle                          the pickled DAG
-    jobs/<job_id>/snapshots/<0|1>/<snapshot_id>/chunks/<vertex>.<member>.<sequence>.<crc32>.pkl
+    jobs/<job_id>/snapshots/<0|1>/<snapshot_id>/chunks/<vertex>.<member>.<sequence>[.g<group>].<crc32>.pkl
     jobs/<job_id>/snapshots/<0|1>/<snapshot_id>/validation.json   written after every chunk
     exports/<name>/chunks/...  exports/<name>/validation.json
 
@@ -15,26 +15,34 @@ the slot that is not the last good one, so an abandoned or failed snapshot never
 last good snapshot. Each chunk's name carries the CRC-32 of its bytes: :meth:`SnapshotStore.verify`
 reads every chunk and checks it before a job is restored, and reading a chunk checks it again, so a
 damaged snapshot is refused naming the chunk instead of restoring wrong state.
+
+A chunk is one or more pickles of ``(vertex, entries)`` one after the other. A chunk named with
+a partition group (``g<group>``) holds only keyed entries of partitions in that group
+(:mod:`jet.execution.snapshot_portions`), so a restore passes ``wanted`` and reads only the
+chunks of groups its member owns partitions of; every member reads the chunks without a group.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import pickle
 import time
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, Callable
 from urllib.parse import quote, unquote
 
 import zlib
 
 from jet.core.state_pickle import dumps_state
+from jet.execution.snapshot_portions import chunk_pickles
 from jet.snapshot.errors import SnapshotError
 from jet.snapshot.fs import list_names, open_url, remove_tree, write_atomic
 from jet.snapshot.records import JobRecord, SnapshotInfo
 
 VALIDATION = "validation.json"
 CHUNKS = "chunks"
+
+ChunkFilter = Callable[[str, "int | None"], bool]
+"""``wanted(vertex, group)``: whether a restore reads a chunk (see the module docstring)."""
 
 
 class SnapshotWriter:
@@ -64,12 +72,15 @@ class SnapshotWriter:
         self.keys_written += len(entries)
         return self.write_chunk_bytes(vertex, member, sequence, data)
 
-    def write_chunk_bytes(self, vertex: str, member: int, sequence: int, data: bytes) -> str:
-        """Write one chunk already pickled as ``(vertex, entries)``; its file name."""
+    def write_chunk_bytes(self, vertex: str, member: int, sequence: int, data: bytes,
+                          group: int | None = None) -> str:
+        """Write one chunk already pickled as ``(vertex, entries)`` (one pickle or several one
+        after the other) of partition group ``group`` (None: every member reads it); its file name."""
         if self.committed:
             raise SnapshotError(f"job {self.job_id}: snapshot {self.snapshot_id} in slot "
                                 f"{self.slot} is already committed; no more chunks")
-        name = f"{quote(vertex, safe='')}.{member}.{sequence}.{zlib.crc32(data):08x}.pkl"
+        grouped = "" if group is None else f".g{int(group)}"
+        name = f"{quote(vertex, safe='')}.{member}.{sequence}{grouped}.{zlib.crc32(data):08x}.pkl"
         self.store.fs.pipe_file(f"{self.dir}/{CHUNKS}/{name}", data)
         self.bytes_written += len(data)
         return name
@@ -243,9 +254,10 @@ class SnapshotStore:
         self.save_job_record(record, with_dag=False)
         return info
 
-    def read_snapshot(self, job_id: str, expected_id: int | None = None) -> Iterator[tuple[str, Any, Any]]:
+    def read_snapshot(self, job_id: str, expected_id: int | None = None,
+                      wanted: ChunkFilter | None = None) -> Iterator[tuple[str, Any, Any]]:
         """(vertex, key, value) of every entry of the job's last good snapshot (which must be
-        ``expected_id`` when given)."""
+        ``expected_id`` when given), of the chunks ``wanted`` (default: all)."""
         info = self.last_good(job_id)
         if info is None:
             raise SnapshotError(f"job {job_id}: has no snapshot")
@@ -254,7 +266,7 @@ class SnapshotStore:
                                 f"snapshot in the store is {info.snapshot_id}")
         directory = self._snapshot_dir(job_id, info.slot, info.snapshot_id)
         where = f"job {job_id}, slot {info.slot}, snapshot {info.snapshot_id}"
-        return self._read_entries(directory, info, where)
+        return self._read_entries(directory, info, where, wanted)
 
     # ----- exports
     def export(self, job_id: str, name: str) -> SnapshotInfo:
@@ -276,10 +288,10 @@ class SnapshotStore:
         """The validated record of the export ``name``."""
         return self._validate(self._export_dir(name), f"export {name!r}", None)
 
-    def read_export(self, name: str) -> Iterator[tuple[str, Any, Any]]:
-        """(vertex, key, value) of every entry of the export ``name``."""
+    def read_export(self, name: str, wanted: ChunkFilter | None = None) -> Iterator[tuple[str, Any, Any]]:
+        """(vertex, key, value) of every entry of the export ``name``, of the chunks ``wanted``."""
         info = self.export_info(name)
-        return self._read_entries(self._export_dir(name), info, f"export {name!r}")
+        return self._read_entries(self._export_dir(name), info, f"export {name!r}", wanted)
 
     def list_exports(self) -> list[str]:
         """The names of the complete exports."""
@@ -314,16 +326,21 @@ class SnapshotStore:
                 f"{len(present)} present" + (f", missing {missing[:5]}" if missing else ""))
         return info
 
-    def _read_entries(self, directory: str, info: SnapshotInfo,
-                      where: str) -> Iterator[tuple[str, Any, Any]]:
+    def _read_entries(self, directory: str, info: SnapshotInfo, where: str,
+                      wanted: ChunkFilter | None = None) -> Iterator[tuple[str, Any, Any]]:
         for chunk in info.chunks:
-            data = self._chunk_bytes(directory, chunk, where)
-            try:
-                vertex, entries = pickle.loads(data)
-            except Exception as e:  # unpickling a damaged chunk can raise almost anything
-                raise SnapshotError(f"{where}: chunk {directory}/{CHUNKS}/{chunk} is damaged: {e!r}") from e
-            for key, value in entries:
-                yield vertex, key, value
+            if wanted is not None and not wanted(*chunk_vertex_and_group(chunk)):
+                continue
+            pickles = chunk_pickles(self._chunk_bytes(directory, chunk, where))
+            while True:
+                try:
+                    vertex, entries = next(pickles)
+                except StopIteration:
+                    break
+                except Exception as e:  # unpickling a damaged chunk can raise almost anything
+                    raise SnapshotError(f"{where}: chunk {directory}/{CHUNKS}/{chunk} is damaged: {e!r}") from e
+                for key, value in entries:
+                    yield vertex, key, value
 
     def _chunk_bytes(self, directory: str, chunk: str, where: str) -> bytes:
         """A chunk's bytes, checked against the CRC-32 its name carries."""
@@ -332,11 +349,19 @@ class SnapshotStore:
             data = self.fs.cat_file(path)
         except FileNotFoundError:
             raise SnapshotError(f"{where}: chunk {path} is missing") from None
-        recorded = chunk.rsplit(".", 2)[-2] if chunk.count(".") >= 4 else None
+        recorded = chunk.rsplit(".", 2)[-2] if chunk.count(".") >= 4 else None  # see write_chunk_bytes
         if recorded is not None and f"{zlib.crc32(data):08x}" != recorded:
             raise SnapshotError(f"{where}: chunk {path} is damaged: its CRC-32 is {zlib.crc32(data):08x}, "
                                 f"{recorded} when it was written ({len(data)} bytes now)")
         return data
+
+
+def chunk_vertex_and_group(chunk: str) -> tuple[str, int | None]:
+    """The vertex and partition group (None: none) a chunk's file name carries."""
+    parts = chunk.rsplit(".", 5)
+    if len(parts) == 6 and parts[3].startswith("g") and parts[3][1:].isdigit():
+        return unquote(parts[0]), int(parts[3][1:])
+    return unquote(chunk.rsplit(".", 4)[0]), None
 
 
 def _unquote(name: str) -> str:

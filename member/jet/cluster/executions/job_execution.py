@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from dataclasses import asdict, dataclass, replace
 from typing import Any, Callable
 
@@ -40,7 +41,7 @@ from jet.execution.plan import MemberTopology
 from jet.execution.progress_log import ProgressLog, is_streaming
 from jet.execution.service import TaskletExecutionService
 from jet.execution.snapshot_context import SnapshotContext
-from jet.execution.snapshot_restore import route_restore_entries
+from jet.execution.snapshot_restore import RestoreEntries, chunk_filter, route_restore_entries
 from jet.job_config import ProcessingGuarantee
 from jet.snapshot.store import SnapshotStore
 
@@ -131,6 +132,8 @@ class JobExecution:
         self._pending_failure: JobFailedError | None = None
         self.report: tuple[dict[str, Any], bytes] | None = None
         """The end report (header, blob) once the execution finished, until cleanup."""
+        self.restore_counts: dict[str, int] | None = None
+        """What this member read of the snapshot it restored: chunks read and skipped, entries."""
         dag = cloudpickle.loads(dag_bytes)
         if not isinstance(dag, DAG):
             raise TypeError(f"init of job {self.job_id}: the payload is a {type(dag).__name__}, not a DAG")
@@ -151,8 +154,7 @@ class JobExecution:
             snapshot_context=self.snapshot_context, members=members)
         self.plan.metrics_enabled = bool(plan_message.metrics_enabled)
         if plan_message.restore:
-            self.plan.restore_entries = route_restore_entries(
-                self._restore_entries(plan_message.restore), dag, self.plan.local_parallelism, topology)
+            self.plan.restore_entries = self._restore(plan_message.restore, dag, topology)
         self._tasklets = self.plan.build()
         self._progress_log = (ProgressLog(f"job {self.job_id} on member {self.member_index}",
                                           self.figures, progress_log_interval_ms)
@@ -178,15 +180,36 @@ class JobExecution:
         """:meth:`measurements` in their wire form."""
         return packed_execution_measurements(self)
 
-    def _restore_entries(self, restore: dict[str, Any]):
-        store = self._store
+    def _restore(self, restore: dict[str, Any], dag: DAG, topology: MemberTopology) -> RestoreEntries:
+        """This member's share of the snapshot ``restore`` names: only the chunks of partition
+        groups it owns, and the chunks every member reads."""
+        store, counts = self._store, {"read": 0, "skipped": 0, "entries": 0}
+        wanted_here = chunk_filter(dag, topology)
+
+        def wanted(vertex: str, group: int | None) -> bool:
+            read = wanted_here(vertex, group)
+            counts["read" if read else "skipped"] += 1
+            return read
+
+        def counted(entries):
+            for entry in entries:
+                counts["entries"] += 1
+                yield entry
+
         if "export" in restore:
-            log.info("job %s: member %d restores exported snapshot %r", self.job_id, self.member_index,
-                     restore["export"])
-            return store.read_export(str(restore["export"]))
-        log.info("job %s: member %d restores snapshot %s of job %s", self.job_id, self.member_index,
-                 restore.get("snapshot_id"), restore.get("job_id"))
-        return store.read_snapshot(str(restore["job_id"]), expected_id=restore.get("snapshot_id"))
+            what = f"exported snapshot {restore['export']!r}"
+            entries = store.read_export(str(restore["export"]), wanted)
+        else:
+            what = f"snapshot {restore.get('snapshot_id')} of job {restore.get('job_id')}"
+            entries = store.read_snapshot(str(restore["job_id"]), expected_id=restore.get("snapshot_id"),
+                                          wanted=wanted)
+        started, cpu = time.perf_counter(), time.thread_time()
+        routed = route_restore_entries(counted(entries), dag, self.plan.local_parallelism, topology)
+        self.restore_counts = dict(counts)
+        log.info("job %s: member %d restores %s: %d of %d chunks read, %d entries, %.0f ms (%.0f ms of CPU)",
+                 self.job_id, self.member_index, what, counts["read"], counts["read"] + counts["skipped"],
+                 counts["entries"], (time.perf_counter() - started) * 1000, (time.thread_time() - cpu) * 1000)
+        return routed
 
     # -- snapshots ----------------------------------------------------------------------------
     def snapshot_phase1(self, snapshot_id: int, slot: int, terminal: bool, timeout_s: float) -> dict[str, int]:
@@ -197,8 +220,8 @@ class JobExecution:
         writer = self._store.join_snapshot(self.job_id, snapshot_id, slot)
         member = self.member_index
 
-        def write_chunk(vertex: str, sequence: int, data: bytes) -> int:
-            writer.write_chunk_bytes(vertex, member, sequence, data)
+        def write_chunk(vertex: str, sequence: int, data: bytes, group: int | None) -> int:
+            writer.write_chunk_bytes(vertex, member, sequence, data, group)
             return len(data)
 
         future = context.start_phase1(snapshot_id, terminal, write_chunk)

@@ -37,13 +37,8 @@ class _KeyedStateP(ChunkEmittingProcessor):
         """Fold any input gathered and not folded yet (see :data:`KEYED_FOLD_ITEMS`)."""
 
     def save_to_snapshot(self) -> bool:
-        self.fold_pending()
-        if not self.finish_emitting():
-            return False
-        offer = self.outbox.offer_to_snapshot
-        for key, acc in self._accumulators.items():
-            offer(key, acc)
-        return True
+        self.fold_pending()  # nothing comes in while a save is in progress: a no-op after the first call
+        return self.save_entries(self._accumulators.items)
 
     def restore_from_snapshot(self, inbox: Inbox) -> None:
         accumulators, aggregate, vertex = self._accumulators, self._aggregate, self.context.vertex_name

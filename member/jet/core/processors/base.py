@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import Any, Callable, Iterable
 
 from jet.core.processor import Processor
+from jet.core.processors.snapshot_state import SnapshotSaver
 
 Supplier = Callable[[], Processor]
 ChunkFn = Callable[[list], list]
@@ -17,6 +18,7 @@ class ChunkEmittingProcessor(Processor):
     from input before the snapshot barrier must reach the outbox before the barrier does."""
 
     _results: list | None = None
+    _saver: SnapshotSaver | None = None
     _position = 0
     _emitted_whole: list | None = None  # the last list emitted whole, so a repeated call is a no-op
 
@@ -51,3 +53,14 @@ class ChunkEmittingProcessor(Processor):
     def save_to_snapshot(self) -> bool:
         """Finish the output in progress (a stateless processor saves nothing else)."""
         return self.finish_emitting()
+
+    def save_entries(self, entries: Callable[[], Iterable[tuple[Any, Any]]]) -> bool:
+        """``save_to_snapshot`` of a processor with state: finish the output in progress, then
+        offer ``entries()`` through a :class:`SnapshotSaver`, resuming where the outbox refused
+        on the next call; True once all is saved."""
+        saver = self._saver
+        if saver is None:
+            saver = self._saver = SnapshotSaver()
+        if not saver.saving and not self.finish_emitting():
+            return False
+        return saver.offer(self.outbox, entries)

@@ -44,13 +44,11 @@ def _first(key_fns: Sequence[Callable[[Any], Any]] | None) -> Callable[[Any], An
 
 
 class DetachedSlidingWindowP(SlidingWindowP):
-    """A sliding-window processor that goes on with a copy of its frames after each save."""
+    """A sliding-window processor that saves copies of its accumulators, which it goes on
+    changing in place after the save."""
 
-    def save_to_snapshot(self) -> bool:
-        if not super().save_to_snapshot():
-            return False
-        self.frames = copy.deepcopy(self.frames)
-        return True
+    def _saved_value(self, frames: dict) -> dict:
+        return copy.deepcopy(frames)
 
 
 class CoGroupSlidingWindowP(DetachedSlidingWindowP):
@@ -86,11 +84,8 @@ class CoGroupSessionWindowP(SessionWindowP):
         self._aggregate = self._inputs.views[ordinal]
         super().process(ordinal, inbox)
 
-    def save_to_snapshot(self) -> bool:
-        if not super().save_to_snapshot():
-            return False
-        self.windows = copy.deepcopy(self.windows)
-        return True
+    def _saved_value(self, sessions: list) -> list:
+        return copy.deepcopy(sessions)  # the accumulators change in place after the save
 
 
 def _check(where: str, aggregate: Any, key_fns: Any) -> None:

@@ -131,13 +131,9 @@ class IntervalJoinP(StreamingProcessor):
 
     # -- snapshots -------------------------------------------------------------------------
     def save_to_snapshot(self) -> bool:
-        if not self.finish_emitting():
-            return False
-        offer = self.outbox.offer_to_snapshot
-        for key, (lefts, rights) in self.buffers.items():
-            offer(key, (lefts.pairs(), rights.pairs()))
-        self.save_progress(self.current_watermark)
-        return True
+        return self.save_state(lambda: ((key, (lefts.pairs(), rights.pairs()))
+                                        for key, (lefts, rights) in self.buffers.items()),
+                               self.current_watermark)
 
     def restore_from_snapshot(self, inbox: Inbox) -> None:
         for key, value in inbox.take_chunk():

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import heapq
 from bisect import bisect_left
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 from jet.core.aggregate import AggregateOperation
 from jet.core.inbox import Inbox
@@ -115,15 +115,18 @@ class SessionWindowP(StreamingProcessor):
 
     # -- snapshots -------------------------------------------------------------------------
     def save_to_snapshot(self) -> bool:
-        if not self.finish_emitting():
-            return False
-        offer = self.outbox.offer_to_snapshot
+        return self.save_state(self._saved_entries, self.current_watermark)
+
+    def _saved_value(self, sessions: list) -> list:
+        """What a key's ``[(start, end, accumulator)]`` is saved as (a subclass may copy it)."""
+        return sessions
+
+    def _saved_entries(self) -> Iterator[tuple[Any, list]]:
         keyed = self._key_fn is not None
+        saved_value = self._saved_value
         for key, windows in self.windows.items():
-            offer(key if keyed else global_key(self.context),
-                  list(zip(windows.starts, windows.ends, windows.accs)))
-        self.save_progress(self.current_watermark)
-        return True
+            yield (key if keyed else global_key(self.context),
+                   saved_value(list(zip(windows.starts, windows.ends, windows.accs))))
 
     def restore_from_snapshot(self, inbox: Inbox) -> None:
         context = self.context

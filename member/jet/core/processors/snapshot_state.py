@@ -18,13 +18,52 @@ Three kinds of entries (see :mod:`jet.core.snapshot_keys`):
 
 from __future__ import annotations
 
-from typing import Any
+from itertools import islice
+from typing import Any, Callable, Iterable, Iterator
 
 from jet.core.aggregate import AggregateOperation
 from jet.core.processor import Context
 from jet.core.snapshot_keys import BroadcastKey
 
 _MISSING = object()
+
+
+class SnapshotSaver:
+    """Offers a processor's entries to the snapshot across several ``save_to_snapshot`` calls.
+
+    ``offer(outbox, entries)`` starts iterating ``entries()`` on the first call of a save and goes
+    on where it stopped on the next, so a state of a million keys goes out in portions while the
+    cooperative thread serves other tasklets between them. The state must not change while a
+    save is in progress (the engine calls nothing else of the processor until it returns True).
+    """
+
+    __slots__ = ("_entries", "_held")
+
+    def __init__(self) -> None:
+        self._entries: Iterator[tuple[Any, Any]] | None = None
+        self._held: tuple[Any, Any] | None = None
+
+    @property
+    def saving(self) -> bool:
+        """True between the first and the last call of a save."""
+        return self._entries is not None
+
+    def offer(self, outbox: Any, entries: Callable[[], Iterable[tuple[Any, Any]]]) -> bool:
+        """Offer the entries; True once all are in, False when the outbox refused (call again)."""
+        if self._entries is None:
+            self._entries = iter(entries())
+        offer = outbox.offer_to_snapshot
+        held = self._held
+        if held is not None:
+            if not offer(*held):
+                return False
+            self._held = None
+        for key, value in self._entries:
+            if not offer(key, value):
+                self._held = (key, value)
+                return False
+        self._entries = None
+        return True
 
 
 def global_key(context: Context) -> str:
@@ -36,6 +75,25 @@ def global_key(context: Context) -> str:
 def own_key(tag: str, context: Context) -> BroadcastKey:
     """``BroadcastKey((tag, global_index))``: per-processor state every processor receives."""
     return BroadcastKey((tag, context.global_index))
+
+
+TABLE_PIECE_KEYS = 256
+"""Keys of a lookup table per snapshot entry (:func:`table_pieces`)."""
+
+
+def table_pieces(tag: str, context: Context, side: int, table: dict) -> Iterator[tuple[BroadcastKey, list]]:
+    """A hash join's table as entries of at most :data:`TABLE_PIECE_KEYS` ``(key, value)`` pairs,
+    each under ``BroadcastKey((tag, global_index, side))``: a large table is saved in portions."""
+    items = iter(table.items())
+    for piece in iter(lambda: list(islice(items, TABLE_PIECE_KEYS)), []):
+        yield BroadcastKey((tag, context.global_index, side)), piece
+
+
+def table_piece(key: Any, tag: str) -> tuple[int, int] | None:
+    """``(saved global index, side)`` if ``key`` is a piece of :func:`table_pieces`, else None."""
+    if type(key) is BroadcastKey and type(key.key) is tuple and len(key.key) == 3 and key.key[0] == tag:
+        return key.key[1], key.key[2]
+    return None
 
 
 def tagged(key: Any, tag: str) -> int | None:

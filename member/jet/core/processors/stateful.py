@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from copy import deepcopy
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 from jet.core.inbox import Inbox
 from jet.core.processors.base import Supplier
@@ -94,16 +94,13 @@ class TransformStatefulP(StreamingProcessor):
         return self.emit_unfinished()
 
     def save_to_snapshot(self) -> bool:
-        if not self.finish_emitting():
-            return False
-        offer = self.outbox.offer_to_snapshot
+        return self.save_state(self._saved_entries, self.current_watermark)
+
+    def _saved_entries(self) -> Iterator[tuple[Any, tuple]]:
         keyed = self._key_fn is not None
         for key, (ts, state) in self.states.items():
-            # A copy: the snapshot is pickled on another thread while the next items change the
-            # state in place (a list, a dict): saved as is, it would hold items after the barrier.
-            offer(key if keyed else global_key(self.context), (ts, deepcopy(state)))
-        self.save_progress(self.current_watermark)
-        return True
+            # A copy: the next items change a state in place (a list, a dict) once the save is over.
+            yield key if keyed else global_key(self.context), (ts, deepcopy(state))
 
     def restore_from_snapshot(self, inbox: Inbox) -> None:
         context, states = self.context, self.states

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import time
-from typing import Callable
+from itertools import chain
+from typing import Any, Callable, Iterable
 
 from jet.core.processors.base import ChunkEmittingProcessor
 from jet.core.processors.snapshot_state import own_key
@@ -25,8 +26,8 @@ class StreamingProcessor(ChunkEmittingProcessor):
     probe); the first drop and then at most one per second are logged at INFO.
 
     Its event-time progress (watermark, next window) is saved per processor by
-    :meth:`save_progress` and restored as the minimum over every processor of the vertex
-    (``restored_progress``), so a restored processor is never ahead of any that saved.
+    :meth:`save_state` after its keyed state and restored as the minimum over every processor
+    of the vertex (``restored_progress``), so a restored processor is never ahead of any that saved.
     """
 
     restored_progress: tuple | None = None
@@ -49,9 +50,12 @@ class StreamingProcessor(ChunkEmittingProcessor):
         self._next_early_ms = now + period_ms
         return True
 
-    def save_progress(self, *values: int) -> None:
-        """Save this processor's progress under ``BroadcastKey(("progress", global_index))``."""
-        self.outbox.offer_to_snapshot(own_key("progress", self.context), values)
+    def save_state(self, entries: Callable[[], Iterable[tuple[Any, Any]]], *progress: int) -> bool:
+        """``save_to_snapshot``: finish the output in progress, then offer ``entries()`` and this
+        processor's progress (under ``BroadcastKey(("progress", global_index))``), resuming
+        where the outbox refused on the next call; True once all is saved."""
+        progress_entry = ((own_key("progress", self.context), progress),)
+        return self.save_entries(lambda: chain(entries(), progress_entry))
 
     def merge_restored_progress(self, values: tuple) -> None:
         """Merge a restored progress entry into ``restored_progress``, value by value (minimum)."""

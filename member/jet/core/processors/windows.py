@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from itertools import compress
 from operator import itemgetter
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 from jet.core.aggregate import AggregateOperation
 from jet.core.inbox import Inbox
@@ -156,17 +156,29 @@ class SlidingWindowP(StreamingProcessor):
         return global_key(self.context)
 
     def save_to_snapshot(self) -> bool:
-        if not self.finish_emitting():
-            return False
-        by_key: dict = {}
-        for frame, accumulators in self.frames.items():
+        return self.save_state(self._saved_entries, self.next_win_to_emit, self.current_watermark)
+
+    def _saved_value(self, frames: dict) -> dict:
+        """What a key's ``{frame end: accumulator}`` is saved as (a subclass may copy it)."""
+        return frames
+
+    def _saved_entries(self) -> Iterator[tuple[Any, dict]]:
+        """``key -> {frame end: accumulator}`` per key, keys in order of first appearance; lazily,
+        one key at a time, so a save in portions costs no pass over the whole state at once."""
+        ends = list(self.frames)
+        maps = [self.frames[end] for end in ends]
+        snapshot_key, saved_value = self._snapshot_key, self._saved_value
+        for i, accumulators in enumerate(maps):
+            earlier, later = maps[:i], list(zip(ends[i + 1:], maps[i + 1:]))
             for key, acc in accumulators.items():
-                by_key.setdefault(key, {})[frame] = acc
-        offer = self.outbox.offer_to_snapshot
-        for key, frames in by_key.items():
-            offer(self._snapshot_key(key), frames)
-        self.save_progress(self.next_win_to_emit, self.current_watermark)
-        return True
+                if earlier and any(key in m for m in earlier):
+                    continue  # saved with the first frame that holds it
+                value = {ends[i]: acc}
+                for end, m in later:
+                    other = m.get(key, _MISSING)
+                    if other is not _MISSING:
+                        value[end] = other
+                yield snapshot_key(key), saved_value(value)
 
     def restore_from_snapshot(self, inbox: Inbox) -> None:
         context, aggregate = self.context, self._aggregate
