@@ -173,11 +173,11 @@ def test_saved_accumulators_are_not_changed_by_later_input():
         assert pickle.dumps(entries) == at_save, supplier
     from jet.core.processors.co_group import co_combine_to_sliding_window_p
     second = Driven(co_combine_to_sliding_window_p(policy, lists), context_of(0, 1))
-    second.process([KeyedWindowResult(0, 10, "a", [[(1, "a")], []])])
+    second.process([("a", 10, [[(1, "a")], []])])
     second.processor.save_to_snapshot()
     entries = list(second.outbox.snapshot_entries)
     at_save = pickle.dumps(entries)
-    second.process([KeyedWindowResult(0, 10, "a", [[(3, "a")], [(4, "a")]])])
+    second.process([("a", 10, [[(3, "a")], [(4, "a")]])])
     assert pickle.dumps(entries) == at_save
 
 
