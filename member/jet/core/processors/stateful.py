@@ -19,7 +19,6 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from copy import deepcopy
-from itertools import repeat
 from typing import Any, Callable
 
 from jet.core.inbox import Inbox
@@ -64,7 +63,7 @@ class TransformStatefulP(StreamingProcessor):
         keyed, get, touch = key_fn is not None, states.get, states.move_to_end if ttl else None
         is_map, is_filter = kind == "map", kind == "filter"
         output: list = []
-        append, extend = output.append, output.extend
+        append = output.append
         late = 0
         key = None
         for pair in pairs:
@@ -89,8 +88,9 @@ class TransformStatefulP(StreamingProcessor):
             elif is_filter:
                 if result:
                     append(pair)
-            elif result:  # flat_map: an empty tuple or list adds nothing
-                extend(zip(repeat(ts), result))
+            elif result is not None:
+                for out in result:  # a loop here costs less than building a list to extend by
+                    append((ts, out))
         if late:
             self.drop_late(late, watermark)
         return output
@@ -163,7 +163,7 @@ class TransformStatefulP(StreamingProcessor):
             if self._kind == "flat_map":
                 if result is not None:
                     output.extend([(watermark, out) for out in result])
-            elif result is not None:
+            elif result:  # flat_map: an empty tuple or list adds nothing
                 output.append((watermark, result))
         return output
 
