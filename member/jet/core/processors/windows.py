@@ -136,7 +136,7 @@ class SlidingWindowP(StreamingProcessor):
         frames, next_win_to_emit = self.frames, self.next_win_to_emit
         late = 0
         end = None
-        accumulators: dict = {}
+        accumulators: dict | None = None
         for key, frame_end, partial in partials:
             if frame_end != end:  # a chunk holds runs of one frame: look the frame up per run
                 end = frame_end
