@@ -173,11 +173,11 @@ def test_saved_accumulators_are_not_changed_by_later_input():
         assert pickle.dumps(entries) == at_save, supplier
     from jet.core.processors.co_group import co_combine_to_sliding_window_p
     second = Driven(co_combine_to_sliding_window_p(policy, lists), context_of(0, 1))
-    second.process([KeyedWindowResult(0, 10, "a", [[(1, "a")], []])])
+    second.process([("a", 10, [[(1, "a")], []])])
     second.processor.save_to_snapshot()
     entries = list(second.outbox.snapshot_entries)
     at_save = pickle.dumps(entries)
-    second.process([KeyedWindowResult(0, 10, "a", [[(3, "a")], [(4, "a")]])])
+    second.process([("a", 10, [[(3, "a")], [(4, "a")]])])
     assert pickle.dumps(entries) == at_save
 
 
@@ -196,3 +196,25 @@ def test_early_results_of_co_grouped_windows_and_sessions():
         (_, final) = driven.output[-1]
         assert early.is_early and early.result == ([("a", "l")], 1)
         assert not final.is_early and final.result == ([("a", "l"), ("a", "l")], 1)
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 1), st.integers(0, 12), st.sampled_from("ab")), max_size=40),
+       st.integers(-3, 4), st.integers(-3, 4), st.integers(1, 4))
+def test_interval_join_at_the_bounds_in_any_order_and_chunking(events, lower, upper, chunk_size):
+    """Equal timestamps, items exactly at ``a.ts - lower`` and ``a.ts + upper``, a one-sided
+    interval (a negative bound), out-of-order arrivals and the two inputs interleaved chunk by
+    chunk; a mapper's None is dropped."""
+    if lower + upper < 0:
+        lower, upper = upper, -upper + abs(lower)
+    tagged = [(ts, (key, ("l" if side == 0 else "r") + str(n))) for n, (side, ts, key) in enumerate(events)]
+    sides = [[pair for pair, (side, _ts, _key) in zip(tagged, events) if side == s] for s in (0, 1)]
+    mapper = lambda a, b: None if a[1][-1] == "3" else (a, b)  # noqa: E731
+    driven = Driven(interval_join_p(key_of, key_of, lower, upper, mapper), context_of(0, 1))
+    for start in range(0, len(tagged), chunk_size):
+        for ordinal in (0, 1):
+            chunk = [pair for pair in tagged[start:start + chunk_size] if pair in sides[ordinal]]
+            if chunk:
+                driven.process(chunk, ordinal)
+    expected = [entry for entry in interval_oracle(*sides, lower, upper) if entry[1][0][1][-1] != "3"]
+    assert sorted(driven.complete().output) == expected

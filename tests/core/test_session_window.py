@@ -149,3 +149,35 @@ def test_sessions_match_the_oracle_on_any_stream(entries, timeout):
     driver = StreamDriver(aggregate_to_session_window_p(timeout, key_of, counting()))
     assert by_segment(driver.feed(inputs).complete().take()) == expected
     assert driver.processor.late_events_dropped == late
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 100), st.sampled_from("abc")), max_size=60), st.integers(1, 15),
+       st.integers(1, 7))
+def test_chunks_of_out_of_order_events_gather_each_sessions_items(entries, timeout, chunk_size):
+    """Every event in one of its key's sessions, whatever the order and the chunking (the
+    processor folds a chunk in one loop, most events into a key's only window)."""
+    pairs = [(ts, (key, n)) for n, (ts, key) in enumerate(entries)]
+    driver = StreamDriver(aggregate_to_session_window_p(timeout, key_of, AggregateOperations.to_list()))
+    for start in range(0, len(pairs), chunk_size):
+        driver.process(pairs[start:start + chunk_size])
+    actual = sorted((r.key, r.start, r.end, sorted(r.result)) for _ts, r in driver.complete().take())
+    expected = []
+    for key in sorted({key for _ts, key in entries}):
+        mine = sorted((ts, item) for ts, item in pairs if item[0] == key)
+        sessions = []
+        for ts, item in mine:
+            if sessions and ts <= sessions[-1][2]:
+                sessions[-1][2] = max(sessions[-1][2], ts + timeout)
+                sessions[-1][3].append(item)
+            else:
+                sessions.append([key, ts, ts + timeout, [item]])
+        expected += [(k, s, e, sorted(items)) for k, s, e, items in sessions]
+    assert actual == sorted(expected)
+
+
+def test_sessions_at_the_end_of_time_are_clamped():
+    from jet.core.special_items import MAX_TIMESTAMP
+    driver = StreamDriver(aggregate_to_session_window_p(TIMEOUT, key_of, counting()))
+    driver.process([(MAX_TIMESTAMP - 3, ("a", 0)), (MAX_TIMESTAMP - 12, ("a", 1)), (MAX_TIMESTAMP, ("a", 2))])
+    assert driver.complete().take() == [(MAX_TIMESTAMP - 1, KeyedWindowResult(MAX_TIMESTAMP - 12, MAX_TIMESTAMP, "a", 3))]

@@ -51,7 +51,7 @@ def window_oracle(inputs, size, slide, keyed=True, stage_one=False):
     def result(start, key, count):
         end = start + size
         if stage_one:
-            return KeyedWindowResult(start, end, key, count)
+            return key, end, count
         if keyed:
             return end - 1, KeyedWindowResult(start, end, key, count)
         return end - 1, WindowResult(start, end, count)
@@ -68,13 +68,19 @@ def window_oracle(inputs, size, slide, keyed=True, stage_one=False):
     return output, late
 
 
+def is_partial(entry):
+    """A stage-one ``(key, frame end, accumulator)`` tuple, not a ``(ts, result)`` pair."""
+    return type(entry) is tuple and len(entry) == 3
+
+
 def end_of(entry):
-    return entry.end if isinstance(entry, KeyedWindowResult) else entry[1].end
+    return entry[1] if is_partial(entry) else entry[1].end
 
 
 def sort_key(entry):
-    result = entry if isinstance(entry, KeyedWindowResult) else entry[1]
-    return result.end, repr(getattr(result, "key", None))
+    if is_partial(entry):
+        return entry[1], repr(entry[0])
+    return entry[1].end, repr(getattr(entry[1], "key", None))
 
 
 def by_segment(output):
@@ -138,7 +144,7 @@ def test_non_keyed_windows_give_window_results():
         .input(OUT_OF_ORDER).output_checker(matches).expect_output(expected)
     stage_one = StreamDriver(accumulate_by_frame_p(None, policy, counting()))
     frames = stage_one.feed(OUT_OF_ORDER).complete().take()
-    assert all(r.key is None for r in frames if type(r) is KeyedWindowResult)
+    assert all(type(r) is tuple and r[0] is None for r in frames if type(r) is not Watermark)
     TestSupport.verify_processor(combine_to_sliding_window_p(policy, counting(), keyed=False)) \
         .input(frames).output_checker(matches).expect_output(expected)
 

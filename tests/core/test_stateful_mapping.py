@@ -1,6 +1,8 @@
 """Stateful map / filter / flat-map with TTL eviction (Jet's TransformStatefulP)."""
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from jet.core.processors import transform_stateful_p
 from jet.core.special_items import MAX_TIMESTAMP, Watermark
@@ -120,3 +122,51 @@ def test_map_output_none_emits_nothing_and_complete_evicts_everything():
 def test_bad_arguments_are_refused(args, error, message):
     with pytest.raises(error, match=message):
         transform_stateful_p(*args)
+
+
+def _outputs(kind, total):
+    """What the test function returns for ``kind`` with the running ``total``: None, falsy
+    values, empty and non-empty tuples, lists and generators all come up."""
+    if kind == "map":
+        return None if total % 3 == 0 else total
+    if kind == "filter":
+        return total % 2  # an int, not a bool
+    shape = total % 4
+    outs = [total] * (total % 3)
+    return (tuple(outs), outs, (out for out in outs), ())[shape]
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.one_of(st.tuples(st.integers(0, 30), st.sampled_from("abc"), st.integers(1, 4)),
+                          st.integers(0, 30)), max_size=40),
+       st.sampled_from(["map", "filter", "flat_map"]), st.booleans(), st.sampled_from([0, 1000]))
+def test_every_kind_over_chunks_matches_plain_python(entries, kind, keyed, ttl):
+    """Chunks of out-of-order events between watermarks (an int entry), keyed or global, with a
+    TTL (late events dropped) or without, against the same function applied one event at a time."""
+    def fn(state, *key_and_event):
+        state[0] += key_and_event[-1][1]
+        return _outputs(kind, state[0])
+
+    inputs = [Watermark(e) if isinstance(e, int) else (e[0], (e[1], e[2])) for e in entries]
+    totals, expected, watermark, late = {}, [], None, 0
+    for entry in inputs:
+        if type(entry) is Watermark:
+            watermark = entry.timestamp
+            expected.append(entry)
+            continue
+        ts, event = entry
+        if ttl and watermark is not None and ts < watermark:
+            late += 1
+            continue
+        key = event[0] if keyed else None
+        totals[key] = totals.get(key, 0) + event[1]
+        result = _outputs(kind, totals[key])
+        if kind == "map":
+            expected += [] if result is None else [(ts, result)]
+        elif kind == "filter":
+            expected += [entry] if result else []
+        else:
+            expected += [(ts, out) for out in result]
+    driver = StreamDriver(transform_stateful_p(kind, key_of if keyed else None, ttl, new_state, fn))
+    assert driver.feed(inputs).complete().take() == expected
+    assert driver.processor.late_events_dropped == late

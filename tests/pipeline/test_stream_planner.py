@@ -12,7 +12,6 @@ import pytest
 from jet import AggregateOperation, Pipeline, Sinks, Sources, WindowDefinition
 from jet import AggregateOperations as A
 from jet.core.partitioner import HASH_PARTITIONER
-from jet.core.window_results import KeyedWindowResult
 from jet.pipeline.join_processors import TimestampedHashJoinP
 from jet.pipeline.source_sink import StreamSource
 
@@ -136,7 +135,7 @@ def test_a_keyed_tumbling_window_is_two_stages_partitioned_by_key(calls):
     assert into_prepare.key_fn((17, {"k": "a", "t": 17})) == "a"
     into_combine = edges[("sliding-window-prepare", "sliding-window")]
     assert into_combine.routing_policy.name == "PARTITIONED" and into_combine.is_distributed()
-    assert into_combine.key_fn(KeyedWindowResult(0, 100, "a", 3)) == "a"
+    assert into_combine.key_fn(("a", 100, 3)) == "a"
     assert _lps(dag)["sliding-window-prepare"] == _lps(dag)["sliding-window"] == -1
     ((key_fn, policy, operation),) = calls["accumulate_by_frame_p"]
     assert policy == ("tumbling", 100) and key_fn({"k": "b"}) == "b"

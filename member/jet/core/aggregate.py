@@ -12,7 +12,8 @@ from jet.core.functions import map_each, whole_item
 _MISSING = object()
 
 
-def _identity(value: Any) -> Any:
+def identity(value: Any) -> Any:
+    """The default ``finish``: the accumulator is the result (windows skip calling it)."""
     return value
 
 
@@ -47,7 +48,7 @@ class AggregateOperation:
     create: Callable[[], Any]
     accumulate: Callable[[Any, Any], Any]
     combine: Callable[[Any, Any], Any] | None = None
-    finish: Callable[[Any], Any] = _identity
+    finish: Callable[[Any], Any] = identity
     accumulate_chunk: Callable[[Any, list], Any] | None = None
     accumulate_keyed_chunk: Callable[[dict, Iterable[Any], list], None] | None = None
     name: str = "aggregate"
@@ -134,7 +135,7 @@ def counting() -> AggregateOperation:
         batch_aggregation=COUNTED_ROWS)
 
 
-def summing(value_fn: Callable[[Any], Any] = _identity) -> AggregateOperation:
+def summing(value_fn: Callable[[Any], Any] = identity) -> AggregateOperation:
     """Sums ``value_fn(item)``."""
     def accumulate_keyed(accumulators: dict, keys: Iterable[Any], items: list) -> None:
         get = accumulators.get

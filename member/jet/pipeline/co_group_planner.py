@@ -19,7 +19,6 @@ used by ``Planner``). Input ``i`` always reaches its vertex on ordinal ``i``.
 
 from __future__ import annotations
 
-from operator import attrgetter
 from typing import Any, Callable
 
 from jet.core.functions import entry_key
@@ -30,14 +29,13 @@ from jet.core.processors.co_group import (co_accumulate_by_frame_p, co_aggregate
                                           co_aggregate_to_sliding_window_p, co_combine_to_sliding_window_p)
 from jet.core.processors.interval_join import interval_join_p
 from jet.core.sliding_window_policy import sliding_win_policy
+from jet.core.window_results import partial_key
 from jet.pipeline.dag_builder import DagBuilder
 from jet.pipeline.hash_join_n import hash_join_n_p
 from jet.pipeline.item_forms import key_of_pair
 from jet.pipeline.join_processors import HashJoinCollectP
 from jet.pipeline.transforms import Transform
 from jet.pipeline.window_definition import SessionWindowDefinition
-
-_key_of_frame_result = attrgetter("key")
 
 
 def _tagger(ordinal: int) -> Callable[[], TransformP]:
@@ -87,7 +85,7 @@ class CoGroupPlanner:
                     by_key = key_of_pair(key_fns[ordinal])
                     return lambda e: e.partitioned(by_key, HASH_PARTITIONER)
                 self._connect_inputs(transform, prepare, locally)
-                builder.connect(prepare, vertex, lambda e: e.partitioned(_key_of_frame_result).distributed())
+                builder.connect(prepare, vertex, lambda e: e.partitioned(partial_key).distributed())
             else:
                 self._connect_inputs(transform, prepare, lambda _ordinal: lambda e: e)
                 builder.connect(prepare, vertex, across_members(0))

@@ -25,13 +25,13 @@ from __future__ import annotations
 
 from functools import reduce
 from math import gcd
-from operator import attrgetter
 from typing import Any, Callable, Sequence
 
 from jet.core.chain_contract import ChainContract
 from jet.core.partitioner import HASH_PARTITIONER
 from jet.core.processors import TransformP, compile_chain
 from jet.core.processors.transform import compile_timestamped_chain
+from jet.core.window_results import partial_key
 from jet.pipeline.dag_builder import DagBuilder
 from jet.pipeline.item_forms import key_of_pair, unwrap_chunk, wrap_chunk
 from jet.pipeline.transforms import STATEFUL_KINDS, Transform
@@ -39,8 +39,6 @@ from jet.pipeline.window_definition import SessionWindowDefinition
 
 #: The throttling frame when no stage asks for one (Jet keeps watermarks for latency metrics).
 DEFAULT_WATERMARK_FRAME_MS = 1000
-
-_key_of_frame_result = attrgetter("key")
 
 
 def watermark_frame_ms(transforms: Sequence[Transform]) -> int:
@@ -150,7 +148,7 @@ class StreamPlanner:
                 self._builder.connect_input(source, prepare, keyed=True, pairs=True,
                                     setup=lambda e: e.partitioned(by_key, HASH_PARTITIONER))
                 self._builder.connect(prepare, vertex,
-                              lambda e: e.partitioned(_key_of_frame_result).distributed())
+                              lambda e: e.partitioned(partial_key).distributed())
             else:
                 self._builder.connect_input(source, prepare, setup=lambda e: e.isolated(), pairs=True)
                 self._builder.connect(prepare, vertex, across_members)

@@ -104,8 +104,8 @@ def co_accumulate_by_frame_p(key_fns: Sequence[Callable[[Any], Any]] | None,
                              window_policy: SlidingWindowPolicy,
                              aggregate: CoAggregateOperation) -> Supplier:
     """Stage one over several inputs: ``(ts, item)`` pairs on ordinal ``i`` folded by key
-    ``key_fns[i]``; emits per (frame, key) a bare ``KeyedWindowResult`` holding the accumulator
-    list, for ``combine_to_sliding_window_p(window_policy, aggregate)``."""
+    ``key_fns[i]``; emits per (frame, key) a ``(key, frame end, accumulator list)`` partial,
+    for ``combine_to_sliding_window_p(window_policy, aggregate)``."""
     _check("co_accumulate_by_frame_p", aggregate, key_fns)
     return lambda: CoGroupSlidingWindowP(ACCUMULATE_BY_FRAME, key_fns, window_policy, aggregate)
 

@@ -51,12 +51,6 @@ class _Side:
             stamps.insert(at, ts)
             self.items.insert(at, item)
 
-    def between(self, first: int, last: int) -> list[tuple[int, Any]]:
-        """The ``(ts, item)`` pairs with ``first <= ts <= last``."""
-        stamps = self.stamps
-        start, stop = bisect_left(stamps, first), bisect_right(stamps, last)
-        return list(zip(stamps[start:stop], self.items[start:stop]))
-
     def evict_below(self, limit: int) -> None:
         cut = bisect_left(self.stamps, limit)
         if cut:
@@ -89,22 +83,40 @@ class IntervalJoinP(StreamingProcessor):
             return  # the inbox waits until the previous chunk's joins are out
         pairs = inbox.take_chunk()
         watermark, key_fn, mapper = self.current_watermark, self._key_fns[ordinal], self._mapper
+        left, other_side = ordinal == LEFT, 1 - ordinal
         # The other side's timestamps that match ts: [ts + low, ts + high].
-        low, high = (-self._lower, self._upper) if ordinal == LEFT else (-self._upper, self._lower)
+        low, high = (-self._lower, self._upper) if left else (-self._upper, self._lower)
         buffers, output, late = self.buffers, [], 0
+        get_sides, append = buffers.get, output.append
+        # _Side.between and _Side.add inlined: this loop runs once per event.
         for ts, item in pairs:
             if ts < watermark:
                 late += 1
                 continue
             key = key_fn(item)
-            sides = buffers.get(key)
+            sides = get_sides(key)
             if sides is None:
                 sides = buffers[key] = (_Side(), _Side())
-            for other_ts, other in sides[1 - ordinal].between(ts + low, ts + high):
-                result = mapper(item, other) if ordinal == LEFT else mapper(other, item)
-                if result is not None:
-                    output.append((ts if ts > other_ts else other_ts, result))
-            sides[ordinal].add(ts, item)
+            else:
+                other = sides[other_side]
+                stamps = other.stamps
+                if stamps:
+                    start = bisect_left(stamps, ts + low)
+                    stop = bisect_right(stamps, ts + high, start)
+                    if start < stop:
+                        for other_ts, other_item in zip(stamps[start:stop], other.items[start:stop]):
+                            result = mapper(item, other_item) if left else mapper(other_item, item)
+                            if result is not None:
+                                append((ts if ts > other_ts else other_ts, result))
+            mine = sides[ordinal]
+            stamps = mine.stamps
+            if not stamps or ts >= stamps[-1]:  # the usual case: in order
+                stamps.append(ts)
+                mine.items.append(item)
+            else:
+                at = bisect_right(stamps, ts)
+                stamps.insert(at, ts)
+                mine.items.insert(at, item)
         if late:
             self.drop_late(late, watermark)
         if output:

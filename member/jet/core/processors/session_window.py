@@ -34,10 +34,10 @@ class _Windows:
 
     __slots__ = ("starts", "ends", "accs")
 
-    def __init__(self) -> None:
-        self.starts: list[int] = []
-        self.ends: list[int] = []
-        self.accs: list[Any] = []
+    def __init__(self, starts: list[int], ends: list[int], accs: list[Any]) -> None:
+        self.starts = starts
+        self.ends = ends
+        self.accs = accs
 
 
 class SessionWindowP(StreamingProcessor):
@@ -59,21 +59,53 @@ class SessionWindowP(StreamingProcessor):
 
     # -- input ------------------------------------------------------------------------------
     def process(self, ordinal: int, inbox: Inbox) -> None:
+        # The usual events open a key's first window or fall into or extend its only one: they
+        # are handled here with every lookup hoisted out of the loop; the rest by _add_event.
         pairs = inbox.take_chunk()
-        watermark, key_fn = self.current_watermark, self._key_fn
+        watermark, key_fn, timeout = self.current_watermark, self._key_fn, self._timeout
+        windows_of = self.windows
+        get_windows = windows_of.get
+        accumulate, create = self._aggregate.accumulate, self._aggregate.create
+        deadline_keys, deadlines = self._deadline_keys, self._deadlines
+        get_keys = deadline_keys.get
+        unclamped = MAX_TIMESTAMP - timeout  # the highest ts whose ts + timeout fits
         late = 0
         for ts, item in pairs:
             if ts < watermark:
                 late += 1
                 continue
-            self._add_event(None if key_fn is None else key_fn(item), ts, item)
+            key = None if key_fn is None else key_fn(item)
+            event_end = ts + timeout if ts <= unclamped else MAX_TIMESTAMP
+            windows = get_windows(key)
+            if windows is None:
+                windows_of[key] = _Windows([ts], [event_end], [accumulate(create(), item)])
+            else:
+                ends = windows.ends
+                if len(ends) != 1 or ends[0] < ts or windows.starts[0] > event_end:
+                    self._add_event(key, ts, item)
+                    continue
+                accs = windows.accs
+                accs[0] = accumulate(accs[0], item)
+                if ts < windows.starts[0]:
+                    windows.starts[0] = ts
+                end = ends[0]
+                if event_end <= end:
+                    continue
+                ends[0] = event_end
+                keys = get_keys(end)
+                if keys is not None:
+                    keys.pop(key, None)
+            keys = get_keys(event_end)
+            if keys is None:
+                keys = deadline_keys[event_end] = {}
+                heapq.heappush(deadlines, event_end)
+            keys[key] = None
         if late:
             self.drop_late(late, watermark)
 
     def _add_event(self, key: Any, ts: int, item: Any) -> None:
-        windows = self.windows.get(key)
-        if windows is None:
-            windows = self.windows[key] = _Windows()
+        """Fold an event into the windows ``key`` has: a new one, or merged with those it touches."""
+        windows = self.windows[key]
         starts, ends, accs = windows.starts, windows.ends, windows.accs
         event_end = min(MAX_TIMESTAMP, ts + self._timeout)
         # The windows touching [ts, event_end]: end >= ts and start <= event_end.
@@ -141,7 +173,7 @@ class SessionWindowP(StreamingProcessor):
             if key in self.windows:
                 raise ValueError(f"vertex {context.vertex_name!r}: the snapshot holds the sessions of key"
                                  f" {key!r} twice")
-            windows = self.windows[key] = _Windows()
+            windows = self.windows[key] = _Windows([], [], [])
             for start, end, acc in sessions:
                 windows.starts.append(start)
                 windows.ends.append(end)

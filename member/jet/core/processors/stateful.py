@@ -57,35 +57,40 @@ class TransformStatefulP(StreamingProcessor):
             self.start_emitting(self._transform(inbox.take_chunk()))
 
     def _transform(self, pairs: list) -> list:
+        # One loop per chunk, every lookup hoisted out of it: it runs once per event.
         states, key_fn, create_fn, fn = self.states, self._key_fn, self._create_fn, self._fn
         ttl, watermark, kind = self._ttl_ms, self.current_watermark, self._kind
-        touch = states.move_to_end if ttl else None
+        keyed, get, touch = key_fn is not None, states.get, states.move_to_end if ttl else None
+        is_map, is_filter = kind == "map", kind == "filter"
         output: list = []
         append = output.append
         late = 0
+        key = None
         for pair in pairs:
             ts, item = pair
             if ttl and ts < watermark:
                 late += 1
                 continue
-            key = None if key_fn is None else key_fn(item)
-            entry = states.get(key)
+            if keyed:
+                key = key_fn(item)
+            entry = get(key)
             if entry is None:
                 entry = states[key] = [ts, create_fn()]
             else:
                 if ts > entry[0]:
                     entry[0] = ts
-                if touch is not None:
+                if ttl:
                     touch(key)
-            result = fn(entry[1], item) if key_fn is None else fn(entry[1], key, item)
-            if kind == "map":
+            result = fn(entry[1], key, item) if keyed else fn(entry[1], item)
+            if is_map:
                 if result is not None:
                     append((ts, result))
-            elif kind == "filter":
+            elif is_filter:
                 if result:
                     append(pair)
             elif result is not None:
-                output.extend([(ts, out) for out in result])
+                for out in result:  # a loop here costs less than building a list to extend by
+                    append((ts, out))
         if late:
             self.drop_late(late, watermark)
         return output
@@ -155,7 +160,7 @@ class TransformStatefulP(StreamingProcessor):
             if self._kind == "flat_map":
                 if result is not None:
                     output.extend([(watermark, out) for out in result])
-            elif result is not None:
+            elif result:  # flat_map: an empty tuple or list adds nothing
                 output.append((watermark, result))
         return output
 

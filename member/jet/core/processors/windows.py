@@ -26,11 +26,11 @@ counting); a chunk straddling frames is split per frame with C-level ``compress`
 
 from __future__ import annotations
 
-from itertools import compress
+from itertools import compress, repeat
 from operator import itemgetter
 from typing import Any, Callable, Iterator
 
-from jet.core.aggregate import AggregateOperation
+from jet.core.aggregate import AggregateOperation, identity
 from jet.core.inbox import Inbox
 from jet.core.processors.base import Supplier
 from jet.core.processors.snapshot_state import (global_key, is_own_share, merge_keyed, own_key, tagged,
@@ -43,10 +43,11 @@ from jet.core.window_results import KeyedWindowResult, WindowResult
 _MISSING = object()
 _timestamp_of = itemgetter(0)
 _item_of = itemgetter(1)
+_new_tuple = tuple.__new__
 
 #: What a processor does with its input and output.
-ACCUMULATE_BY_FRAME = "accumulate-by-frame"  # pairs in, bare per-frame accumulators out (stage 1)
-COMBINE_TO_WINDOW = "combine-to-window"      # per-frame accumulators in, window pairs out (stage 2)
+ACCUMULATE_BY_FRAME = "accumulate-by-frame"  # pairs in, (key, frame end, acc) partials out (stage 1)
+COMBINE_TO_WINDOW = "combine-to-window"      # stage one's partials in, window pairs out (stage 2)
 AGGREGATE_TO_WINDOW = "aggregate-to-window"  # pairs in, window pairs out (single stage)
 
 
@@ -129,23 +130,33 @@ class SlidingWindowP(StreamingProcessor):
             accumulators[None] = aggregate.fold_chunk(
                 aggregate.create() if acc is _MISSING else acc, items)
 
-    def _combine_frames(self, frame_results: list) -> None:
-        higher_frame_ts = self._policy.higher_frame_ts
-        combine, create = self._aggregate.combine, self._aggregate.create
-        frames = self.frames
-        for result in frame_results:
-            frame = higher_frame_ts(result.end - 1)
-            if frame < self.next_win_to_emit:
-                self.drop_late(1, self.current_watermark)
-                continue
-            accumulators = frames.get(frame)
+    def _combine_frames(self, partials: list) -> None:
+        """Merge stage one's ``(key, frame end, accumulator)`` partials into the frames."""
+        higher_frame_ts, combine = self._policy.higher_frame_ts, self._aggregate.combine
+        frames, next_win_to_emit = self.frames, self.next_win_to_emit
+        late = 0
+        end = None
+        accumulators: dict | None = None
+        for key, frame_end, partial in partials:
+            if frame_end != end:  # a chunk holds runs of one frame: look the frame up per run
+                end = frame_end
+                frame = higher_frame_ts(frame_end - 1)
+                if frame < next_win_to_emit:
+                    accumulators = None
+                else:
+                    accumulators = frames.get(frame)
+                    if accumulators is None:
+                        accumulators = frames[frame] = {}
+                        if frame > self.top_ts:
+                            self.top_ts = frame
             if accumulators is None:
-                accumulators = frames[frame] = {}
-                if frame > self.top_ts:
-                    self.top_ts = frame
-            acc = accumulators.get(result.key, _MISSING)
-            # A fresh accumulator first: the partial may be shared (a local edge, a test input).
-            accumulators[result.key] = combine(create() if acc is _MISSING else acc, result.result)
+                late += 1
+                continue
+            acc = accumulators.get(key, _MISSING)
+            # A partial is the receiver's own (stage one forgot it), so it is kept, not copied.
+            accumulators[key] = partial if acc is _MISSING else combine(acc, partial)
+        if late:
+            self.drop_late(late, self.current_watermark)
 
     # -- snapshots -------------------------------------------------------------------------
     def _snapshot_key(self, key: Any) -> Any:
@@ -308,19 +319,20 @@ class SlidingWindowP(StreamingProcessor):
         return output
 
     def _append_results(self, output: list, end: int, window: dict, is_early: bool) -> None:
-        policy = self._policy
-        start = end - policy.window_size
+        # Built by C-level zip/map: a namedtuple's own __new__ is a Python call per key.
         if self._kind == ACCUMULATE_BY_FRAME:
-            output.extend([KeyedWindowResult(start, end, key, acc) for key, acc in window.items()])
+            output.extend(zip(window.keys(), repeat(end), window.values()))
             return
+        start = end - self._policy.window_size
         finish = self._aggregate.export_fn if is_early else self._aggregate.finish
-        last_instant = end - 1
+        results = window.values() if finish is identity else map(finish, window.values())
         if self._keyed:
-            output.extend([(last_instant, KeyedWindowResult(start, end, key, finish(acc), is_early))
-                           for key, acc in window.items()])
+            fields = zip(repeat(start), repeat(end), window.keys(), results, repeat(is_early))
+            cls = KeyedWindowResult
         else:
-            output.extend([(last_instant, WindowResult(start, end, finish(acc), is_early))
-                           for acc in window.values()])
+            fields = zip(repeat(start), repeat(end), results, repeat(is_early))
+            cls = WindowResult
+        output.extend(zip(repeat(end - 1), map(_new_tuple, repeat(cls), fields)))
 
 
 def _check(where: str, window_policy: Any, aggregate: Any, needs_combine: bool) -> None:
@@ -340,9 +352,9 @@ def _check_key_fn(where: str, key_fn: Any) -> None:
 
 def accumulate_by_frame_p(key_fn: Callable[[Any], Any] | None, window_policy: SlidingWindowPolicy,
                           aggregate: AggregateOperation) -> Supplier:
-    """Stage one: ``(ts, item)`` pairs in, a bare ``KeyedWindowResult(frame start, frame end,
-    key, accumulator)`` per (frame, key) out once the watermark passes the frame (key None
-    without ``key_fn``)."""
+    """Stage one: ``(ts, item)`` pairs in, a bare ``(key, frame end, accumulator)`` tuple
+    (``window_results.FramePartial``) per (frame, key) out once the watermark passes the frame
+    (key None without ``key_fn``); partition them by ``window_results.partial_key``."""
     _check("accumulate_by_frame_p", window_policy, aggregate, needs_combine=False)
     _check_key_fn("accumulate_by_frame_p", key_fn)
     return lambda: SlidingWindowP(ACCUMULATE_BY_FRAME, key_fn, window_policy, aggregate,
@@ -351,8 +363,9 @@ def accumulate_by_frame_p(key_fn: Callable[[Any], Any] | None, window_policy: Sl
 
 def combine_to_sliding_window_p(window_policy: SlidingWindowPolicy, aggregate: AggregateOperation,
                                 keyed: bool = True) -> Supplier:
-    """Stage two: stage one's per-frame results in, ``(end - 1, KeyedWindowResult)`` pairs out
-    (``(end - 1, WindowResult)`` when not ``keyed``)."""
+    """Stage two: stage one's ``(key, frame end, accumulator)`` partials in (it keeps them: an
+    operation's ``combine`` may change its left argument), ``(end - 1, KeyedWindowResult)``
+    pairs out (``(end - 1, WindowResult)`` when not ``keyed``)."""
     _check("combine_to_sliding_window_p", window_policy, aggregate, needs_combine=True)
     return lambda: SlidingWindowP(COMBINE_TO_WINDOW, None, window_policy, aggregate, keyed=keyed)
 
