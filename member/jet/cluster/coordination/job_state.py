@@ -195,9 +195,12 @@ class JobRun:
         """The export a CANCEL_AND_EXPORT asked for."""
         self.resume_requested = False
         self.restart_cause = ""
-        self.results_released = False
-        """Its finished execution's results were released (``max_finished_result_bytes``)."""
         """Why a RESTART was requested when not by the client (scaling up), until acted on."""
+        self.results_released = False
+        """Its finished execution's results were released (``max_finished_result_bytes``, or
+        ``fetched_result_ttl_s`` after a client fetched them)."""
+        self.results_fetched_at: float | None = None
+        """When a client first fetched its finished execution's results."""
         self.observable_names = observable_names(dag)
         """The names of the job's observable sinks."""
 
