@@ -112,4 +112,4 @@ def test_fetched_results_are_released_after_fetched_result_ttl_s(tmp_path):
             job.result()
         assert job.status is JobStatus.COMPLETED  # the record stays
     assert MemberSettings.load(environ={"JET_FETCHED_RESULT_TTL_S": "5"}).control.fetched_result_ttl_s == 5
-    assert MemberSettings().control.fetched_result_ttl_s == 30
+    assert MemberSettings().control.fetched_result_ttl_s == 10
