@@ -31,6 +31,7 @@ sys.path[:0] = [str(Path(__file__).resolve().parents[1] / "member"), str(Path(__
 import jet  # noqa: E402
 from jet import Sinks  # noqa: E402
 from member_heap import heap_stats, rss_kib  # noqa: E402
+from nexmark.gc_timer import gc_stats_pipeline  # noqa: E402
 from nexmark.events import generated, write_shares  # noqa: E402
 from nexmark.generator import GeneratorConfig  # noqa: E402
 from nexmark.queries import QUERIES, QuerySettings, pipeline  # noqa: E402
@@ -83,10 +84,19 @@ class LoadedCluster:
         self._stack.close()
 
 
+def _collections(cluster) -> str:
+    """Every member's collections since the last ask (``nexmark.gc_timer``, installed in the
+    members by the events' preload): ``count (of them generation 2) seconds`` per member."""
+    job = cluster.new_job(gc_stats_pipeline())
+    job.join(timeout=120)
+    return " / ".join(f"{count} ({gen2}) {seconds:.2f} s" for _, count, gen2, seconds in sorted(job.result("gc")))
+
+
 def run_case(loaded: LoadedCluster, case: str, runs: int, settings: QuerySettings, guarantee: str,
              heap: bool, collect: bool) -> list[tuple]:
     """The case's runs; prints a line per run, returns ``(run, seconds, fetch seconds, count,
-    RSS MiB per member)`` per run."""
+    RSS MiB per member)`` per run; each run's line has every member's collections (count, of
+    them generation 2, seconds) during the run and the fetch."""
     query, sink = case.split("-")
     cluster = loaded.cluster
     config = {"processing_guarantee": guarantee, "snapshot_interval_ms": 1000}
@@ -94,13 +104,14 @@ def run_case(loaded: LoadedCluster, case: str, runs: int, settings: QuerySetting
     print(f"{case}: RSS MiB {' / '.join(f'{r:.0f}' for r in _rss_mib(cluster))}", flush=True)
     if heap:
         _print_heap(heap_stats(cluster, collect))
+    _collections(cluster)
     for run in range(1, runs + 1):
         seconds, fetch, count = _run_once(cluster, query, sink, loaded.source, settings, config)
         rss = _rss_mib(cluster)
         rows.append((run, seconds, fetch, count, rss))
         print(f"{case} run {run}: {seconds:.2f} s" + (f" + fetch {fetch:.2f} s" if sink == "list" else "")
               + f", {count:,} results, RSS MiB {' / '.join(f'{r:.0f}' for r in rss)}, "
-              f"load {os.getloadavg()[0]:.1f}", flush=True)
+              f"collections {_collections(cluster)}, load {os.getloadavg()[0]:.1f}", flush=True)
         if heap:
             _print_heap(heap_stats(cluster, collect))
     return rows
@@ -151,7 +162,8 @@ def main() -> None:
     print("\n| case | " + " | ".join(f"run {run}" for run in range(1, args.runs + 1)) + " | last / first |")
     print("| --- " * (args.runs + 2) + "|")
     for case, rows in table.items():
-        cells = [f"{seconds:.2f} s, {'/'.join(f'{r:.0f}' for r in rss)} MiB" for _, seconds, _, _, rss in rows]
+        cells = [f"{seconds:.2f} s" + (f" + {fetch:.2f} s" if case.endswith("-list") else "")
+                 + f", {'/'.join(f'{r:.0f}' for r in rss)} MiB" for _, seconds, fetch, _, rss in rows]
         print(f"| {case} | " + " | ".join(cells) + f" | {rows[-1][1] / rows[0][1]:.2f} |")
     print(f"\nload average (1 min) at the end: {os.getloadavg()[0]:.1f}")
 
