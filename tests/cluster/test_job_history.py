@@ -94,3 +94,22 @@ def test_finished_jobs_keep_their_results_within_a_bound_in_bytes_the_oldest_rel
         with pytest.raises(JobStateError, match="were released.*max_finished_result_bytes"):
             jobs[0].result()
         assert jobs[0].status.value == "COMPLETED"  # the record stays
+
+
+def test_fetched_results_are_released_after_fetched_result_ttl_s(tmp_path):
+    """Results stayed until the bound in bytes pushed them out, fetched or not: member 0 held
+    up to 256 MiB of results nobody would ask for again."""
+    from jet import Pipeline, Sinks, Sources
+    from jet.cluster.coordination.job_state import JobStateError
+
+    p = Pipeline.create()
+    p.read_from(Sources.items(list(range(1000)))).write_to(Sinks.list())
+    with jet.local_cluster(members=2, log_dir=tmp_path, fetched_result_ttl_s=0) as cluster:
+        job = cluster.new_job(p)
+        job.join(timeout=60)
+        assert sorted(job.result()) == list(range(1000))  # every member's part, as one list
+        with pytest.raises(JobStateError, match="were released.*fetched_result_ttl_s"):
+            job.result()
+        assert job.status is JobStatus.COMPLETED  # the record stays
+    assert MemberSettings.load(environ={"JET_FETCHED_RESULT_TTL_S": "5"}).control.fetched_result_ttl_s == 5
+    assert MemberSettings().control.fetched_result_ttl_s == 10

@@ -1,4 +1,6 @@
+import gc
 import threading
+import weakref
 
 import pytest
 
@@ -211,3 +213,39 @@ def test_a_job_cut_short_by_shutdown_is_cancelled_never_completed():
     assert "shut down" in str(future.failure)
     with pytest.raises(JobCancelledError):
         future.result(timeout=0)
+
+
+class Payload:
+    """What a finished job's processor may hold (a window, a result list)."""
+
+
+class HoldingTasklet:
+    """Holds a payload; done at its first call (a non-cooperative one on a thread of its own)."""
+
+    def __init__(self, name, payload, cooperative=True):
+        self.name, self.payload, self.is_cooperative = name, payload, cooperative
+
+    def init(self):
+        pass
+
+    def close(self):
+        pass
+
+    def call(self):
+        return DONE
+
+
+@pytest.mark.parametrize("cooperative", [True, False])
+def test_a_finished_job_is_freed_at_once_not_by_the_cyclic_collector(cooperative):
+    """A parked worker thread's frame held the last pass's tasklets until the next job came, and
+    the service kept every non-cooperative tasklet's thread: what a job held stayed after it."""
+    gc.disable()  # only reference counting may free it
+    try:
+        with TaskletExecutionService(1) as service:
+            payload = Payload()
+            alive = weakref.ref(payload)
+            service.submit([HoldingTasklet("holder", payload, cooperative)], "holding").result(timeout=5)
+            del payload
+            _wait_until(lambda: alive() is None and not service.noncooperative_threads)
+    finally:
+        gc.enable()

@@ -20,6 +20,7 @@ import grpc
 from jet.cluster.coordination.job_history import UnknownJobError
 from jet.cluster.coordination.job_state import JobConfigError, JobStateError, JobStatus, job_failure
 from jet.cluster.executions.observables import POLL_PAUSE_S, READ_WAIT_S, ObservableIterator, UnknownObservableError
+from jet.cluster.executions.outcome import PickledResults, merge_results
 from jet.cluster.links import messages
 from jet.cluster.links.auth import TlsConfig, load_cluster_token
 from jet.cluster.links.transport import ControlCallError, PeerConnection
@@ -118,7 +119,11 @@ class Job:
         This is the one reply a client unpickles: it comes from the member 0 the client
         authenticated to with the cluster token (use TLS where the network is not trusted)."""
         header, blob = self._client._call_raw(messages.JOB_RESULTS, {"job_id": self.id})
-        return cloudpickle.loads(blob) if blob else {}
+        parts, start = [], 0
+        for size in header.get("parts", []):
+            parts.append(PickledResults(blob[start:start + size]))
+            start += size
+        return merge_results(parts)
 
     def result(self, name: str = "default") -> list:
         """The items the job's ``Sinks.list(name)`` collected, from every member."""

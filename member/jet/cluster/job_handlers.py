@@ -122,11 +122,12 @@ class JobApi:
         return {"metrics": self.require_coordinator().metrics(job_id)}
 
     def job_results(self, peer: int, header: dict, blob: bytes) -> tuple[dict, bytes]:
+        """Every member's pickled results one after another, their lengths in ``parts``."""
         try:
-            results = self.require_coordinator().results(messages.require(header, "job_id", str))
+            parts = self.require_coordinator().pickled_results(messages.require(header, "job_id", str))
         except JobStateError as e:  # released (max_finished_result_bytes): the client raises it
             return {"error": type(e).__name__, "message": str(e)}, b""
-        return {}, cloudpickle.dumps(results)
+        return {"parts": [part.size_bytes for part in parts]}, b"".join(part.data for part in parts)
 
     def observable_items(self, peer: int, header: dict, blob: bytes) -> dict:
         items = cloudpickle.loads(blob) if blob else []  # from an authenticated member

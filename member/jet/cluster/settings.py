@@ -231,7 +231,8 @@ _SPECS: dict[str, _Spec] = {name: _Spec(name, *parser) for name, parser in {
                                     "finished_job_ttl_s", "snapshot_timeout_ms", "member_rejoin_timeout_ms")},
     **{name: _COUNT for name in ("fault_drop_reports", "fault_unanswered_state_queries", "restart_delay_ms",
                                  "fault_fail_snapshot_phase1", "scale_up_delay_ms", "restart_max_delay_ms",
-                                 "restart_backoff_reset_ms", "max_restarts", "max_finished_result_bytes")},
+                                 "restart_backoff_reset_ms", "max_restarts", "max_finished_result_bytes",
+                                 "fetched_result_ttl_s")},
 }.items()}
 _EDGE_FIELDS = {f.name for f in fields(EdgeDefaults)}
 _CONTROL_FIELDS = {f.name for f in fields(ControlSettings)}

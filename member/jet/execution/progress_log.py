@@ -44,6 +44,10 @@ class ProgressLog:
 
     def stop(self) -> None:
         self._stopped.set()
+        # ``metrics`` is usually a bound method of the execution that owns this log: keeping it
+        # would make a cycle, and the ended execution (its processors, results, queues) would
+        # wait for a full collection instead of going when its member drops it.
+        self._metrics = _no_metrics
 
     def _run(self) -> None:
         previous: Mapping[str, Mapping[str, int]] = {}
@@ -58,3 +62,7 @@ class ProgressLog:
                 rate = emitted_rate(figures, previous.get(vertex, {}), self._interval_s)
                 log.info("%s progress %s", self._label, progress_line(vertex, figures, rate, wall_ms))
             previous = metrics
+
+
+def _no_metrics() -> Mapping[str, Mapping[str, int]]:
+    return {}

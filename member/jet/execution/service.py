@@ -120,35 +120,11 @@ class CooperativeWorker:
         while not service.is_shut_down:
             if self.incoming:
                 self._adopt()
-            trackers = self.trackers
-            if not trackers:
+            if not self.trackers:
                 self._wakeup.wait()
                 self._wakeup.clear()
                 continue
-            made_progress = finished = False
-            ended: list[TaskletTracker] = []  # removed after the pass: one list rebuild, not one each
-            for tracker in trackers:
-                if tracker.stealing_worker is not None:
-                    self._give_away(tracker)
-                    continue
-                if tracker.future.failure is not None:
-                    ended.append(tracker)
-                    _drop(tracker)
-                    continue
-                state = _run_once(tracker)
-                if state is None:
-                    ended.append(tracker)
-                elif state & DONE_BIT:
-                    ended.append(tracker)
-                    _drop(tracker)
-                    finished = made_progress = True
-                elif state:
-                    made_progress = True
-            if ended:
-                self._remove_all(ended)
-                if finished:
-                    self._try_steal()
-            if made_progress:
+            if self._pass(self.trackers):
                 idle_count = 0
                 if self.is_parking:
                     self._end_park()
@@ -157,7 +133,7 @@ class CooperativeWorker:
                 waker.on_idle()
                 idle_count += 1
                 self.idle_passes += 1
-                if self._needs_polling(trackers):
+                if self._needs_polling(self.trackers):
                     self.last_park_ns = self._idle.idle(idle_count)
                 elif not self.is_parking:
                     # Announce the park first, then make one more pass: work handed over from
@@ -171,6 +147,35 @@ class CooperativeWorker:
                     self._end_park()
         self._end_park()
         self._abandon_all()
+
+    def _pass(self, trackers: list[TaskletTracker]) -> bool:
+        """Call each tasklet once; whether any made progress. A method of its own so that its
+        locals (the last tracker, the ended ones) go when it returns: held by a parked
+        thread's frame, a finished job's tasklets, and all they hold, stayed until the next job."""
+        made_progress = finished = False
+        ended: list[TaskletTracker] = []  # removed after the pass: one list rebuild, not one each
+        for tracker in trackers:
+            if tracker.stealing_worker is not None:
+                self._give_away(tracker)
+                continue
+            if tracker.future.failure is not None:
+                ended.append(tracker)
+                _drop(tracker)
+                continue
+            state = _run_once(tracker)
+            if state is None:
+                ended.append(tracker)
+            elif state & DONE_BIT:
+                ended.append(tracker)
+                _drop(tracker)
+                finished = made_progress = True
+            elif state:
+                made_progress = True
+        if ended:
+            self._remove_all(ended)
+            if finished:
+                self._try_steal()
+        return made_progress
 
     def _needs_polling(self, trackers: list[TaskletTracker]) -> bool:
         for tracker in trackers:
@@ -229,7 +234,8 @@ class TaskletExecutionService:
                         for i in range(cooperative_threads)]
         self._next_worker = itertools.count()
         self._deal_lock = threading.Lock()
-        self.noncooperative_threads: list[threading.Thread] = []
+        self.noncooperative_threads: set[threading.Thread] = set()
+        """The threads of the non-cooperative tasklets running now (each leaves when its tasklet ends)."""
         for worker in self.workers:
             worker.thread.start()
 
@@ -247,11 +253,17 @@ class TaskletExecutionService:
             else:
                 thread = threading.Thread(target=self._run_noncooperative, args=(tracker,),
                                           daemon=True, name=f"jet.noncooperative.{tracker.tasklet.name}")
-                self.noncooperative_threads.append(thread)
+                self.noncooperative_threads.add(thread)
                 thread.start()
         return future
 
     def _run_noncooperative(self, tracker: TaskletTracker) -> None:
+        try:
+            self._call_noncooperative(tracker)
+        finally:
+            self.noncooperative_threads.discard(threading.current_thread())
+
+    def _call_noncooperative(self, tracker: TaskletTracker) -> None:
         idle_count = 0
         waker = ProgressWaker(self._noncoop_idle.max_park_ns)
         while True:
@@ -281,7 +293,7 @@ class TaskletExecutionService:
         self.is_shut_down = True
         for worker in self.workers:
             worker.wake()
-        self.noncooperative_threads = [t for t in self.noncooperative_threads if t.is_alive()]
+        self.noncooperative_threads = {t for t in list(self.noncooperative_threads) if t.is_alive()}
 
     def __enter__(self) -> "TaskletExecutionService":
         return self

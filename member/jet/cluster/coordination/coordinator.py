@@ -37,7 +37,7 @@ from jet.cluster.coordination.job_store import JobStore, record_from_store
 from jet.cluster.coordination.scale_up import JobScaling, ScaleUpTimer
 from jet.cluster.executions.control_settings import ControlSettings
 from jet.cluster.executions.observables import ObservableStore, UnknownObservableError
-from jet.cluster.executions.outcome import ExecutionOutcome, PickledResults
+from jet.cluster.executions.outcome import ExecutionOutcome, PickledResults, merge_results
 from jet.cluster.links import messages
 from jet.core.dag import DAG, DagValidationError
 from jet.execution.measurements import PackedMeasurements, unpack_measurements
@@ -234,13 +234,13 @@ class JobCoordinator:
     def records(self) -> list[JobRecord]:
         """Every job kept, oldest first."""
         with self._changed:
-            self._forget(self._finished.expired())
+            self._expire()
             return sorted((run.record for run in self._jobs.values()), key=lambda r: r.submission_time)
 
     def latest(self) -> JobRecord | None:
         """The most recently submitted job, while it is kept."""
         with self._changed:
-            self._forget(self._finished.expired())
+            self._expire()
             run = None if self._latest is None else self._jobs.get(self._latest)
         return None if run is None else run.record
 
@@ -257,7 +257,7 @@ class JobCoordinator:
 
     def _run_of(self, job_id: str) -> JobRun:
         with self._changed:
-            self._forget(self._finished.expired())
+            self._expire()
             run = self._jobs.get(job_id)
         if run is None:
             if not self._stored_jobs_taken and self.job_store.has_record(job_id):
@@ -266,6 +266,16 @@ class JobCoordinator:
             raise UnknownJobError(f"unknown job {job_id!r}: it was never submitted to this coordinator or "
                                   f"is no longer kept (the coordinator keeps {self._finished.describe()})")
         return run
+
+    def _expire(self) -> None:
+        """Forget the finished jobs past the history's bounds and release the results fetched
+        longer than ``fetched_result_ttl_s`` ago (the caller holds the condition)."""
+        self._forget(self._finished.expired())
+        fetched_before = self._context.clock() - self.control.fetched_result_ttl_s
+        for job_id in list(self._result_bytes):
+            fetched_at = self._jobs[job_id].results_fetched_at
+            if fetched_at is not None and fetched_at <= fetched_before:
+                self._release_results(job_id, f"fetched {self.control.fetched_result_ttl_s} s ago at least")
 
     def _forget(self, job_ids: list[str]) -> None:
         """Drop finished jobs and their results (the caller holds the condition)."""
@@ -278,21 +288,27 @@ class JobCoordinator:
     # -- member side ------------------------------------------------------------------------
     def results(self, job_id: str) -> dict[str, list]:
         """The job's named results (``Context.results`` of every member of its last execution)."""
+        return merge_results(self.pickled_results(job_id))
+
+    def pickled_results(self, job_id: str) -> list[PickledResults]:
+        """Every member's results of the job's last execution, pickled, in member order: a
+        client merges them (:func:`merge_results`), so member 0 neither unpickles nor pickles
+        them again."""
         run = self._run_of(job_id)
-        merged: dict[str, list] = {}
         with self._changed:
             if run.results_released:
                 raise JobStateError(
                     f"the results of job {run.record.name} ({job_id}) were released: finished jobs keep "
                     f"{self.control.max_finished_result_bytes:,} bytes of results at most "
-                    f"(max_finished_result_bytes), the oldest going first; fetch them when the job ends")
+                    f"(max_finished_result_bytes), the oldest going first, and fetched results "
+                    f"{self.control.fetched_result_ttl_s} s after their first fetch (fetched_result_ttl_s)")
             execution = run.execution
             per_member = dict(execution.results) if execution else {}
-        for member in sorted(per_member):
-            results = per_member[member]
-            for name, items in (results.load() if isinstance(results, PickledResults) else results).items():
-                merged.setdefault(name, []).extend(items)
-        return merged
+            if run.record.status.is_terminal and run.results_fetched_at is None:
+                run.results_fetched_at = self._context.clock()
+                self._expire()  # with fetched_result_ttl_s 0, released once this reply has them
+        return [results if isinstance(results, PickledResults) else PickledResults.of(results)
+                for _, results in sorted(per_member.items())]
 
     def observable_publish(self, job_id: str, name: str, capacity: int, items: list) -> None:
         """Items of a running job's observable sink (those of an ended or unknown job are dropped)."""
@@ -414,7 +430,8 @@ class JobCoordinator:
 
     def _job_finished(self, run: JobRun) -> None:
         """The job ended (its lifecycle set its final status): it is kept as FinishedJobs says,
-        and its results while the finished jobs' results stay within ``max_finished_result_bytes``."""
+        and its results while the finished jobs' results stay within ``max_finished_result_bytes``
+        and until ``fetched_result_ttl_s`` after a client fetched them."""
         with self._changed:
             self._forget(self._finished.add(run.record.job_id, run.record.completion_time))
             execution = run.execution
@@ -422,16 +439,20 @@ class JobCoordinator:
                 self._result_bytes[run.record.job_id] = sum(
                     results.size_bytes for results in execution.results.values() if isinstance(results, PickledResults))
                 self._release_oldest_results()
+            self._expire()
         self.observables.wake()
 
     def _release_oldest_results(self) -> None:
         """Release the oldest finished jobs' results while they hold more than the bound (the
         caller holds the condition)."""
         while sum(self._result_bytes.values()) > self.control.max_finished_result_bytes and self._result_bytes:
-            job_id, size = next(iter(self._result_bytes.items()))
-            del self._result_bytes[job_id]
-            run = self._jobs.get(job_id)
-            if run is not None and run.execution is not None:
-                run.execution.results.clear()
-                run.results_released = True
-                log.info("job %s: its results (%d bytes) are released (max_finished_result_bytes)", job_id, size)
+            self._release_results(next(iter(self._result_bytes)), "max_finished_result_bytes")
+
+    def _release_results(self, job_id: str, why: str) -> None:
+        """Drop a finished job's results (the caller holds the condition)."""
+        size = self._result_bytes.pop(job_id)
+        run = self._jobs.get(job_id)
+        if run is not None and run.execution is not None:
+            run.execution.results.clear()
+            run.results_released = True
+            log.info("job %s: its results (%d bytes) are released (%s)", job_id, size, why)

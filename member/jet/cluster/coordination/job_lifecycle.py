@@ -171,7 +171,7 @@ class JobLifecycle:
         with context.changed:
             record.status = JobStatus.FAILED if record.failure is not None else JobStatus.COMPLETED
             record.completion_time = context.clock()
-            run.dag_bytes = None  # the DAG stays while the job is kept: its dashboard page draws it
+            run.release_finished()
             context.job_store.update(record)  # gone from the store before anyone sees the job ended
             context.changed.notify_all()
         self._on_finished(run)

@@ -195,9 +195,12 @@ class JobRun:
         """The export a CANCEL_AND_EXPORT asked for."""
         self.resume_requested = False
         self.restart_cause = ""
-        self.results_released = False
-        """Its finished execution's results were released (``max_finished_result_bytes``)."""
         """Why a RESTART was requested when not by the client (scaling up), until acted on."""
+        self.results_released = False
+        """Its finished execution's results were released (``max_finished_result_bytes``, or
+        ``fetched_result_ttl_s`` after a client fetched them)."""
+        self.results_fetched_at: float | None = None
+        """When a client first fetched its finished execution's results."""
         self.observable_names = observable_names(dag)
         """The names of the job's observable sinks."""
 
@@ -205,9 +208,22 @@ class JobRun:
     def config(self) -> JobConfig:
         return self.record.config
 
+    def release_finished(self) -> None:
+        """The job ended: what only a run needs goes. Its DAG stays while the job is kept (up
+        to ``max_finished_jobs``, ``finished_job_ttl_s``) for its dashboard page, which draws its
+        shape; the pickled DAG and the processor suppliers, which may hold a source's items or
+        a lookup table, go."""
+        self.dag_bytes = None
+        for vertex in self.dag.vertices:
+            vertex.processor_supplier = _released_processor_supplier
+
     @property
     def execution_id(self) -> int:
         return 0 if self.execution is None else self.execution.id
+
+
+def _released_processor_supplier() -> Any:
+    raise JobStateError("the job has finished: its DAG keeps its shape only, its processors were released")
 
 
 def job_failure(info: Mapping[str, Any]) -> JobFailedError:

@@ -32,6 +32,9 @@ class ControlSettings:
     max_finished_result_bytes: int = 256 * 1024 * 1024
     """Coordinator: the finished jobs' list-sink results kept, in (pickled) bytes; beyond it the
     oldest finished jobs' results are released (their records stay)."""
+    fetched_result_ttl_s: int = 10
+    """Coordinator: seconds a finished job's results stay after a client first fetched them;
+    then they are released (its record stays). 0 releases them as they are sent."""
     fault_drop_reports: int = 0
     """Fault injection for tests: a member other than member 0 (whose report to itself crosses no
     network) fails its first N attempts to send an execution report, as if the network lost them."""

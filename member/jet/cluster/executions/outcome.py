@@ -133,6 +133,19 @@ class PickledResults:
     def load(self) -> dict[str, list]:
         return cloudpickle.loads(self.data) if self.data else {}
 
+    @classmethod
+    def of(cls, results: dict[str, list]) -> "PickledResults":
+        return cls(cloudpickle.dumps(results) if results else b"")
+
+
+def merge_results(parts: list[PickledResults]) -> dict[str, list]:
+    """Every member's named results (in member order) as one list per name."""
+    merged: dict[str, list] = {}
+    for part in parts:
+        for name, items in part.load().items():
+            merged.setdefault(name, []).extend(items)
+    return merged
+
 
 def decode_report(header: dict[str, Any], blob: bytes
                   ) -> tuple[ExecutionOutcome, PickledResults, dict[str, dict[str, int]], bytes]:
