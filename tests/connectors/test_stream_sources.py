@@ -22,16 +22,10 @@ from jet.core.special_items import IDLE_MESSAGE, Watermark
 from jet.execution import execute
 from jet.execution.runner import start
 
+from tests.core.stream_driver import FakeClock
+
 DEADLINE_S = 30.0
 START_MS = 1_700_000_000_000
-
-
-class FakeClock:
-    def __init__(self, now_ms: int) -> None:
-        self.now_ms = now_ms
-
-    def __call__(self) -> int:
-        return self.now_ms
 
 
 def drive(processor, context: Context, clock: FakeClock, times_ms, capacity: int = 1 << 30) -> list:
@@ -74,7 +68,7 @@ def test_the_processors_of_an_item_stream_together_emit_every_due_event_once_sta
             clock = FakeClock(START_MS)
             context = Context(local_index=local, local_parallelism=parallelism, member_index=member,
                               member_count=members)
-            events = drive(ItemStreamP(rate, None, None, clock_ms=clock), context, clock, times)
+            events = drive(ItemStreamP(rate, None, None, clock_ns=clock.ns), context, clock, times)
             total = members * parallelism
             assert [e.sequence % total for e in events] == [context.global_index] * len(events)
             seen.extend(events)
@@ -82,12 +76,32 @@ def test_the_processors_of_an_item_stream_together_emit_every_due_event_once_sta
     assert sorted(seen, key=lambda e: e.sequence) == expected_events(rate, 2000)
 
 
+def test_an_event_due_inside_a_millisecond_is_emitted_when_due_not_at_the_next_one():
+    # 100,000 events/s over 2 processors: sequence 1001 (processor 1's first of millisecond 10)
+    # is due 10 us into it and stamped START_MS + 10. Read on a millisecond clock it waited for
+    # millisecond 11, so every watermark of processor 1 came 1 ms after its events were due.
+    now_ns = [START_MS * 1_000_000]
+    context = Context(member_index=1, member_count=2)
+    outbox = Outbox(1, 1 << 30)
+    processor = ItemStreamP(100_000, None, None, clock_ns=lambda: now_ns[0])
+    processor.init(outbox, context)
+    processor.complete()
+    outbox.buckets[0] = []
+    now_ns[0] = (START_MS + 10) * 1_000_000 + 5_000  # 5 us into millisecond 10: 1001 is not due yet
+    processor.complete()
+    assert outbox.buckets[0][-1] == SimpleEvent(START_MS + 9, 999)
+    outbox.buckets[0] = []
+    now_ns[0] += 10_000  # 15 us into it
+    processor.complete()
+    assert outbox.buckets[0] == [SimpleEvent(START_MS + 10, 1001)]
+
+
 def test_a_late_item_stream_catches_up_in_chunks_of_the_limit():
     clock = FakeClock(START_MS)
     rate = 1000
     calls = [START_MS, START_MS + 10_000] + [START_MS + 10_000] * 5
     outbox = Outbox(1, 1 << 30)
-    processor = ItemStreamP(rate, None, None, clock_ms=clock)
+    processor = ItemStreamP(rate, None, None, clock_ns=clock.ns)
     processor.init(outbox, Context())
     sizes = []
     for now_ms in calls:
@@ -102,7 +116,7 @@ def test_a_late_item_stream_catches_up_in_chunks_of_the_limit():
 def test_an_item_stream_keeps_a_refused_chunk_and_emits_it_when_the_outbox_has_room():
     clock = FakeClock(START_MS)
     outbox = Outbox(1, 1)
-    processor = ItemStreamP(100, None, None, clock_ms=clock)
+    processor = ItemStreamP(100, None, None, clock_ns=clock.ns)
     processor.init(outbox, Context())
     emitted = []
     for step in range(40):
@@ -121,7 +135,7 @@ def test_an_item_stream_keeps_a_refused_chunk_and_emits_it_when_the_outbox_has_r
 
 def test_generator_fn_makes_the_items_of_an_item_stream():
     clock = FakeClock(START_MS)
-    events = drive(ItemStreamP(500, lambda ts, seq: f"{seq}@{ts}", None, clock_ms=clock), Context(), clock,
+    events = drive(ItemStreamP(500, lambda ts, seq: f"{seq}@{ts}", None, clock_ns=clock.ns), Context(), clock,
                    range(START_MS, START_MS + 101, 10))
     assert events == [f"{s}@{START_MS + s * 2}" for s in range(51)]
 
@@ -192,7 +206,7 @@ def test_with_an_event_time_policy_the_item_stream_emits_pairs_by_due_time_and_a
     source = Sources.item_stream(100)
     clock = FakeClock(START_MS)
     processor = source.policy_supplier(EventTimePolicy(allowed_lag_ms=5))()
-    processor._clock_ms = clock
+    processor._clock_ns = clock.ns
     emitted = drive(processor, Context(), clock, [START_MS, START_MS + 5, START_MS + 35, START_MS + 100])
     events = expected_events(100, 100)
     assert emitted == [(events[0].timestamp, events[0]), Watermark(events[0].timestamp - 5), IDLE_MESSAGE,
@@ -336,7 +350,7 @@ def test_with_the_event_time_mapper_each_chunk_is_followed_by_its_throttled_wate
     clock = FakeClock(START_MS)
     policy = EventTimePolicy(allowed_lag_ms=lag_ms, frame_size_ms=frame_ms)
     processor = Sources.item_stream(rate).policy_supplier(policy)()
-    processor._clock_ms = clock
+    processor._clock_ns = clock.ns
     times = [START_MS + t for t in (0, 1, 3, 30, 31, 90, 400, 401)]
     emitted = drive(processor, Context(), clock, times)
     expected, last_wm, sent = [], None, 0
