@@ -101,7 +101,7 @@ def test_items_source_in_the_harness_with_snapshots():
 @pytest.mark.parametrize("counts", [(2, 3), (3, 2), (2, 2)])
 def test_item_stream_goes_on_with_its_sequence_after_a_restore(counts):
     clock = FakeClock(10_000)
-    supplier = lambda: ItemStreamP(1000, None, None, chunk_limit=3, clock_ns=clock.ns)  # noqa: E731
+    supplier = lambda: ItemStreamP(1000, None, None, chunk_limit=3, clock_ms=clock)  # noqa: E731
     old = [Driven(supplier, context_of(i, counts[0])) for i in range(counts[0])]
     for step, driven in enumerate(old):  # processors get to different points
         driven.complete(1)

@@ -54,8 +54,8 @@ def source_to_list(supplier, parallelism: int, received: list) -> DAG:
 
 
 def expected_events(rate: int, elapsed_ms: int) -> list[SimpleEvent]:
-    """Every event due within ``elapsed_ms`` of the start: sequence s is due at s / rate seconds."""
-    return [SimpleEvent(START_MS + s * 1000 // rate, s) for s in range(elapsed_ms * rate // 1000 + 1)]
+    """Every event stamped within ``elapsed_ms`` of the start (sequence s: s * 1000 // rate)."""
+    return [SimpleEvent(START_MS + s * 1000 // rate, s) for s in range(((elapsed_ms + 1) * rate - 1) // 1000 + 1)]
 
 
 @pytest.mark.parametrize("rate, members, parallelism", [(1000, 1, 1), (1000, 3, 1), (250_000, 2, 2), (7, 2, 1)])
@@ -68,7 +68,7 @@ def test_the_processors_of_an_item_stream_together_emit_every_due_event_once_sta
             clock = FakeClock(START_MS)
             context = Context(local_index=local, local_parallelism=parallelism, member_index=member,
                               member_count=members)
-            events = drive(ItemStreamP(rate, None, None, clock_ns=clock.ns), context, clock, times)
+            events = drive(ItemStreamP(rate, None, None, clock_ms=clock), context, clock, times)
             total = members * parallelism
             assert [e.sequence % total for e in events] == [context.global_index] * len(events)
             seen.extend(events)
@@ -76,24 +76,15 @@ def test_the_processors_of_an_item_stream_together_emit_every_due_event_once_sta
     assert sorted(seen, key=lambda e: e.sequence) == expected_events(rate, 2000)
 
 
-def test_an_event_due_inside_a_millisecond_is_emitted_when_due_not_at_the_next_one():
-    # 100,000 events/s over 2 processors: sequence 1001 (processor 1's first of millisecond 10)
-    # is due 10 us into it and stamped START_MS + 10. Read on a millisecond clock it waited for
-    # millisecond 11, so every watermark of processor 1 came 1 ms after its events were due.
-    now_ns = [START_MS * 1_000_000]
-    context = Context(member_index=1, member_count=2)
-    outbox = Outbox(1, 1 << 30)
-    processor = ItemStreamP(100_000, None, None, clock_ns=lambda: now_ns[0])
-    processor.init(outbox, context)
-    processor.complete()
-    outbox.buckets[0] = []
-    now_ns[0] = (START_MS + 10) * 1_000_000 + 5_000  # 5 us into millisecond 10: 1001 is not due yet
-    processor.complete()
-    assert outbox.buckets[0][-1] == SimpleEvent(START_MS + 9, 999)
-    outbox.buckets[0] = []
-    now_ns[0] += 10_000  # 15 us into it
-    processor.complete()
-    assert outbox.buckets[0] == [SimpleEvent(START_MS + 10, 1001)]
+def test_every_processor_emits_the_events_of_a_millisecond_once_it_has_begun():
+    # 100,000 events/s over 2 processors: sequence 1001, processor 1's first of millisecond 10,
+    # is stamped START_MS + 10. Due at the exact 1001 / rate it used to wait for millisecond 11,
+    # so processor 1's watermarks came 1 ms after processor 0's.
+    clock = FakeClock(START_MS)
+    for member in (0, 1):
+        events = drive(ItemStreamP(100_000, None, None, clock_ms=clock), Context(member_index=member, member_count=2),
+                       clock, [START_MS, START_MS + 10])
+        assert events[-2:] == [SimpleEvent(START_MS + 10, s) for s in range(1096 + member, 1100, 2)]
 
 
 def test_a_late_item_stream_catches_up_in_chunks_of_the_limit():
@@ -101,7 +92,7 @@ def test_a_late_item_stream_catches_up_in_chunks_of_the_limit():
     rate = 1000
     calls = [START_MS, START_MS + 10_000] + [START_MS + 10_000] * 5
     outbox = Outbox(1, 1 << 30)
-    processor = ItemStreamP(rate, None, None, clock_ns=clock.ns)
+    processor = ItemStreamP(rate, None, None, clock_ms=clock)
     processor.init(outbox, Context())
     sizes = []
     for now_ms in calls:
@@ -116,7 +107,7 @@ def test_a_late_item_stream_catches_up_in_chunks_of_the_limit():
 def test_an_item_stream_keeps_a_refused_chunk_and_emits_it_when_the_outbox_has_room():
     clock = FakeClock(START_MS)
     outbox = Outbox(1, 1)
-    processor = ItemStreamP(100, None, None, clock_ns=clock.ns)
+    processor = ItemStreamP(100, None, None, clock_ms=clock)
     processor.init(outbox, Context())
     emitted = []
     for step in range(40):
@@ -135,7 +126,7 @@ def test_an_item_stream_keeps_a_refused_chunk_and_emits_it_when_the_outbox_has_r
 
 def test_generator_fn_makes_the_items_of_an_item_stream():
     clock = FakeClock(START_MS)
-    events = drive(ItemStreamP(500, lambda ts, seq: f"{seq}@{ts}", None, clock_ns=clock.ns), Context(), clock,
+    events = drive(ItemStreamP(500, lambda ts, seq: f"{seq}@{ts}", None, clock_ms=clock), Context(), clock,
                    range(START_MS, START_MS + 101, 10))
     assert events == [f"{s}@{START_MS + s * 2}" for s in range(51)]
 
@@ -206,7 +197,7 @@ def test_with_an_event_time_policy_the_item_stream_emits_pairs_by_due_time_and_a
     source = Sources.item_stream(100)
     clock = FakeClock(START_MS)
     processor = source.policy_supplier(EventTimePolicy(allowed_lag_ms=5))()
-    processor._clock_ns = clock.ns
+    processor._clock_ms = clock
     emitted = drive(processor, Context(), clock, [START_MS, START_MS + 5, START_MS + 35, START_MS + 100])
     events = expected_events(100, 100)
     assert emitted == [(events[0].timestamp, events[0]), Watermark(events[0].timestamp - 5), IDLE_MESSAGE,
@@ -350,7 +341,7 @@ def test_with_the_event_time_mapper_each_chunk_is_followed_by_its_throttled_wate
     clock = FakeClock(START_MS)
     policy = EventTimePolicy(allowed_lag_ms=lag_ms, frame_size_ms=frame_ms)
     processor = Sources.item_stream(rate).policy_supplier(policy)()
-    processor._clock_ns = clock.ns
+    processor._clock_ms = clock
     times = [START_MS + t for t in (0, 1, 3, 30, 31, 90, 400, 401)]
     emitted = drive(processor, Context(), clock, times)
     expected, last_wm, sent = [], None, 0

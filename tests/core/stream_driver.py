@@ -25,10 +25,6 @@ class FakeClock:
     def __call__(self) -> int:
         return self.now_ms
 
-    def ns(self) -> int:
-        """The same time in nanoseconds (for a processor that reads the nanosecond clock)."""
-        return self.now_ms * 1_000_000
-
 
 class StreamDriver:
     """Feeds one processor and collects what it emits (watermarks included) in ``output``."""

@@ -16,7 +16,7 @@ from fnmatch import fnmatch
 from itertools import chain, repeat
 from typing import Any, Callable, NamedTuple
 
-from jet.connectors.stream_emitter import StreamEmitter
+from jet.connectors.stream_emitter import StreamEmitter, wall_clock_ms
 from jet.core.event_time import EventTimePolicy
 from jet.core.inbox import Inbox
 from jet.core.outbox import Outbox
@@ -107,13 +107,14 @@ class _EmitterSourceP(Processor):
 class ItemStreamP(_EmitterSourceP):
     """Emits the events of a fixed-rate stream that are due, split over every processor.
 
-    The rate is the cluster's total: the event with sequence ``s`` is due at ``start + s / rate``
-    seconds and processor g of N emits ``g, g + N, ...``. ``start`` is the wall clock at the
-    processor's first call, in whole milliseconds. Each call emits every event due by now in one
-    chunk (at most ``chunk_limit``), stamped with its due time in milliseconds, so a late source
-    shows as latency downstream. Due is decided on the nanosecond clock: on a millisecond clock an
-    event due inside a millisecond waited for the next one, so every processor but the one whose
-    sequences fall on millisecond boundaries raised its watermarks 1 ms late.
+    The rate is the cluster's total: the event with sequence ``s`` is stamped ``start + s * 1000
+    // rate`` (epoch ms) and processor g of N emits ``g, g + N, ...``. ``start`` is the wall clock
+    at the processor's first call. Each call emits, in one chunk (at most ``chunk_limit``), every
+    event whose millisecond has begun, so a late source shows as latency downstream. Due at the
+    exact ``s / rate`` on a millisecond clock, an event stamped inside a millisecond waited for the
+    next one: every processor but the one whose sequences fall on millisecond boundaries raised
+    its watermarks 1 ms late. (On a nanosecond clock a source would emit an event or two per call
+    and keep its thread busy.)
 
     Snapshots: its next sequence (and the sequences below it it still owes). A restart goes on
     with the sequence: processor g of the new N first emits the sequences ``s % N == g`` that no
@@ -124,12 +125,12 @@ class ItemStreamP(_EmitterSourceP):
 
     def __init__(self, rate: int, generator_fn: Callable[[int, int], Any] | None,
                  policy: EventTimePolicy | None, chunk_limit: int = ITEM_STREAM_CHUNK_LIMIT,
-                 clock_ns: Callable[[], int] = time.time_ns) -> None:
+                 clock_ms: Callable[[], int] = wall_clock_ms) -> None:
         self._rate = rate
         self._generator_fn = generator_fn
         self._policy = policy
         self._chunk_limit = chunk_limit
-        self._clock_ns = clock_ns
+        self._clock_ms = clock_ms
         self._start_ms: int | None = None
         self._owed: list[int] = []
         """Sequences below ``_next_sequence`` still to emit (after a restore), ascending."""
@@ -146,8 +147,7 @@ class ItemStreamP(_EmitterSourceP):
         emitter = self._emitter
         if not emitter.flush(self.outbox):
             return False
-        now_ns = self._clock_ns()
-        now_ms = now_ns // 1_000_000
+        now_ms = self._clock_ms()
         if self._start_ms is None:
             self._start_ms = now_ms - self._base_sequence * 1000 // self._rate
         rate, step, first = self._rate, self._step, self._next_sequence
@@ -156,7 +156,7 @@ class ItemStreamP(_EmitterSourceP):
             del self._owed[:self._chunk_limit]
             self._emit([self._start_ms + seq * 1000 // rate for seq in sequences], sequences, now_ms)
             return False
-        last_due = (now_ns - self._start_ms * 1_000_000) * rate // 1_000_000_000
+        last_due = ((now_ms - self._start_ms + 1) * rate - 1) // 1000  # the last stamped <= now_ms
         if first > last_due:
             emitter.idle(now_ms)
             emitter.flush(self.outbox)
