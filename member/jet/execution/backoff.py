@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 import time
 from time import monotonic_ns
 from typing import Callable, Protocol
@@ -30,11 +31,12 @@ class BackoffIdleStrategy:
         shift = min(idle_count, 62)
         return min(self.min_park_ns << shift, self.max_park_ns)
 
-    def idle(self, idle_count: int) -> int:
-        """Park for the ``idle_count``-th idle pass; return the nanoseconds asked for."""
+    def idle(self, idle_count: int, sleep: Callable[[float], None] | None = None) -> int:
+        """Park for the ``idle_count``-th idle pass (with ``sleep`` if given, such as a
+        :class:`WakeablePause`); return the nanoseconds asked for."""
         park = self.park_ns(idle_count)
         if park:
-            self._sleep(park / 1e9)
+            (sleep or self._sleep)(park / 1e9)
         return park
 
 
@@ -69,6 +71,29 @@ def wake_parked_workers() -> None:
     if parked_workers:
         for worker in list(parked_workers):
             worker.wake()
+
+
+class WakeablePause:
+    """A backoff pause that work cuts short: while it lasts it is among the parked threads, so
+    whatever hands its thread work (:func:`wake_parked_workers`) ends it at once. A pause that
+    only slept left a frame, or a window's results, waiting for the rest of it (up to the 1 ms
+    cap): a receiver's watermark on a cooperative thread, a sink on a non-cooperative one."""
+
+    __slots__ = ("_event",)
+
+    def __init__(self, event: threading.Event | None = None) -> None:
+        """``event``: the thread's own wake-up signal, if it has one (it is cleared here)."""
+        self._event = event if event is not None else threading.Event()
+
+    def wake(self) -> None:
+        self._event.set()
+
+    def __call__(self, seconds: float) -> None:
+        event = self._event
+        event.clear()
+        parked_workers.add(self)
+        event.wait(seconds)
+        parked_workers.discard(self)
 
 
 def wants_polling(tasklet: object) -> bool:
