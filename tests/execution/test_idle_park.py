@@ -13,7 +13,7 @@ from jet.cluster.edges.flow_control import ReceiveWindow
 from jet.cluster.edges.receiver import ReceiverTasklet
 from jet.core import Processor
 from jet.execution import JobCancelledError
-from jet.execution.backoff import BackoffIdleStrategy, WakeablePause, parked_workers, wake_parked_workers
+from jet.execution.backoff import BackoffIdleStrategy, parked_workers, pausing_threads, wake_parked_workers
 from jet.execution.outbound import SingleTargetCollector
 from jet.execution.processor_tasklet import ProcessorTasklet
 from jet.execution.queues import DONE_ITEM, SpscQueue
@@ -258,10 +258,6 @@ def test_a_snapshot_wakes_a_parked_source_for_both_phases():
 AN_HOUR_OF_BACKOFF_NS = 3_600 * 10**9
 
 
-def _pausing_threads():
-    return [thread for thread in parked_workers if isinstance(thread, WakeablePause)]
-
-
 def test_work_ends_the_backoff_pause_of_a_polling_cooperative_thread():
     # A tasklet that wants polling keeps the thread in its backoff; each pause here lasts an
     # hour, so the job ends only if the wake-up ends the pause.
@@ -270,7 +266,7 @@ def test_work_ends_the_backoff_pause_of_a_polling_cooperative_thread():
     with TaskletExecutionService(1, idle_strategy=backoff, long_park_s=HOUR) as service:
         worker = service.workers[0]
         future = service.submit([polled], "paused")
-        wait_until(lambda: worker.pause in parked_workers)
+        wait_until(lambda: worker.pause in pausing_threads)
         assert worker.long_parks == 0 and not worker.is_parking
         polled.items.append("end")
         wake_parked_workers()
@@ -284,7 +280,7 @@ def test_work_ends_the_backoff_pause_of_a_non_cooperative_thread():
     backoff = BackoffIdleStrategy(AN_HOUR_OF_BACKOFF_NS, AN_HOUR_OF_BACKOFF_NS)
     with TaskletExecutionService(1, noncooperative_idle_strategy=backoff, long_park_s=HOUR) as service:
         future = service.submit([consumer], "paused")
-        wait_until(lambda: consumer.calls >= 1 and _pausing_threads())
+        wait_until(lambda: consumer.calls >= 1 and pausing_threads)
         consumer.items.append("end")
         wake_parked_workers()
         future.result(timeout=20)
@@ -313,7 +309,7 @@ def test_a_special_item_in_a_queue_wakes_its_pausing_consumer_at_once():
     backoff = BackoffIdleStrategy(AN_HOUR_OF_BACKOFF_NS, AN_HOUR_OF_BACKOFF_NS)
     with TaskletExecutionService(1, noncooperative_idle_strategy=backoff, long_park_s=HOUR) as service:
         future = service.submit([tasklet], "consumer")
-        wait_until(_pausing_threads)
+        wait_until(lambda: pausing_threads)
         assert queue.offer_chunk(["a", "b"]) == 2
         assert queue.offer_special(DONE_ITEM)
         future.result(timeout=20)

@@ -94,7 +94,7 @@ class CooperativeWorker:
         self._idle = idle_strategy
         self._wakeup = threading.Event()
         self.pause = WakeablePause(self._wakeup)
-        """Its backoff pause, among the parked threads while it lasts."""
+        """Its backoff pause, among the pausing threads while it lasts."""
         self.thread = threading.Thread(target=self._run, daemon=True,
                                        name=f"jet.cooperative.thread-{index}")
 
