@@ -13,7 +13,8 @@ from jet.cluster.edges.flow_control import ReceiveWindow
 from jet.cluster.edges.receiver import ReceiverTasklet
 from jet.core import Processor
 from jet.execution import JobCancelledError
-from jet.execution.backoff import BackoffIdleStrategy, parked_workers, pausing_threads, wake_parked_workers
+from jet.execution.backoff import (BackoffIdleStrategy, ProgressWaker, parked_workers, pausing_threads,
+                                   wake_parked_workers)
 from jet.execution.outbound import SingleTargetCollector
 from jet.execution.processor_tasklet import ProcessorTasklet
 from jet.execution.queues import DONE_ITEM, SpscQueue
@@ -298,8 +299,8 @@ class Collect(Processor):
 
 
 def test_a_special_item_in_a_queue_wakes_its_pausing_consumer_at_once():
-    # Data alone wakes nobody here (a producer's thread wakes parked ones at most once a
-    # millisecond); a watermark, barrier or DONE does, since someone waits for each.
+    # Data alone wakes nobody here (a producer's thread wakes parked threads, never pausing
+    # ones); a watermark, barrier or DONE does, since someone waits for each.
     from jet.core.processor import Context
     from jet.execution.inbound import InboundEdgeStream
 
@@ -314,3 +315,28 @@ def test_a_special_item_in_a_queue_wakes_its_pausing_consumer_at_once():
         assert queue.offer_special(DONE_ITEM)
         future.result(timeout=20)
         assert processor.items == ["a", "b"]
+
+
+class Sleeper:
+    def __init__(self):
+        self.woken = 0
+
+    def wake(self):
+        self.woken += 1
+
+
+def test_a_busy_threads_progress_wakes_parked_threads_but_leaves_pausing_ones_alone():
+    # A pause ends within the backoff cap by itself, as often as this waker would end it.
+    parked, pausing = Sleeper(), Sleeper()
+    parked_workers.add(parked)
+    pausing_threads.add(pausing)
+    try:
+        waker = ProgressWaker(interval_ns=0)
+        waker.on_progress()
+        waker.on_progress()
+        assert (parked.woken, pausing.woken) == (2, 0)
+        wake_parked_workers()  # work handed over wakes both
+        assert (parked.woken, pausing.woken) == (3, 1)
+    finally:
+        parked_workers.discard(parked)
+        pausing_threads.discard(pausing)
