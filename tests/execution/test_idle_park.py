@@ -13,8 +13,8 @@ from jet.cluster.edges.flow_control import ReceiveWindow
 from jet.cluster.edges.receiver import ReceiverTasklet
 from jet.core import Processor
 from jet.execution import JobCancelledError
-from jet.execution.backoff import (BackoffIdleStrategy, ProgressWaker, parked_workers, pausing_threads,
-                                   wake_parked_workers)
+from jet.execution.backoff import (WAKEABLE_FROM_S, BackoffIdleStrategy, ProgressWaker, WakeablePause, parked_workers,
+                                   pausing_threads, wake_parked_workers)
 from jet.execution.outbound import SingleTargetCollector
 from jet.execution.processor_tasklet import ProcessorTasklet
 from jet.execution.queues import DONE_ITEM, SpscQueue
@@ -340,3 +340,14 @@ def test_a_busy_threads_progress_wakes_parked_threads_but_leaves_pausing_ones_al
     finally:
         parked_workers.discard(parked)
         pausing_threads.discard(pausing)
+
+
+def test_a_pause_shorter_than_the_wakeable_threshold_only_sleeps():
+    # Waiting on the event costs more CPU than a sleep, and a wake-up could save little of it.
+    signal = threading.Event()
+    pause = WakeablePause(signal)
+    signal.set()
+    pause(WAKEABLE_FROM_S / 10)
+    assert signal.is_set()  # slept: the signal was neither cleared nor waited on
+    pause(WAKEABLE_FROM_S)
+    assert not signal.is_set() and not pausing_threads  # cleared, waited on, then left
