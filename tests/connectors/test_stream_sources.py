@@ -22,16 +22,10 @@ from jet.core.special_items import IDLE_MESSAGE, Watermark
 from jet.execution import execute
 from jet.execution.runner import start
 
+from tests.core.stream_driver import FakeClock
+
 DEADLINE_S = 30.0
 START_MS = 1_700_000_000_000
-
-
-class FakeClock:
-    def __init__(self, now_ms: int) -> None:
-        self.now_ms = now_ms
-
-    def __call__(self) -> int:
-        return self.now_ms
 
 
 def drive(processor, context: Context, clock: FakeClock, times_ms, capacity: int = 1 << 30) -> list:
@@ -60,8 +54,8 @@ def source_to_list(supplier, parallelism: int, received: list) -> DAG:
 
 
 def expected_events(rate: int, elapsed_ms: int) -> list[SimpleEvent]:
-    """Every event due within ``elapsed_ms`` of the start: sequence s is due at s / rate seconds."""
-    return [SimpleEvent(START_MS + s * 1000 // rate, s) for s in range(elapsed_ms * rate // 1000 + 1)]
+    """Every event stamped within ``elapsed_ms`` of the start (sequence s: s * 1000 // rate)."""
+    return [SimpleEvent(START_MS + s * 1000 // rate, s) for s in range(((elapsed_ms + 1) * rate - 1) // 1000 + 1)]
 
 
 @pytest.mark.parametrize("rate, members, parallelism", [(1000, 1, 1), (1000, 3, 1), (250_000, 2, 2), (7, 2, 1)])
@@ -80,6 +74,17 @@ def test_the_processors_of_an_item_stream_together_emit_every_due_event_once_sta
             seen.extend(events)
     assert all(type(e) is SimpleEvent for e in seen)
     assert sorted(seen, key=lambda e: e.sequence) == expected_events(rate, 2000)
+
+
+def test_every_processor_emits_the_events_of_a_millisecond_once_it_has_begun():
+    # 100,000 events/s over 2 processors: sequence 1001, processor 1's first of millisecond 10,
+    # is stamped START_MS + 10. Due at the exact 1001 / rate it used to wait for millisecond 11,
+    # so processor 1's watermarks came 1 ms after processor 0's.
+    clock = FakeClock(START_MS)
+    for member in (0, 1):
+        events = drive(ItemStreamP(100_000, None, None, clock_ms=clock), Context(member_index=member, member_count=2),
+                       clock, [START_MS, START_MS + 10])
+        assert events[-2:] == [SimpleEvent(START_MS + 10, s) for s in range(1096 + member, 1100, 2)]
 
 
 def test_a_late_item_stream_catches_up_in_chunks_of_the_limit():

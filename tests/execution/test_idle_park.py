@@ -13,7 +13,8 @@ from jet.cluster.edges.flow_control import ReceiveWindow
 from jet.cluster.edges.receiver import ReceiverTasklet
 from jet.core import Processor
 from jet.execution import JobCancelledError
-from jet.execution.backoff import BackoffIdleStrategy, parked_workers, wake_parked_workers
+from jet.execution.backoff import (WAKEABLE_FROM_S, BackoffIdleStrategy, ProgressWaker, WakeablePause, parked_workers,
+                                   pausing_threads, wake_parked_workers)
 from jet.execution.outbound import SingleTargetCollector
 from jet.execution.processor_tasklet import ProcessorTasklet
 from jet.execution.queues import DONE_ITEM, SpscQueue
@@ -252,3 +253,101 @@ def test_a_snapshot_wakes_a_parked_source_for_both_phases():
         context.start_phase2(0, True).result(timeout=20)
         assert QuietCountingSource.committed == [True]
         future.cancel()
+
+
+# -- backoff pauses: a thread that polls is woken too ------------------------------------------
+AN_HOUR_OF_BACKOFF_NS = 3_600 * 10**9
+
+
+def test_work_ends_the_backoff_pause_of_a_polling_cooperative_thread():
+    # A tasklet that wants polling keeps the thread in its backoff; each pause here lasts an
+    # hour, so the job ends only if the wake-up ends the pause.
+    polled = InboxTasklet("polled", polled=True)
+    backoff = BackoffIdleStrategy(AN_HOUR_OF_BACKOFF_NS, AN_HOUR_OF_BACKOFF_NS)
+    with TaskletExecutionService(1, idle_strategy=backoff, long_park_s=HOUR) as service:
+        worker = service.workers[0]
+        future = service.submit([polled], "paused")
+        wait_until(lambda: worker.pause in pausing_threads)
+        assert worker.long_parks == 0 and not worker.is_parking
+        polled.items.append("end")
+        wake_parked_workers()
+        future.result(timeout=20)
+        assert polled.seen == ["end"]
+
+
+def test_work_ends_the_backoff_pause_of_a_non_cooperative_thread():
+    consumer = InboxTasklet("blocking consumer")
+    consumer.is_cooperative = False
+    backoff = BackoffIdleStrategy(AN_HOUR_OF_BACKOFF_NS, AN_HOUR_OF_BACKOFF_NS)
+    with TaskletExecutionService(1, noncooperative_idle_strategy=backoff, long_park_s=HOUR) as service:
+        future = service.submit([consumer], "paused")
+        wait_until(lambda: consumer.calls >= 1 and pausing_threads)
+        consumer.items.append("end")
+        wake_parked_workers()
+        future.result(timeout=20)
+        assert consumer.seen == ["end"]
+
+
+class Collect(Processor):
+    is_cooperative = False
+
+    def __init__(self):
+        self.items = []
+
+    def process(self, ordinal, inbox):
+        self.items.extend(inbox.take_chunk())
+
+
+def test_a_special_item_in_a_queue_wakes_its_pausing_consumer_at_once():
+    # Data alone wakes nobody here (a producer's thread wakes parked threads, never pausing
+    # ones); a watermark, barrier or DONE does, since someone waits for each.
+    from jet.core.processor import Context
+    from jet.execution.inbound import InboundEdgeStream
+
+    queue = SpscQueue(16, "to-consumer")
+    processor = Collect()
+    tasklet = ProcessorTasklet("consumer", processor, Context(), [InboundEdgeStream(0, 0, [queue])], [], [])
+    backoff = BackoffIdleStrategy(AN_HOUR_OF_BACKOFF_NS, AN_HOUR_OF_BACKOFF_NS)
+    with TaskletExecutionService(1, noncooperative_idle_strategy=backoff, long_park_s=HOUR) as service:
+        future = service.submit([tasklet], "consumer")
+        wait_until(lambda: pausing_threads)
+        assert queue.offer_chunk(["a", "b"]) == 2
+        assert queue.offer_special(DONE_ITEM)
+        future.result(timeout=20)
+        assert processor.items == ["a", "b"]
+
+
+class Sleeper:
+    def __init__(self):
+        self.woken = 0
+
+    def wake(self):
+        self.woken += 1
+
+
+def test_a_busy_threads_progress_wakes_parked_threads_but_leaves_pausing_ones_alone():
+    # A pause ends within the backoff cap by itself, as often as this waker would end it.
+    parked, pausing = Sleeper(), Sleeper()
+    parked_workers.add(parked)
+    pausing_threads.add(pausing)
+    try:
+        waker = ProgressWaker(interval_ns=0)
+        waker.on_progress()
+        waker.on_progress()
+        assert (parked.woken, pausing.woken) == (2, 0)
+        wake_parked_workers()  # work handed over wakes both
+        assert (parked.woken, pausing.woken) == (3, 1)
+    finally:
+        parked_workers.discard(parked)
+        pausing_threads.discard(pausing)
+
+
+def test_a_pause_shorter_than_the_wakeable_threshold_only_sleeps():
+    # Waiting on the event costs more CPU than a sleep, and a wake-up could save little of it.
+    signal = threading.Event()
+    pause = WakeablePause(signal)
+    signal.set()
+    pause(WAKEABLE_FROM_S / 10)
+    assert signal.is_set()  # slept: the signal was neither cleared nor waited on
+    pause(WAKEABLE_FROM_S)
+    assert not signal.is_set() and not pausing_threads  # cleared, waited on, then left

@@ -107,10 +107,14 @@ class _EmitterSourceP(Processor):
 class ItemStreamP(_EmitterSourceP):
     """Emits the events of a fixed-rate stream that are due, split over every processor.
 
-    The rate is the cluster's total: the event with sequence ``s`` is due at ``start + s / rate``
-    seconds and processor g of N emits ``g, g + N, ...``. ``start`` is the wall clock at the
-    processor's first call. Each call emits every event due by now in one chunk (at most
-    ``chunk_limit``), stamped with its due time, so a late source shows as latency downstream.
+    The rate is the cluster's total: the event with sequence ``s`` is stamped ``start + s * 1000
+    // rate`` (epoch ms) and processor g of N emits ``g, g + N, ...``. ``start`` is the wall clock
+    at the processor's first call. Each call emits, in one chunk (at most ``chunk_limit``), every
+    event whose millisecond has begun, so a late source shows as latency downstream. Due at the
+    exact ``s / rate`` on a millisecond clock, an event stamped inside a millisecond waited for the
+    next one: every processor but the one whose sequences fall on millisecond boundaries raised
+    its watermarks 1 ms late. (On a nanosecond clock a source would emit an event or two per call
+    and keep its thread busy.)
 
     Snapshots: its next sequence (and the sequences below it it still owes). A restart goes on
     with the sequence: processor g of the new N first emits the sequences ``s % N == g`` that no
@@ -152,7 +156,7 @@ class ItemStreamP(_EmitterSourceP):
             del self._owed[:self._chunk_limit]
             self._emit([self._start_ms + seq * 1000 // rate for seq in sequences], sequences, now_ms)
             return False
-        last_due = (now_ms - self._start_ms) * rate // 1000
+        last_due = ((now_ms - self._start_ms + 1) * rate - 1) // 1000  # the last stamped <= now_ms
         if first > last_due:
             emitter.idle(now_ms)
             emitter.flush(self.outbox)

@@ -15,6 +15,7 @@ from typing import Any
 
 from jet.core.edge import DEFAULT_QUEUE_SIZE
 from jet.core.special_items import DONE_ITEM, SpecialItem
+from jet.execution.backoff import wake_parked_workers
 
 UNBOUNDED = sys.maxsize
 
@@ -55,11 +56,16 @@ class SpscQueue:
         return n
 
     def offer_special(self, item: SpecialItem) -> bool:
-        """Append a special item; it takes one slot, so a full queue refuses it."""
+        """Append a special item; it takes one slot, so a full queue refuses it.
+
+        It wakes the parked threads at once, where data waits for the producer's throttled
+        wake-up (:class:`~jet.execution.backoff.ProgressWaker`, up to 1 ms): someone waits for
+        each special item (a watermark closes windows, a barrier a snapshot, DONE a job)."""
         if self._produced - self._consumed >= self.capacity:
             return False
         self._entries.append(item)
         self._produced += 1
+        wake_parked_workers()
         return True
 
     # -- consumer side -----------------------------------------------------------------

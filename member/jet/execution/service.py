@@ -16,8 +16,8 @@ import threading
 from collections import deque
 from typing import Sequence
 
-from jet.execution.backoff import (DEFAULT_LONG_PARK_S, BackoffIdleStrategy, ProgressWaker, register_parked,
-                                   unregister_parked, wake_parked_workers, wants_polling)
+from jet.execution.backoff import (DEFAULT_LONG_PARK_S, BackoffIdleStrategy, ProgressWaker, WakeablePause,
+                                   register_parked, unregister_parked, wake_parked_workers, wants_polling)
 from jet.execution.job_future import ExecutionFuture
 from jet.execution.tasklet import DONE_BIT, Tasklet
 
@@ -93,6 +93,8 @@ class CooperativeWorker:
         self._service = service
         self._idle = idle_strategy
         self._wakeup = threading.Event()
+        self.pause = WakeablePause(self._wakeup)
+        """Its backoff pause, among the pausing threads while it lasts."""
         self.thread = threading.Thread(target=self._run, daemon=True,
                                        name=f"jet.cooperative.thread-{index}")
 
@@ -134,7 +136,9 @@ class CooperativeWorker:
                 idle_count += 1
                 self.idle_passes += 1
                 if self._needs_polling(self.trackers):
-                    self.last_park_ns = self._idle.idle(idle_count)
+                    if self.is_parking:  # a tasklet wants polling again: no long park
+                        self._end_park()
+                    self.last_park_ns = self._idle.idle(idle_count, self.pause)
                 elif not self.is_parking:
                     # Announce the park first, then make one more pass: work handed over from
                     # here on sets the event, work handed over before it is seen by that pass.
@@ -266,6 +270,7 @@ class TaskletExecutionService:
     def _call_noncooperative(self, tracker: TaskletTracker) -> None:
         idle_count = 0
         waker = ProgressWaker(self._noncoop_idle.max_park_ns)
+        pause = WakeablePause()
         while True:
             if self.is_shut_down:
                 _abandon(tracker)
@@ -286,7 +291,7 @@ class TaskletExecutionService:
             else:
                 waker.on_idle()
                 idle_count += 1
-                self._noncoop_idle.idle(idle_count)
+                self._noncoop_idle.idle(idle_count, pause)
 
     def shutdown(self) -> None:
         """Stop the worker threads (running jobs are abandoned; cancel them first)."""
