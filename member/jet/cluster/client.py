@@ -53,6 +53,7 @@ class Job:
         self.name = name
         self.summary = summary
         """The job's record when this object was made by ``list_jobs`` or ``job`` (else None)."""
+        self._final_results: dict[str, list] | None = None
 
     @property
     def status(self) -> JobStatus:
@@ -117,13 +118,20 @@ class Job:
         """The named results of the job's ``Sinks.list`` sinks, every member's, in member order.
 
         This is the one reply a client unpickles: it comes from the member 0 the client
-        authenticated to with the cluster token (use TLS where the network is not trusted)."""
+        authenticated to with the cluster token (use TLS where the network is not trusted).
+        A finished job's results are kept by this object once fetched: the coordinator lets
+        them go ``fetched_result_ttl_s`` after that first fetch."""
+        if self._final_results is not None:
+            return self._final_results
         header, blob = self._client._call_raw(messages.JOB_RESULTS, {"job_id": self.id})
         parts, start = [], 0
         for size in header.get("parts", []):
             parts.append(PickledResults(blob[start:start + size]))
             start += size
-        return merge_results(parts)
+        results = merge_results(parts)
+        if header.get("final"):
+            self._final_results = results
+        return results
 
     def result(self, name: str = "default") -> list:
         """The items the job's ``Sinks.list(name)`` collected, from every member."""

@@ -124,10 +124,11 @@ class JobApi:
     def job_results(self, peer: int, header: dict, blob: bytes) -> tuple[dict, bytes]:
         """Every member's pickled results one after another, their lengths in ``parts``."""
         try:
-            parts = self.require_coordinator().pickled_results(messages.require(header, "job_id", str))
+            parts, final = self.require_coordinator().fetch_results(messages.require(header, "job_id", str))
         except JobStateError as e:  # released (max_finished_result_bytes): the client raises it
             return {"error": type(e).__name__, "message": str(e)}, b""
-        return {"parts": [part.size_bytes for part in parts]}, b"".join(part.data for part in parts)
+        return ({"parts": [part.size_bytes for part in parts], "final": final},
+                b"".join(part.data for part in parts))
 
     def observable_items(self, peer: int, header: dict, blob: bytes) -> dict:
         items = cloudpickle.loads(blob) if blob else []  # from an authenticated member

@@ -294,6 +294,11 @@ class JobCoordinator:
         """Every member's results of the job's last execution, pickled, in member order: a
         client merges them (:func:`merge_results`), so member 0 neither unpickles nor pickles
         them again."""
+        return self.fetch_results(job_id)[0]
+
+    def fetch_results(self, job_id: str) -> tuple[list[PickledResults], bool]:
+        """:meth:`pickled_results`, and whether they are final (the job had ended: a client
+        may keep them, as they go ``fetched_result_ttl_s`` after this first fetch)."""
         run = self._run_of(job_id)
         with self._changed:
             if run.results_released:
@@ -304,11 +309,12 @@ class JobCoordinator:
                     f"{self.control.fetched_result_ttl_s} s after their first fetch (fetched_result_ttl_s)")
             execution = run.execution
             per_member = dict(execution.results) if execution else {}
-            if run.record.status.is_terminal and run.results_fetched_at is None:
+            final = run.record.status.is_terminal
+            if final and run.results_fetched_at is None:
                 run.results_fetched_at = self._context.clock()
                 self._expire()  # with fetched_result_ttl_s 0, released once this reply has them
         return [results if isinstance(results, PickledResults) else PickledResults.of(results)
-                for _, results in sorted(per_member.items())]
+                for _, results in sorted(per_member.items())], final
 
     def observable_publish(self, job_id: str, name: str, capacity: int, items: list) -> None:
         """Items of a running job's observable sink (those of an ended or unknown job are dropped)."""
