@@ -73,12 +73,12 @@ SUPPORTED_KEY_TYPES = (
     " list, set, frozenset, dict, dataclass, Enum, datetime, date, time, timedelta and UUID"
     " (containers and dataclasses of these)")
 
-_INT64_MIN, _INT64_MAX = -(2 ** 63), 2 ** 63 - 1
-_TAGGED_INT64 = struct.Struct(">Bq")
+INT64_MIN, INT64_MAX = -(2 ** 63), 2 ** 63 - 1
+TAGGED_INT64 = struct.Struct(">Bq")
 _TAGGED_DOUBLE = struct.Struct(">Bd")
 _TAGGED_TWO_DOUBLES = struct.Struct(">Bdd")
 _LENGTH = struct.Struct(">I")
-_INT64_LENGTH = _TAGGED_INT64.size
+_INT64_LENGTH = TAGGED_INT64.size
 _INT64_ELEMENT = struct.Struct(">IBq")  # an int64 element of a container: length, tag, value
 _INT64_PAIR = struct.Struct(">BIBqIBq")  # a container of two int64s
 _NONE = bytes([TAG_NONE])
@@ -108,15 +108,15 @@ def canonical_bytes(key: Any) -> bytes:
     kind = type(key)
     if kind is str:
         return key.encode("utf-8", "surrogatepass")
-    if kind is int and _INT64_MIN <= key <= _INT64_MAX:
-        return _TAGGED_INT64.pack(TAG_INT, key)
+    if kind is int and INT64_MIN <= key <= INT64_MAX:
+        return TAGGED_INT64.pack(TAG_INT, key)
     encode = _ENCODERS.get(kind) or _encoder_for_type(kind)
     return encode(key)
 
 
 def _encode_int(value: int) -> bytes:
-    if _INT64_MIN <= value <= _INT64_MAX:
-        return _TAGGED_INT64.pack(TAG_INT, value)
+    if INT64_MIN <= value <= INT64_MAX:
+        return TAGGED_INT64.pack(TAG_INT, value)
     length = (value.bit_length() + 8) // 8
     return bytes([TAG_BIG_INT]) + value.to_bytes(length, "big", signed=True)
 
@@ -189,7 +189,7 @@ def _sequence_encoder(tag: int) -> Callable[[Any], bytes]:
                     pass
         parts = [tag_byte]
         for element in value:
-            if type(element) is int and _INT64_MIN <= element <= _INT64_MAX:
+            if type(element) is int and INT64_MIN <= element <= INT64_MAX:
                 parts.append(pack_int(_INT64_LENGTH, TAG_INT, element))
                 continue
             encoding = canonical_bytes(element)
@@ -213,7 +213,7 @@ def _encode_dict(value: dict) -> bytes:
 
 
 def _encode_naive_micros(tag: int, micros: int) -> bytes:
-    return _TAGGED_INT64.pack(tag, micros)
+    return TAGGED_INT64.pack(tag, micros)
 
 
 def _encode_datetime(value: datetime.datetime) -> bytes:
@@ -227,7 +227,7 @@ def _encode_datetime(value: datetime.datetime) -> bytes:
 
 
 def _encode_date(value: datetime.date) -> bytes:
-    return _TAGGED_INT64.pack(TAG_DATE, value.toordinal())
+    return TAGGED_INT64.pack(TAG_DATE, value.toordinal())
 
 
 def _encode_time(value: datetime.time) -> bytes:

@@ -10,12 +10,11 @@ allowed on local edges.
 
 from __future__ import annotations
 
-import struct
 from typing import Any, Callable, Protocol, runtime_checkable
 
 import mmh3
 
-from jet.core.key_encoding import TAG_INT, UnsupportedKeyError, canonical_bytes
+from jet.core.key_encoding import INT64_MAX, INT64_MIN, TAG_INT, TAGGED_INT64, UnsupportedKeyError, canonical_bytes
 
 __all__ = ["PARTITION_COUNT", "MURMUR_SEED", "Partitioner", "MurmurHashPartitioner", "HashPartitioner",
            "DEFAULT_PARTITIONER", "HASH_PARTITIONER", "UnsupportedKeyError", "canonical_bytes",
@@ -24,8 +23,7 @@ __all__ = ["PARTITION_COUNT", "MURMUR_SEED", "Partitioner", "MurmurHashPartition
 PARTITION_COUNT = 271
 MURMUR_SEED = 0x01000193
 _INT32_MIN = -(2 ** 31)
-_INT64_MIN, _INT64_MAX = -(2 ** 63), 2 ** 63 - 1
-_pack_tagged_int = struct.Struct(">Bq").pack
+_pack_tagged_int = TAGGED_INT64.pack
 
 
 @runtime_checkable
@@ -51,7 +49,7 @@ def murmur_partition(key: Any, partition_count: int = PARTITION_COUNT) -> int:
     kind = type(key)
     if kind is str:
         data = key.encode("utf-8", "surrogatepass")
-    elif kind is int and _INT64_MIN <= key <= _INT64_MAX:
+    elif kind is int and INT64_MIN <= key <= INT64_MAX:
         data = _pack_tagged_int(TAG_INT, key)
     else:
         data = canonical_bytes(key)

@@ -110,13 +110,11 @@ class IntervalJoinP(StreamingProcessor):
                                 append((ts if ts > other_ts else other_ts, result))
             mine = sides[ordinal]
             stamps = mine.stamps
-            if not stamps or ts >= stamps[-1]:  # the usual case: in order
+            if stamps and ts >= stamps[-1]:  # the usual case, in order, without a call
                 stamps.append(ts)
                 mine.items.append(item)
             else:
-                at = bisect_right(stamps, ts)
-                stamps.insert(at, ts)
-                mine.items.insert(at, item)
+                mine.add(ts, item)
         if late:
             self.drop_late(late, watermark)
         if output:
