@@ -1,7 +1,8 @@
 """Stage one's ``(key, frame end, accumulator)`` partials and the second stage that keeps them:
 several first-stage processors, their partials shuffled (several frames in one chunk, one key
-twice), pickled as across members, against one single-stage processor, for an operation whose
-``combine`` changes its left argument (``to_list``) and one with a Python ``finish``."""
+twice), pickled as across members, against one single-stage processor and plain Python, for an
+operation whose ``combine`` changes its left argument (``to_list``) and one with a Python
+``finish``."""
 
 import pickle
 import random
@@ -33,6 +34,28 @@ def normalized(output):
     return sorted(((ts, canonical(r)) for ts, r in (e for e in output if type(e) is not Watermark)), key=repr)
 
 
+def plain_python_windows(events, size, slide, operation_name, keyed):
+    """{(start, end, key): result} computed directly: every window [end - size, end) with end a
+    multiple of ``slide`` that holds an event (max_by as the largest n, ties aside)."""
+    groups: dict = {}
+    for ts, key, n in events:
+        end = (ts // slide + 1) * slide
+        while end - size <= ts:
+            groups.setdefault((end - size, end, key if keyed else None), []).append((key, ts, n))
+            end += slide
+    value = {"to_list": sorted, "max_by": lambda items: max(n for _, _, n in items), "counting": len}
+    return {window: value[operation_name](items) for window, items in groups.items()}
+
+
+def _by_window(normalized_output):
+    """{(start, end, key): result} of normalized output; a max_by result as its n."""
+    by_window = {}
+    for _ts, r in normalized_output:
+        key = r.key if isinstance(r, KeyedWindowResult) else None
+        by_window[(r.start, r.end, key)] = r.result[2] if isinstance(r.result, tuple) else r.result
+    return by_window
+
+
 def two_stages(events, policy, operation, processors, keyed, seed):
     firsts = [StreamDriver(accumulate_by_frame_p(key_of if keyed else None, policy, operation))
               for _ in range(processors)]
@@ -60,6 +83,7 @@ def test_two_stages_over_shuffled_partials_equal_one_stage(events, size_slide, o
     expected = normalized(single.feed(stamped).complete().output)
     actual = normalized(two_stages(events, policy, operation, processors, keyed, seed))
     assert actual == expected
+    assert _by_window(actual) == plain_python_windows(events, *size_slide, operation_name, keyed)
     result_type = KeyedWindowResult if keyed else WindowResult
     assert all(type(r) is result_type and r.is_early is False for _ts, r in actual)
 
