@@ -12,16 +12,16 @@ ITEMS = list(range(600))
 SINK_PARALLELISM = 2
 
 
-def run_edge(cluster, tmp_path, shape_edge):
+def run_edge(cluster, tmp_path, shape_edge, sink_parallelism=SINK_PARALLELISM):
     """source (LP 1 per member) -> distributed edge -> sink (LP 2 per member)."""
     dag = DAG()
     source = dag.new_vertex("source", items_source_p(ITEMS), 1)
-    sink = dag.new_vertex("sink", json_sink(tmp_path), SINK_PARALLELISM)
+    sink = dag.new_vertex("sink", json_sink(tmp_path), sink_parallelism)
     dag.edge(shape_edge(Edge.between(source, sink)).distributed())
     cluster.new_job(dag).join(timeout=30)
     got = deliveries(tmp_path, "sink")
     members = len(cluster.members)
-    assert set(got) == {(m, j) for m in range(members) for j in range(SINK_PARALLELISM)}
+    assert set(got) == {(m, j) for m in range(members) for j in range(sink_parallelism)}
     return got
 
 
@@ -52,6 +52,16 @@ def test_partitioned_lands_each_item_on_the_owner_of_its_partition(cluster, tmp_
         expected[oracle.processor_on_distributed_edge(partition, members, SINK_PARALLELISM)].append(item)
     assert {p: sorted(items) for p, items in got.items()} == expected
     assert all(expected.values()), "every processor should own some of 600 keys"
+
+
+def test_partitioned_to_one_processor_a_member_lands_each_item_on_its_partitions_owner(cluster, tmp_path):
+    # items then cross without their partition ids: the receiving member has nothing to route
+    got = run_edge(cluster, tmp_path, lambda e: e.partitioned(str), sink_parallelism=1)
+    members = len(cluster.members)
+    expected = {(m, 0): sorted(i for i in ITEMS if oracle.member_of(oracle.partition_of(str(i)), members) == m)
+                for m in range(members)}
+    assert {p: sorted(items) for p, items in got.items()} == expected
+    assert all(expected.values())
 
 
 def test_all_to_one_sends_everything_to_exactly_one_processor_in_the_cluster(cluster, tmp_path):

@@ -23,6 +23,7 @@ _FACTORIES = ("insert_watermarks_p", "accumulate_by_frame_p", "combine_to_slidin
 def calls(monkeypatch):
     """Every stream factory the planner calls, by name, with its arguments."""
     import jet.core.processors as processors
+    import jet.core.processors.co_group  # noqa: F401 - imported lazily later, with the real policies
     recorded = {}
 
     def recorder(name):

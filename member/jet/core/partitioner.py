@@ -10,6 +10,7 @@ allowed on local edges.
 
 from __future__ import annotations
 
+from itertools import compress, repeat
 from typing import Any, Callable, Protocol, runtime_checkable
 
 import mmh3
@@ -18,7 +19,7 @@ from jet.core.key_encoding import INT64_MAX, INT64_MIN, TAG_INT, TAGGED_INT64, U
 
 __all__ = ["PARTITION_COUNT", "MURMUR_SEED", "Partitioner", "MurmurHashPartitioner", "HashPartitioner",
            "DEFAULT_PARTITIONER", "HASH_PARTITIONER", "UnsupportedKeyError", "canonical_bytes",
-           "murmur_partition", "local_partition", "key_to_partition_fn"]
+           "murmur_partition", "local_partition", "key_to_partition_fn", "chunk_partitions_fn"]
 
 PARTITION_COUNT = 271
 MURMUR_SEED = 0x01000193
@@ -132,3 +133,53 @@ def key_to_partition_fn(partitioner: Partitioner, partition_count: int = PARTITI
     if isinstance(partitioner, HashPartitioner):
         return lambda key: hash(key) % partition_count
     return lambda key: partitioner.partition(key, partition_count)
+
+
+#: Keys of these exact types share a memo of their partitions. Other keys may be unhashable, or
+#: equal to a memoized key without a canonical encoding of their own (a NumPy integer equals an
+#: int), which the memo would then accept where ``murmur_partition`` refuses it.
+_MEMO_KEY_TYPES = frozenset({int, str})
+#: Entries a memo holds before it starts again (about 1.5 MB): hot keys come back at once.
+PARTITION_MEMO_LIMIT = 16384
+_MISSING = -1
+
+
+class _MemoizedPartitions:
+    """The partitions of a chunk's keys. While every key is an ``int`` or a ``str``, each is looked
+    up in a bounded memo first: a dict lookup costs a tenth of encoding and hashing the key in
+    Python, and a stream's keys repeat (hot auctions, active users)."""
+
+    __slots__ = ("_partition_of", "_memo")
+
+    def __init__(self, partition_of: Callable[[Any], int]) -> None:
+        self._partition_of = partition_of
+        self._memo: dict[Any, int] = {}
+
+    def __call__(self, keys: list) -> list[int]:
+        partition_of = self._partition_of
+        if not set(map(type, keys)) <= _MEMO_KEY_TYPES:
+            return list(map(partition_of, keys))
+        memo = self._memo
+        partitions = list(map(memo.get, keys, repeat(_MISSING)))
+        if _MISSING in partitions:
+            # each new key once, then the whole chunk again from the memo: no Python loop per key
+            if len(memo) > PARTITION_MEMO_LIMIT:
+                memo.clear()
+                new_keys = set(keys)
+            else:
+                new_keys = set(compress(keys, map(_MISSING.__eq__, partitions)))
+            for key in new_keys:
+                memo[key] = partition_of(key)
+            partitions = list(map(memo.__getitem__, keys))
+        return partitions
+
+
+def chunk_partitions_fn(partitioner: Partitioner, partition_count: int = PARTITION_COUNT, *,
+                        distributed: bool = False) -> Callable[[list], list[int]]:
+    """:func:`key_to_partition_fn` for a whole chunk of keys at once: a function from a list of
+    keys to the list of their partitions (the default partitioner's memoized, see
+    :class:`_MemoizedPartitions`)."""
+    partition_of = key_to_partition_fn(partitioner, partition_count, distributed=distributed)
+    if isinstance(partitioner, MurmurHashPartitioner):
+        return _MemoizedPartitions(partition_of)
+    return lambda keys: list(map(partition_of, keys))

@@ -63,7 +63,14 @@ def wrap_chunk(chunk: list) -> list:
 
 
 def key_of_pair(key_fn: Callable[[Any], Any]) -> Callable[[Any], Any]:
-    """``key_fn`` applied to the item of a timestamped pair (no extra call for ``whole_item``)."""
+    """``key_fn`` applied to the item of a timestamped pair (no extra call for ``whole_item``).
+
+    The function returned carries ``key_fn`` as its ``item_key``, so that a collector keying a
+    whole chunk can map ``key_fn`` over the items without a Python call per pair."""
     if key_fn is whole_item:
         return _item_of
-    return lambda pair: key_fn(pair[1])
+
+    def key_of(pair: Any) -> Any:
+        return key_fn(pair[1])
+    key_of.item_key = key_fn  # type: ignore[attr-defined]
+    return key_of

@@ -2,7 +2,7 @@
 
 Pickling item by item costs a Python call per item on both sides, which caps an edge far
 below what the local engine moves; so a packet carries one pickle of a whole list of items
-(or of (item, partition id) pairs, so the receiver does not hash again)::
+(or of (item, partition id) pairs, so a receiver with several processors does not hash again)::
 
     u8 type=CHUNK | i64 executionId | i32 destVertexId | i32 destOrdinal | u8 flags | i32 count
     the ``count`` entries in the column form of :mod:`jet.cluster.edges.chunk_payload`
@@ -109,19 +109,29 @@ def decode_chunk_header(frame: bytes) -> ChunkHeader:
 
 
 def decode_chunk(frame: bytes) -> tuple[ChunkHeader, list[Any]]:
-    """Decode a CHUNK frame into its header and entries.
+    """Decode a CHUNK frame into its header and entries (items, or (item, partition) pairs).
 
     SECURITY: this unpickles, i.e. may run code chosen by whoever wrote the frame. Call it only
     on frames from a peer that authenticated with the cluster token.
     """
+    header, items, partitions = decode_chunk_columns(frame)
+    return header, items if partitions is None else list(zip(items, partitions))
+
+
+def decode_chunk_columns(frame: bytes) -> tuple[ChunkHeader, list[Any], Any]:
+    """Decode a CHUNK frame into its header, its items and their partition ids (None when the
+    frame carries none).
+
+    SECURITY: this unpickles, as :func:`decode_chunk` does.
+    """
     header = decode_chunk_header(frame)
     if header.flags & _SPECIAL:
         watermark_timestamp(frame)  # validates the payload
-        return header, []
+        return header, [], None
     if header.count == 0:
         if len(frame) != HEADER_BYTES:
             raise PacketFormatError("an empty CHUNK frame has trailing bytes")
-        return header, []
+        return header, [], None
     try:
         items, partitions = unpack_items(memoryview(frame)[HEADER_BYTES:])
     except Exception as error:  # garbage can make pickle raise almost anything
@@ -129,7 +139,7 @@ def decode_chunk(frame: bytes) -> tuple[ChunkHeader, list[Any]]:
     if len(items) != header.count or (partitions is None) == bool(header.flags & FLAG_PAIRS):
         raise PacketFormatError(f"CHUNK payload is not {header.count} "
                                 f"{'(item, partition) pairs' if header.flags & FLAG_PAIRS else 'items'}")
-    return header, items if partitions is None else list(zip(items, partitions))
+    return header, items, partitions
 
 
 def watermark_timestamp(frame: bytes) -> int:

@@ -17,6 +17,8 @@ receivers and frames name the physical member indices, which ``members`` maps po
 from __future__ import annotations
 
 import functools
+from itertools import compress
+from operator import itemgetter
 from typing import Any, Sequence
 
 from jet.cluster.edges.done_relay import DoneRelay, RelayCompletionTasklet
@@ -27,13 +29,19 @@ from jet.cluster.edges.sender import SenderTasklet
 from jet.core.dag import DAG
 from jet.core.edge import Edge, EdgeConfig, RoutingPolicy
 from jet.core.functions import whole_item
-from jet.core.partitioner import PARTITION_COUNT, HashPartitioner, key_to_partition_fn, murmur_partition
+from jet.core.partitioner import PARTITION_COUNT, HashPartitioner, chunk_partitions_fn, murmur_partition
 from jet.execution.inbound import InboundEdgeStream
 from jet.execution.outbound import BroadcastCollector, OutboundCollector, RoundRobinCollector, SingleTargetCollector
 from jet.execution.plan import ExecutionPlan, MemberTopology, owned_partition_table
 from jet.execution.queues import UNBOUNDED, SpscQueue
 from jet.execution.snapshot_context import SnapshotContext
 from jet.execution.tasklet_group import grouped
+
+
+#: Up to this many leaves a collector splits a chunk with one C-level pass per leaf; beyond, in
+#: one Python loop over the items.
+MAX_MASKED_LEAVES = 4
+_second = itemgetter(1)
 
 
 def partition_owners(member_count: int) -> list[int]:
@@ -67,22 +75,55 @@ class CollectorLeaf:
 
 
 class DistributedPartitionedCollector(OutboundCollector):
-    """Partition -> local processor or remote member; remote entries carry their partition."""
+    """Partition -> local processor or remote member; remote entries carry their partition
+    when ``remote_pairs`` (the receiving member has several processors to route them to)."""
 
     def __init__(self, leaves: list, key_fn: Any, partitioner: Any, table: list[int],
-                 remote_from: int) -> None:
+                 remote_from: int, remote_pairs: bool = True) -> None:
         super().__init__(leaves)
         self._key_fn, self._table, self._remote_from = key_fn, table, remote_from
-        self._partition_of = key_to_partition_fn(partitioner, distributed=True)
+        self._remote_pairs = remote_pairs
+        self._item_key = getattr(key_fn, "item_key", None)
+        """The key function of a timestamped pair's item, when ``key_fn`` is :func:`key_of_pair`'s."""
+        self._partitions_of = chunk_partitions_fn(partitioner, distributed=True)
 
     def _distribute(self, chunk: list) -> None:
+        # Whole-chunk passes in C (map, compress, zip) rather than a Python loop per item: this
+        # runs for every item a keyed distributed edge carries.
+        if not chunk:
+            return
+        key_fn = self._key_fn
+        if key_fn is whole_item:
+            keys = chunk
+        elif self._item_key is not None:
+            keys = list(map(self._item_key, map(_second, chunk)))
+        else:
+            keys = list(map(key_fn, chunk))
+        partitions = self._partitions_of(keys)
+        targets = list(map(self._table.__getitem__, partitions))
+        pending, remote_from, pairs = self._pending, self._remote_from, self._remote_pairs
+        first = targets[0]
+        if targets.count(first) == len(targets):
+            pending[first] = list(zip(chunk, partitions)) if pairs and first >= remote_from else chunk
+            return
+        if len(pending) > MAX_MASKED_LEAVES:
+            self._distribute_by_loop(chunk, partitions, targets)
+            return
+        for index in range(len(pending)):
+            mask = list(map(index.__eq__, targets))
+            if True not in mask:
+                pending[index] = None
+            elif pairs and index >= remote_from:
+                pending[index] = list(zip(compress(chunk, mask), compress(partitions, mask)))
+            else:
+                pending[index] = list(compress(chunk, mask))
+
+    def _distribute_by_loop(self, chunk: list, partitions: list[int], targets: list[int]) -> None:
+        """Many leaves: one pass appending each item to its leaf's piece."""
         pieces: list[list] = [[] for _ in self.leaves]
         appends = [piece.append for piece in pieces]
-        table, remote_from, partition_of = self._table, self._remote_from, self._partition_of
-        keys = chunk if self._key_fn is whole_item else map(self._key_fn, chunk)
-        for item, key in zip(chunk, keys):
-            partition = partition_of(key)
-            target = table[partition]
+        remote_from = self._remote_from if self._remote_pairs else len(pieces)
+        for item, partition, target in zip(chunk, partitions, targets):
             appends[target]((item, partition) if target >= remote_from else item)
         for index, piece in enumerate(pieces):
             self._pending[index] = piece or None
@@ -178,7 +219,8 @@ class DistributedExecutionPlan(ExecutionPlan):
             self.receivers[key] = ReceiverTasklet(
                 f"receiver({source}->{dest}, from member {m})",
                 self._receiver_collector(edge, receiver_queues[m], downstream),
-                ReceiveWindow(config.receive_window_multiplier, self.period_ns))
+                ReceiveWindow(config.receive_window_multiplier, self.period_ns),
+                partitions_of_items=self._receiver_partitions(edge, downstream))
             self._relay_receivers[(vertex_id, ordinal, m)] = self.receivers[key]
         self._senders_per_edge[(vertex_id, ordinal)] = len(self.remote_members)
         self._edge_names[(vertex_id, ordinal)] = f"{source}->{dest}"
@@ -191,8 +233,7 @@ class DistributedExecutionPlan(ExecutionPlan):
                 InboundEdgeStream(ordinal, 0, sender_queues[m], name=f"{source}->member{m}",
                                   wait_for_all_barriers=self.wait_for_all_barriers),
                 self._frame_sender(m), self.execution_id, vertex_id, ordinal,
-                config.packet_size_limit, pairs=edge.routing_policy is RoutingPolicy.PARTITIONED
-                and edge.all_to_one_key is None,
+                config.packet_size_limit, pairs=self._sends_partitions(edge, downstream),
                 on_finished=functools.partial(relay.sender_finished, (vertex_id, ordinal), m))
         for i in range(upstream):
             local_leaves = [local[(i, j)] for j in range(downstream)]
@@ -226,7 +267,24 @@ class DistributedExecutionPlan(ExecutionPlan):
             return SingleTargetCollector(leaves, table[murmur_partition(edge.all_to_one_key)])
         if isinstance(edge.partitioner, HashPartitioner):
             raise ValueError(f"edge {edge!r}: a distributed edge needs a stable partitioner")
-        return DistributedPartitionedCollector(leaves, edge.key_fn, edge.partitioner, table, remote_from)
+        return DistributedPartitionedCollector(leaves, edge.key_fn, edge.partitioner, table, remote_from,
+                                               remote_pairs=self._sends_partitions(edge, downstream))
+
+    @staticmethod
+    def _sends_partitions(edge: Edge, downstream: int) -> bool:
+        """Whether items cross with their partition ids: only when the other member has several
+        processors to route them to. Every member runs the vertex with the same local
+        parallelism as a rule (this member's ``downstream``); a receiver with several processors
+        hashes the items of a sender that guessed otherwise (:meth:`_receiver_partitions`)."""
+        return edge.routing_policy is RoutingPolicy.PARTITIONED and edge.all_to_one_key is None and downstream > 1
+
+    @staticmethod
+    def _receiver_partitions(edge: Edge, downstream: int):
+        """For a receiver that routes by partition: the partitions of items that came without."""
+        if not DistributedExecutionPlan._sends_partitions(edge, downstream):
+            return None
+        partitions_of, key_fn = chunk_partitions_fn(edge.partitioner, distributed=True), edge.key_fn
+        return lambda items: partitions_of(items if key_fn is whole_item else list(map(key_fn, items)))
 
     def _receiver_collector(self, edge: Edge, leaves: list, downstream: int) -> OutboundCollector:
         policy = edge.routing_policy
@@ -238,4 +296,6 @@ class DistributedExecutionPlan(ExecutionPlan):
         owned = owned_partition_table(topology.partition_owners, topology.member_index, downstream)
         if edge.all_to_one_key is not None:
             return SingleTargetCollector(leaves, owned.get(murmur_partition(edge.all_to_one_key), 0))
+        if downstream == 1:
+            return SingleTargetCollector(leaves, 0)
         return PartitionIdCollector(leaves, owned)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import deque
+from typing import Callable
 
 from jet.cluster.edges.chunk_packets import (
     FLAG_BARRIER,
@@ -11,7 +12,7 @@ from jet.cluster.edges.chunk_packets import (
     FLAG_WATERMARK,
     WATERMARK_FOOTPRINT,
     chunk_footprint,
-    decode_chunk,
+    decode_chunk_columns,
     payload_bytes,
     watermark_timestamp,
 )
@@ -38,8 +39,13 @@ class ReceiverTasklet:
 
     is_cooperative = True
 
-    def __init__(self, name: str, collector: OutboundCollector, window: ReceiveWindow) -> None:
+    def __init__(self, name: str, collector: OutboundCollector, window: ReceiveWindow,
+                 partitions_of_items: Callable[[list], list[int]] | None = None) -> None:
+        """``partitions_of_items``: given when ``collector`` routes (item, partition id) pairs,
+        for frames whose sender sent the items without their ids; the ids of other frames are
+        dropped."""
         self.name = name
+        self._partitions_of_items = partitions_of_items
         self.frames: deque[bytes] = deque()
         self.window = window
         self._received_bytes = 0  # written by the network thread only
@@ -129,7 +135,7 @@ class ReceiverTasklet:
             frame = self.frames.popleft()
             self._consumed_bytes += len(frame)
             self.packets_received += 1
-            header, entries = decode_chunk(frame)
+            header, entries, partitions = decode_chunk_columns(frame)
             progress = True
             if header.flags & FLAG_WATERMARK:
                 timestamp = watermark_timestamp(frame)
@@ -139,6 +145,10 @@ class ReceiverTasklet:
                 self._pending_watermark = SnapshotBarrier(watermark_timestamp(frame),
                                                           bool(header.flags & FLAG_TERMINAL))
             elif entries:
+                if self._partitions_of_items is not None:
+                    if partitions is None:
+                        partitions = self._partitions_of_items(entries)
+                    entries = list(zip(entries, partitions))
                 self.items_received += len(entries)
                 self._pending = entries
                 self._pending_footprint = chunk_footprint(payload_bytes(frame), len(entries))
