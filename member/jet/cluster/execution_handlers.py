@@ -21,6 +21,7 @@ from jet.cluster.member_http import MemberMetrics
 from jet.cluster.settings import MemberSettings
 from jet.core.edge import EdgeConfig
 from jet.execution.errors import JobCancelledError
+from jet.execution.gc_tuning import return_freed_memory
 from jet.execution.service import TaskletExecutionService
 from jet.snapshot import SnapshotError, SnapshotStore
 
@@ -151,6 +152,7 @@ class MemberExecutions:
                 self.network.discard(execution_id)
         if execution is not None:
             execution.cleanup()
+            return_freed_memory()
         return {}
 
     def snapshot_phase1(self, peer: int, header: dict, blob: bytes) -> dict:
@@ -223,6 +225,7 @@ class MemberExecutions:
                 self.executions.pop(execution.execution_id, None)
                 self._undelivered[execution.execution_id] = execution.report
             execution.cleanup()
+            return_freed_memory()
         # Sent from this report thread itself: one hand-over between threads per job, not two.
         self._send_report(outcome, execution.report_payload(), execution.execution_id)
 

@@ -15,11 +15,20 @@ raised so that a chunk in flight (thousands of tuples alive for a few millisecon
 collected, and promoted, several times on its way through the member.
 
 Not for a user's process: ``jet.execution.execute`` leaves the caller's collector alone.
+
+``return_freed_memory`` hands the pages a finished job freed back to the system (glibc's
+``malloc_trim``). CPython frees a job's objects at once, but the C allocator keeps the memory
+for reuse: a member that had just released a million-row result showed 510 MiB of RSS, 400 MiB
+after the trim (``bench/repeated_jobs_bench.py``).
 """
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
 import gc
+import threading
+from typing import Callable
 
 #: Net new container objects before a young collection (CPython's default is 700).
 YOUNG_GENERATION_THRESHOLD = 20_000
@@ -31,3 +40,30 @@ def settle_member_heap() -> None:
     gc.freeze()
     _, middle, old = gc.get_threshold()
     gc.set_threshold(YOUNG_GENERATION_THRESHOLD, middle, old)
+
+
+def _malloc_trim() -> Callable[[int], int] | None:
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        trim = libc.malloc_trim
+    except (OSError, AttributeError):  # not glibc (musl, macOS): nothing to trim
+        return None
+    trim.argtypes, trim.restype = [ctypes.c_size_t], ctypes.c_int
+    return trim
+
+
+_trim = _malloc_trim()
+
+
+def return_freed_memory() -> None:
+    """Give the free pages of the C heap back to the system (a few ms; ctypes releases the GIL
+    meanwhile). A no-op where the C library has no ``malloc_trim``."""
+    if _trim is not None:
+        _trim(0)
+
+
+def return_freed_memory_soon() -> None:
+    """:func:`return_freed_memory` on a thread of its own, for a caller holding a lock."""
+    if _trim is not None:
+        threading.Thread(target=return_freed_memory, name="jet-trim", daemon=True).start()
+

@@ -40,6 +40,7 @@ from jet.cluster.executions.observables import ObservableStore, UnknownObservabl
 from jet.cluster.executions.outcome import ExecutionOutcome, PickledResults, merge_results
 from jet.cluster.links import messages
 from jet.core.dag import DAG, DagValidationError
+from jet.execution.gc_tuning import return_freed_memory_soon
 from jet.execution.measurements import PackedMeasurements, unpack_measurements
 from jet.execution.vertex_metrics import merge_vertex_metrics
 from jet.job_config import JobConfig
@@ -461,4 +462,5 @@ class JobCoordinator:
         if run is not None and run.execution is not None:
             run.execution.results.clear()
             run.results_released = True
+            return_freed_memory_soon()
             log.info("job %s: its results (%d bytes) are released (%s)", job_id, size, why)
