@@ -42,10 +42,18 @@ class OwnNewArgs(Point):
         return (self.x, -self.y)
 
 
+class OwnItems(Point):
+    """Indexing of its own: a slice of it is not its fields."""
+    __slots__ = ()
+
+    def __getitem__(self, index):
+        return tuple.__getitem__(self, index) if isinstance(index, int) else "not the fields"
+
+
 def test_only_plain_namedtuples_are_flattened():
     assert is_flattenable(Point) and is_flattenable(Bid) and is_flattenable(WithSlots)
     assert not is_flattenable(tuple) and not is_flattenable(WithDict)
-    assert not is_flattenable(OwnReduce) and not is_flattenable(OwnNewArgs)
+    assert not is_flattenable(OwnReduce) and not is_flattenable(OwnNewArgs) and not is_flattenable(OwnItems)
     assert not is_flattenable(int) and not is_flattenable(str)
 
 
@@ -61,6 +69,7 @@ def test_only_plain_namedtuples_are_flattened():
     [("key", 1), ("other", 2)],
     [(1, 2), (1, 2, 3)],
     [(1, 2), Point(1, 2)],
+    [OwnItems(1, 2), Point(3, 4), OwnItems(5, 6)],
 ])
 def test_items_come_back_equal_and_of_their_own_types(items):
     back, partitions = unpack_items(pack_items(items))

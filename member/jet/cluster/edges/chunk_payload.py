@@ -30,8 +30,8 @@ per item without it, so those chunks keep the memo.
 Arrays are in native byte order: the members of one cluster run one build on one architecture.
 Only values whose first one is a namedtuple are searched for namedtuples. A namedtuple class is
 flattened only when its plain tuple is its whole pickled state: the namedtuple's own
-``__getnewargs__``, no ``__reduce__``/``__reduce_ex__``/``__getstate__`` of its own and no
-instance ``__dict__``; any other value is pickled as it is.
+``__getnewargs__``, no ``__reduce__``/``__reduce_ex__``/``__getstate__``/``__getitem__`` of its
+own and no instance ``__dict__``; any other value is pickled as it is.
 """
 
 from __future__ import annotations
@@ -58,6 +58,9 @@ _FLATTENABLE: "weakref.WeakKeyDictionary[type, bool]" = weakref.WeakKeyDictionar
 _new_tuple = tuple.__new__
 _repeat = itertools.repeat
 _first, _second = itemgetter(0), itemgetter(1)
+# A namedtuple's fields as a plain tuple: slicing copies the item array directly, where tuple()
+# iterates (120 against 170 ns a NEXMark event, freeing included)
+_as_tuple = itemgetter(slice(None))
 _TUPLE_ONLY, _PAIRS_ONLY, _INT_ONLY = {tuple}, {2}, {int}
 
 
@@ -69,7 +72,7 @@ def is_flattenable(kind: type) -> bool:
             issubclass(kind, tuple) and kind is not tuple and kind.__dictoffset__ == 0
             and getattr(getattr(kind, "__getnewargs__", None), "__code__", None) is _NAMEDTUPLE_GETNEWARGS
             and kind.__reduce_ex__ is object.__reduce_ex__ and kind.__reduce__ is object.__reduce__
-            and kind.__getstate__ is object.__getstate__)
+            and kind.__getstate__ is object.__getstate__ and kind.__getitem__ is tuple.__getitem__)
     return known
 
 
@@ -121,7 +124,7 @@ def _flatten(values: list) -> tuple[list, list[type], bytes | None]:
     kinds = set(map(type, values))
     if len(kinds) == 1:
         if is_flattenable(first):
-            return list(map(tuple, values)), [first], None
+            return list(map(_as_tuple, values)), [first], None
         return values, [], None
     flat = [kind for kind in kinds if is_flattenable(kind)]
     if not flat or len(flat) > MAX_CLASSES:
@@ -130,8 +133,8 @@ def _flatten(values: list) -> tuple[list, list[type], bytes | None]:
     code_of.update((kind, code) for code, kind in enumerate(flat, 1))
     codes = bytes(map(code_of.__getitem__, map(type, values)))
     if len(flat) == len(kinds):  # all namedtuples (auctions and bids): no Python loop
-        return list(map(tuple, values)), flat, codes
-    return [tuple(value) if code else value for value, code in zip(values, codes)], flat, codes
+        return list(map(_as_tuple, values)), flat, codes
+    return [_as_tuple(value) if code else value for value, code in zip(values, codes)], flat, codes
 
 
 def unpack_items(payload: Any) -> tuple[list, "array.array | None"]:
