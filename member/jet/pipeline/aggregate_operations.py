@@ -192,12 +192,24 @@ def _top_n(n: int, key_fn: Callable[[Any], Any]) -> AggregateOperation:
         return heapq.nlargest(n, items, key=key_fn)
 
     def accumulate(acc: list, item: Any) -> list:
-        # Most items of a long stream do not make the top: one comparison with the smallest kept
-        # turns them away (an equal key loses, as in ``nlargest``, which keeps the earlier item).
-        if len(acc) == n and not key_fn(item) > key_fn(acc[-1]):
+        # acc is sorted largest first. Most items of a long stream do not make the top: one
+        # comparison with the smallest kept turns them away (an equal key loses, as in
+        # ``nlargest``, which keeps the earlier item); the others are inserted by binary search
+        # (after the equal keys), not by sorting the list again
+        key = key_fn(item)
+        if len(acc) == n and not key > key_fn(acc[-1]):
             return acc
-        acc.append(item)
-        return keep(acc)
+        low, high = 0, len(acc)
+        while low < high:
+            middle = (low + high) // 2
+            if key_fn(acc[middle]) < key:
+                high = middle
+            else:
+                low = middle + 1
+        acc.insert(low, item)
+        if len(acc) > n:
+            acc.pop()
+        return acc
 
     return AggregateOperation(
         create=list, accumulate=accumulate,
