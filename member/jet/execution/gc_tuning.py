@@ -25,7 +25,6 @@ after the trim (``bench/repeated_jobs_bench.py``).
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import gc
 import threading
 import time
@@ -45,8 +44,8 @@ def settle_member_heap() -> None:
 
 def _malloc_trim() -> Callable[[int], int] | None:
     try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-        trim = libc.malloc_trim
+        # the symbols the interpreter is linked with: no ldconfig run as find_library would do
+        trim = ctypes.CDLL(None).malloc_trim
     except (OSError, AttributeError):  # not glibc (musl, macOS): nothing to trim
         return None
     trim.argtypes, trim.restype = [ctypes.c_size_t], ctypes.c_int
