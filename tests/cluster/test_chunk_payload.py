@@ -70,6 +70,10 @@ def test_only_plain_namedtuples_are_flattened():
     [(1, 2), (1, 2, 3)],
     [(1, 2), Point(1, 2)],
     [OwnItems(1, 2), Point(3, 4), OwnItems(5, 6)],
+    [((i, i + 1), 1_767_312_000_000, Bid(i, i, "c")) for i in range(40)],  # a window's partials
+    [(i % 2 == 0, 2 ** 64 + i, "k", Point(i, -i)) for i in range(20)],
+    [(1, 2, Point(1, 2)), (1, Point(1, 2))],
+    [(1, 2, Point(1, 2)), (1, 2, "text"), (3, 4, Bid(1, 2, "b"))],
 ])
 def test_items_come_back_equal_and_of_their_own_types(items):
     back, partitions = unpack_items(pack_items(items))
@@ -97,6 +101,13 @@ def test_partitions_travel_beside_the_items():
     assert back == items and list(back_partitions) == partitions
 
 
+def test_a_windows_partials_pickle_no_class_per_accumulator():
+    items = [((i, i + 1), 1_767_312_000_000, Bid(i, i, "c")) for i in range(500)]
+    payload = pack_items(items)
+    assert payload.count(b"Bid") == 1
+    assert unpack_items(payload)[0] == items
+
+
 def test_flattened_items_pickle_no_class_per_item():
     items = [Bid(i, i, "c") for i in range(1000)]
     payload = pack_items(items)
@@ -109,7 +120,10 @@ def test_flattened_items_pickle_no_class_per_item():
     ((None, [(1, 2)], [Point], b"\x01\x01", None), "2 class codes for 1 values"),
     ((None, [(1, 2)], [Point, Bid], None, None), "names several"),
     ((None, 1, [], None, None), "not lists"),
-    (([1, 2], [3], [], None, None), "2 first elements for 1 items"),
+    (([[1, 2]], [3], [], None, None), "2 leading elements for 1 items"),
+    (([b"\x00" * 8, [1, 2]], [3], [], None, None), "2 leading elements for 1 items"),
+    (([1], [3], [], None, None), "leading columns are not"),
+    (([], [3], [], None, None), "leading columns are not"),
     ((None, [1], [], None), "not a tuple of 5 columns"),
 ])
 def test_malformed_payloads_are_refused(columns, message):

@@ -6,12 +6,15 @@ Python ``__new__``: about 4x the cost of a plain tuple of the same values each w
 ``(timestamp, item)`` pair a timestamped stream carries, are one more tuple per item to pickle
 and unpickle. So a payload pickles one tuple of columns::
 
-    (firsts, values, classes, class_codes, partitions)
+    (leading, values, classes, class_codes, partitions)
 
-- ``firsts``: ``None``; or, when every item is a 2-tuple and the first one's second element a
-  namedtuple (pairs of scalars pickle faster as they are), the first elements: an ``array('q')``'s
-  bytes when they are all 64-bit ints (timestamps), else a list. ``values`` then holds the
-  second elements, and the receiver zips the pairs again;
+- ``leading``: ``None``; or, when every item is a tuple of one length ``n >= 2`` and the first
+  one's last element a namedtuple (tuples of scalars pickle faster as they are), the items'
+  first ``n - 1`` elements as ``n - 1`` columns, each an ``array('q')``'s bytes when it holds
+  only 64-bit ints (timestamps, window ends), else a list. ``values`` then holds the last
+  elements, and the receiver zips the tuples again. That covers a timestamped stream's
+  ``(timestamp, event)`` pairs and a window's ``(key, window end, accumulator)`` partials when
+  the accumulator is an event (``max_by``, ``min_by``);
 - ``values``: the items (or their second elements), each namedtuple as the plain tuple of its
   fields;
 - ``classes``: the namedtuple classes of ``values``, each pickled once (by reference, as before);
@@ -57,11 +60,12 @@ _NAMEDTUPLE_GETNEWARGS = collections.namedtuple("_Probe", "field").__getnewargs_
 _FLATTENABLE: "weakref.WeakKeyDictionary[type, bool]" = weakref.WeakKeyDictionary()
 _new_tuple = tuple.__new__
 _repeat = itertools.repeat
-_first, _second = itemgetter(0), itemgetter(1)
 # A namedtuple's fields as a plain tuple: slicing copies the item array directly, where tuple()
 # iterates (120 against 170 ns a NEXMark event, freeing included)
 _as_tuple = itemgetter(slice(None))
-_TUPLE_ONLY, _PAIRS_ONLY, _INT_ONLY = {tuple}, {2}, {int}
+_TUPLE_ONLY, _INT_ONLY = {tuple}, {int}
+_first, _second = itemgetter(0), itemgetter(1)
+_COLUMN_TYPES = (list, bytes)
 
 
 def is_flattenable(kind: type) -> bool:
@@ -79,21 +83,31 @@ def is_flattenable(kind: type) -> bool:
 def pack_items(items: list, partitions: list[int] | None = None) -> bytes:
     """One pickle of ``items`` (and their partition ids) in the column form above."""
     parts = None if partitions is None else array.array("H", partitions).tobytes()
-    firsts, head = None, items[0]
-    if (type(head) is tuple and len(head) == 2 and is_flattenable(type(head[1]))
-            and set(map(type, items)) == _TUPLE_ONLY and set(map(len, items)) == _PAIRS_ONLY):
-        firsts = list(map(_first, items))
-        if set(map(type, firsts)) == _INT_ONLY:  # an array would turn a bool or an IntEnum into an int
-            try:
-                firsts = array.array("q", firsts).tobytes()
-            except OverflowError:
-                pass
-        items = list(map(_second, items))
+    leading, head = None, items[0]
+    if (type(head) is tuple and len(head) >= 2 and is_flattenable(type(head[-1]))
+            and set(map(type, items)) == _TUPLE_ONLY and set(map(len, items)) == {len(head)}):
+        last = len(head) - 1
+        if last == 1:  # (timestamp, event): a stream's every chunk
+            leading = [_column(list(map(_first, items)))]
+            items = list(map(_second, items))
+        else:
+            leading = [_column(list(map(itemgetter(i), items))) for i in range(last)]
+            items = list(map(itemgetter(last), items))
     values, classes, codes = _flatten(items)
-    columns = (firsts, values, classes, codes, parts)
+    columns = (leading, values, classes, codes, parts)
     if len(values) >= FAST_PICKLE_MIN_ITEMS and _is_plain(values[0]):
         return _dumps_without_memo(columns)
     return pickle.dumps(columns, PICKLE_PROTOCOL)
+
+
+def _column(column: list) -> Any:
+    """A column of leading elements: 64-bit ints as an array's bytes, anything else as it is."""
+    if set(map(type, column)) == _INT_ONLY:  # an array would turn a bool or an IntEnum into an int
+        try:
+            return array.array("q", column).tobytes()
+        except OverflowError:
+            pass
+    return column
 
 
 def _is_plain(value: Any) -> bool:
@@ -146,16 +160,18 @@ def unpack_items(payload: Any) -> tuple[list, "array.array | None"]:
     columns = pickle.loads(payload)
     if type(columns) is not tuple or len(columns) != 5:
         raise ValueError("the payload is not a tuple of 5 columns")
-    firsts, values, classes, codes, parts = columns
+    leading, values, classes, codes, parts = columns
     if type(values) is not list or type(classes) is not list:
         raise ValueError("the payload's values or classes are not lists")
     items = _restore(values, classes, codes)
-    if firsts is not None:
-        if type(firsts) is bytes:
-            firsts = _array("q", firsts)
-        if len(firsts) != len(items):
-            raise ValueError(f"{len(firsts)} first elements for {len(items)} items")
-        items = list(zip(firsts, items))
+    if leading is not None:
+        if type(leading) is not list or not leading or not all(type(c) in _COLUMN_TYPES for c in leading):
+            raise ValueError("the payload's leading columns are not a non-empty list of lists or arrays")
+        columns = [_array("q", column) if type(column) is bytes else column for column in leading]
+        for column in columns:
+            if len(column) != len(items):
+                raise ValueError(f"{len(column)} leading elements for {len(items)} items")
+        items = list(zip(*columns, items))
     partitions = None
     if parts is not None:
         partitions = _array("H", parts)
