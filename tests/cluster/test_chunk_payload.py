@@ -74,6 +74,11 @@ def test_only_plain_namedtuples_are_flattened():
     [(i % 2 == 0, 2 ** 64 + i, "k", Point(i, -i)) for i in range(20)],
     [(1, 2, Point(1, 2)), (1, Point(1, 2))],
     [(1, 2, Point(1, 2)), (1, 2, "text"), (3, 4, Bid(1, 2, "b"))],
+    [((i, "k"), 1_767_312_000_000, [Bid(j, i, "c") for j in range(i % 4)] or [Point(i, i)])
+     for i in range(30)],  # top_n partials, lists of several lengths and classes
+    [(1, [Point(1, 2), "text", (3, 4)]), (2, [])],
+    [(1, [Point(1, 2)]), (2, "not a list"), (3, [Point(3, 4)])],
+    [(1, [Point(1, 2)]), (2, [])],
 ])
 def test_items_come_back_equal_and_of_their_own_types(items):
     back, partitions = unpack_items(pack_items(items))
@@ -108,6 +113,14 @@ def test_a_windows_partials_pickle_no_class_per_accumulator():
     assert unpack_items(payload)[0] == items
 
 
+def test_lists_of_events_pickle_no_class_per_event():
+    items = [((i, i + 1), 1_767_312_000_000, [Bid(i, j, "c") for j in range(10)]) for i in range(100)]
+    payload = pack_items(items)
+    assert payload.count(b"Bid") == 1
+    back, _ = unpack_items(payload)
+    assert back == items and all(type(acc) is list for _, _, acc in back)
+
+
 def test_flattened_items_pickle_no_class_per_item():
     items = [Bid(i, i, "c") for i in range(1000)]
     payload = pack_items(items)
@@ -116,15 +129,17 @@ def test_flattened_items_pickle_no_class_per_item():
 
 
 @pytest.mark.parametrize("columns, message", [
-    ((None, [1], [], None, b"\x00\x00\x00\x00"), "2 partition ids for 1 items"),
-    ((None, [(1, 2)], [Point], b"\x01\x01", None), "2 class codes for 1 values"),
-    ((None, [(1, 2)], [Point, Bid], None, None), "names several"),
-    ((None, 1, [], None, None), "not lists"),
-    (([[1, 2]], [3], [], None, None), "2 leading elements for 1 items"),
-    (([b"\x00" * 8, [1, 2]], [3], [], None, None), "2 leading elements for 1 items"),
-    (([1], [3], [], None, None), "leading columns are not"),
-    (([], [3], [], None, None), "leading columns are not"),
-    ((None, [1], [], None), "not a tuple of 5 columns"),
+    ((None, [1], [], None, b"\x00\x00\x00\x00", None), "2 partition ids for 1 items"),
+    ((None, [(1, 2)], [Point], b"\x01\x01", None, None), "2 class codes for 1 values"),
+    ((None, [(1, 2)], [Point, Bid], None, None, None), "names several"),
+    ((None, 1, [], None, None, None), "not lists"),
+    (([[1, 2]], [3], [], None, None, None), "2 leading elements for 1 items"),
+    (([b"\x00" * 8, [1, 2]], [3], [], None, None, None), "2 leading elements for 1 items"),
+    (([1], [3], [], None, None, None), "leading columns are not"),
+    (([], [3], [], None, None, None), "leading columns are not"),
+    (([[1]], [3, 4], [], None, None, b"\x03\x00\x00\x00"), "adding up to 3 for 2 values"),
+    ((None, [3, 4], [], None, None, b"\x02\x00\x00\x00"), "lengths come without leading"),
+    ((None, [1], [], None, None), "not a tuple of 6 columns"),
 ])
 def test_malformed_payloads_are_refused(columns, message):
     with pytest.raises(ValueError, match=message):

@@ -86,14 +86,14 @@ def test_bad_pickle_count_mismatch_and_bad_flags_are_rejected():
     header = struct.pack(">BqiiBi", FrameType.CHUNK, 1, 1, 0, 0, 1)
     with pytest.raises(PacketFormatError, match="does not unpickle"):
         decode_chunk(header + b"\xff\xfe not a pickle")
-    with pytest.raises(PacketFormatError, match="not a tuple of 5 columns"):
+    with pytest.raises(PacketFormatError, match="not a tuple of 6 columns"):
         decode_chunk(header + pickle.dumps([1], 5))
     with pytest.raises(PacketFormatError, match="is not 1 items"):
-        decode_chunk(header + pickle.dumps((None, [1, 2], [], None, None), 5))
+        decode_chunk(header + pickle.dumps((None, [1, 2], [], None, None, None), 5))
     with pytest.raises(PacketFormatError, match=r"is not 1 \(item, partition\) pairs"):
-        decode_chunk(header[:-5] + bytes([FLAG_PAIRS]) + header[-4:] + pickle.dumps((None, [1], [], None, None), 5))
+        decode_chunk(header[:-5] + bytes([FLAG_PAIRS]) + header[-4:] + pickle.dumps((None, [1], [], None, None, None), 5))
     with pytest.raises(PacketFormatError, match="not a plain namedtuple"):
-        decode_chunk(header + pickle.dumps((None, [(1,)], [dict], None, None), 5))
+        decode_chunk(header + pickle.dumps((None, [(1,)], [dict], None, None, None), 5))
     with pytest.raises(PacketFormatError, match="flags"):
         decode_chunk_header(struct.pack(">BqiiBi", FrameType.CHUNK, 1, 1, 0, 0x80, 0))
 

@@ -6,21 +6,24 @@ Python ``__new__``: about 4x the cost of a plain tuple of the same values each w
 ``(timestamp, item)`` pair a timestamped stream carries, are one more tuple per item to pickle
 and unpickle. So a payload pickles one tuple of columns::
 
-    (leading, values, classes, class_codes, partitions)
+    (leading, values, classes, class_codes, partitions, list_lengths)
 
 - ``leading``: ``None``; or, when every item is a tuple of one length ``n >= 2`` and the first
-  one's last element a namedtuple (tuples of scalars pickle faster as they are), the items'
-  first ``n - 1`` elements as ``n - 1`` columns, each an ``array('q')``'s bytes when it holds
-  only 64-bit ints (timestamps, window ends), else a list. ``values`` then holds the last
-  elements, and the receiver zips the tuples again. That covers a timestamped stream's
-  ``(timestamp, event)`` pairs and a window's ``(key, window end, accumulator)`` partials when
-  the accumulator is an event (``max_by``, ``min_by``);
-- ``values``: the items (or their second elements), each namedtuple as the plain tuple of its
-  fields;
+  one's last element a namedtuple or a list starting with one (tuples of scalars pickle faster
+  as they are), the items' first ``n - 1`` elements as ``n - 1`` columns, each an
+  ``array('q')``'s bytes when it holds only 64-bit ints (timestamps, window ends), else a list.
+  ``values`` then holds the last elements, and the receiver zips the tuples again. That covers a
+  timestamped stream's ``(timestamp, event)`` pairs and a window's ``(key, window end,
+  accumulator)`` partials when the accumulator is an event (``max_by``) or a list of events
+  (``top_n``, ``to_list``);
+- ``values``: the items (or their last elements), each namedtuple as the plain tuple of its
+  fields; when the last elements are lists, their elements one after the other;
 - ``classes``: the namedtuple classes of ``values``, each pickled once (by reference, as before);
 - ``class_codes``: ``None`` when every value is of ``classes[0]``, else one byte a value: 0 for
   a value sent as it is, ``k`` for a value of ``classes[k - 1]`` (at most 255 classes a chunk);
-- ``partitions``: ``None``, or the partition id of each item as unsigned 16-bit ints.
+- ``partitions``: ``None``, or the partition id of each item as unsigned 16-bit ints;
+- ``list_lengths``: ``None``, or when the last elements are lists, their lengths as unsigned
+  32-bit ints, by which the receiver cuts ``values`` into lists again.
 
 When the first value is plain data (a scalar or a tuple of scalars, no string over 256
 characters), the columns are pickled without the pickler's memo (``Pickler.fast``): the memo
@@ -45,6 +48,7 @@ import io
 import itertools
 import pickle
 import weakref
+from itertools import chain, islice
 from operator import itemgetter
 from typing import Any
 
@@ -63,7 +67,7 @@ _repeat = itertools.repeat
 # A namedtuple's fields as a plain tuple: slicing copies the item array directly, where tuple()
 # iterates (120 against 170 ns a NEXMark event, freeing included)
 _as_tuple = itemgetter(slice(None))
-_TUPLE_ONLY, _INT_ONLY = {tuple}, {int}
+_TUPLE_ONLY, _INT_ONLY, _LIST_ONLY = {tuple}, {int}, {list}
 _first, _second = itemgetter(0), itemgetter(1)
 _COLUMN_TYPES = (list, bytes)
 
@@ -83,21 +87,32 @@ def is_flattenable(kind: type) -> bool:
 def pack_items(items: list, partitions: list[int] | None = None) -> bytes:
     """One pickle of ``items`` (and their partition ids) in the column form above."""
     parts = None if partitions is None else array.array("H", partitions).tobytes()
-    leading, head = None, items[0]
-    if (type(head) is tuple and len(head) >= 2 and is_flattenable(type(head[-1]))
+    leading, lengths, head = None, None, items[0]
+    if (type(head) is tuple and len(head) >= 2 and _is_events(head[-1])
             and set(map(type, items)) == _TUPLE_ONLY and set(map(len, items)) == {len(head)}):
         last = len(head) - 1
-        if last == 1:  # (timestamp, event): a stream's every chunk
-            leading = [_column(list(map(_first, items)))]
-            items = list(map(_second, items))
-        else:
+        lasts = list(map(_second if last == 1 else itemgetter(last), items))
+        grouped = type(head[-1]) is list
+        if not grouped or set(map(type, lasts)) == _LIST_ONLY:
             leading = [_column(list(map(itemgetter(i), items))) for i in range(last)]
-            items = list(map(itemgetter(last), items))
+            items = lasts
+            if grouped:
+                lengths = array.array("I", map(len, items)).tobytes()
+                items = list(chain.from_iterable(items))
     values, classes, codes = _flatten(items)
-    columns = (leading, values, classes, codes, parts)
+    columns = (leading, values, classes, codes, parts, lengths)
     if len(values) >= FAST_PICKLE_MIN_ITEMS and _is_plain(values[0]):
         return _dumps_without_memo(columns)
     return pickle.dumps(columns, PICKLE_PROTOCOL)
+
+
+def _is_events(value: Any) -> bool:
+    """A plain namedtuple, or a non-empty list whose first element is one (a top_n's or a
+    to_list's accumulator of events)."""
+    kind = type(value)
+    if kind is list:
+        return bool(value) and is_flattenable(type(value[0]))
+    return kind is not tuple and issubclass(kind, tuple) and is_flattenable(kind)
 
 
 def _column(column: list) -> Any:
@@ -158,12 +173,20 @@ def unpack_items(payload: Any) -> tuple[list, "array.array | None"]:
     Raises ValueError for a payload not of that form.
     """
     columns = pickle.loads(payload)
-    if type(columns) is not tuple or len(columns) != 5:
-        raise ValueError("the payload is not a tuple of 5 columns")
-    leading, values, classes, codes, parts = columns
+    if type(columns) is not tuple or len(columns) != 6:
+        raise ValueError("the payload is not a tuple of 6 columns")
+    leading, values, classes, codes, parts, lengths = columns
     if type(values) is not list or type(classes) is not list:
         raise ValueError("the payload's values or classes are not lists")
     items = _restore(values, classes, codes)
+    if lengths is not None:
+        if leading is None or type(lengths) is not bytes:
+            raise ValueError("the payload's list lengths come without leading columns")
+        sizes = _array("I", lengths)
+        if sum(sizes) != len(items):
+            raise ValueError(f"list lengths adding up to {sum(sizes)} for {len(items)} values")
+        flat = iter(items)
+        items = [list(islice(flat, size)) for size in sizes]
     if leading is not None:
         if type(leading) is not list or not leading or not all(type(c) in _COLUMN_TYPES for c in leading):
             raise ValueError("the payload's leading columns are not a non-empty list of lists or arrays")
