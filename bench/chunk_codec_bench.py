@@ -5,7 +5,9 @@ receiver, against one pickle of the list of entries (what a chunk packet carried
 
 Payloads, from NEXMark events (``bench/nexmark``), as a keyed distributed edge carries them:
 ``(item, partition id)`` pairs of bids (q18, q19), of a mix of auctions and bids (q4, q6, q20),
-of ``(timestamp, bid)`` (a timestamped stream's items) and ``(auction, bid)`` plain tuples, and small ``(int, str)`` items without partitions. Times
+of ``(timestamp, bid)`` (a timestamped stream's items) and ``(auction, bid)`` plain tuples, and small ``(int, str)`` items without partitions,
+and a window's partials between its stages: ``(key, end, bid)`` (``max_by``, q18) and ``(key,
+end, [10 bids])`` (``top_n``, q19; per item = per partial). Times
 are CPU time (``time.process_time``) per item, the best of ``--rounds``, so another process on
 the machine slows them less than it slows a wall clock; both forms are timed in the same round.
 """
@@ -26,6 +28,10 @@ from nexmark.generator import GeneratorConfig, events  # noqa: E402
 from nexmark.model import Auction, Bid  # noqa: E402
 
 
+END = 1_767_312_000_000
+"""A window end (a day)."""
+
+
 def payloads(event_count: int) -> dict[str, tuple[list, bool]]:
     """Name -> (entries, pairs) for each payload kind."""
     items = [event for _, event in events(GeneratorConfig(events=event_count))]
@@ -38,6 +44,13 @@ def payloads(event_count: int) -> dict[str, tuple[list, bool]]:
         "(timestamp, bid) items, pairs": ([((b.date_time, b), murmur_partition(b.auction)) for b in bids], True),
         "(auction, bid) plain tuples, pairs": ([((b.auction, b), murmur_partition(b.auction)) for b in bids], True),
         "(int, str) items": ([(i, f"word{i % 5000}") for i in range(len(bids))], False),
+        # a window's partials between its two stages, keyed by (bidder, auction) as q18 and by
+        # auction as q19 (top 10 bids, one partial per 10 bids)
+        "(key, end, bid) partials, pairs": ([(((b.bidder, b.auction), END, b), murmur_partition((b.bidder, b.auction)))
+                                             for b in bids], True),
+        "(key, end, [10 bids]) partials, pairs": ([((bids[i].auction, END, bids[i:i + 10]),
+                                                    murmur_partition(bids[i].auction))
+                                                   for i in range(0, len(bids), 10)], True),
     }
 
 
