@@ -66,6 +66,14 @@ def test_the_partition_memo_starts_again_past_its_limit_and_stays_right(monkeypa
         assert len(partitions_of._memo) <= 10 + len(keys)
 
 
+def test_the_memo_keeps_no_long_string_alive():
+    partitions_of = chunk_partitions_fn(DEFAULT_PARTITIONER, distributed=True)
+    long_keys = ["x" * 100 + str(k) for k in range(20)]
+    assert partitions_of(long_keys) == [oracle.partition_of(k) for k in long_keys]
+    assert partitions_of._memo == {}
+    assert partitions_of(["short"]) == [oracle.partition_of("short")] and list(partitions_of._memo) == ["short"]
+
+
 def _table(members: int, member: int, local_parallelism: int) -> tuple[list[int], int]:
     """The partition -> leaf table of member ``member``: its processors first, then one leaf per
     other member in index order (as the execution plan lays them out)."""

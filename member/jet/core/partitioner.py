@@ -135,18 +135,22 @@ def key_to_partition_fn(partitioner: Partitioner, partition_count: int = PARTITI
     return lambda key: partitioner.partition(key, partition_count)
 
 
-#: Keys of these exact types share a memo of their partitions. Other keys may be unhashable, or
-#: equal to a memoized key without a canonical encoding of their own (a NumPy integer equals an
-#: int), which the memo would then accept where ``murmur_partition`` refuses it.
-_MEMO_KEY_TYPES = frozenset({int, str})
-#: Entries a memo holds before it starts again (about 1.5 MB): hot keys come back at once.
-PARTITION_MEMO_LIMIT = 16384
+#: Chunks of keys all of one of these exact types share a memo of their partitions. Other keys
+#: may be unhashable, or equal to a memoized key without a canonical encoding of their own (a
+#: NumPy integer equals an int), which the memo would then accept where ``murmur_partition``
+#: refuses it.
+_INT_ONLY, _STR_ONLY = {int}, {str}
+#: Entries a memo holds before it starts again (under 1 MB, each collector of a keyed edge
+#: has one): hot keys come back at once.
+PARTITION_MEMO_LIMIT = 4096
+#: Longer strings are not memoized: the memo would keep them alive.
+PARTITION_MEMO_MAX_STR = 64
 _MISSING = -1
 
 
 class _MemoizedPartitions:
-    """The partitions of a chunk's keys. While every key is an ``int`` or a ``str``, each is looked
-    up in a bounded memo first: a dict lookup costs a tenth of encoding and hashing the key in
+    """The partitions of a chunk's keys. While every key is an ``int``, or every key a short ``str``,
+    each is looked up in a bounded memo first: a dict lookup costs a tenth of encoding and hashing the key in
     Python, and a stream's keys repeat (hot auctions, active users)."""
 
     __slots__ = ("_partition_of", "_memo")
@@ -157,7 +161,8 @@ class _MemoizedPartitions:
 
     def __call__(self, keys: list) -> list[int]:
         partition_of = self._partition_of
-        if not set(map(type, keys)) <= _MEMO_KEY_TYPES:
+        kinds = set(map(type, keys))
+        if not (kinds == _INT_ONLY or kinds == _STR_ONLY and max(map(len, keys)) <= PARTITION_MEMO_MAX_STR):
             return list(map(partition_of, keys))
         memo = self._memo
         partitions = list(map(memo.get, keys, repeat(_MISSING)))
