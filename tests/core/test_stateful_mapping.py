@@ -170,3 +170,14 @@ def test_every_kind_over_chunks_matches_plain_python(entries, kind, keyed, ttl):
     driver = StreamDriver(transform_stateful_p(kind, key_of if keyed else None, ttl, new_state, fn))
     assert driver.feed(inputs).complete().take() == expected
     assert driver.processor.late_events_dropped == late
+
+
+def test_a_map_on_evict_result_that_is_falsy_but_not_none_is_emitted():
+    # only None means "nothing" (as Jet's null); a count of 0 or an empty string is a result
+    def evicted_total(state, key, watermark):
+        return 0 if key == "a" else None
+
+    inputs = [(1, ("a", 3)), (2, ("b", 4)), Watermark(20)]
+    supplier = transform_stateful_p("map", key_of, 5, new_state, running_total, evicted_total)
+    driver = StreamDriver(supplier).feed(inputs)
+    assert driver.take() == [(1, ("a", 3)), (2, ("b", 4)), (20, 0), Watermark(20)]

@@ -160,7 +160,7 @@ class TransformStatefulP(StreamingProcessor):
             if self._kind == "flat_map":
                 if result is not None:
                     output.extend([(watermark, out) for out in result])
-            elif result:  # flat_map: an empty tuple or list adds nothing
+            elif result is not None:
                 output.append((watermark, result))
         return output
 
