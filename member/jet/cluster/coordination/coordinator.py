@@ -289,17 +289,13 @@ class JobCoordinator:
     # -- member side ------------------------------------------------------------------------
     def results(self, job_id: str) -> dict[str, list]:
         """The job's named results (``Context.results`` of every member of its last execution)."""
-        return merge_results(self.pickled_results(job_id))
-
-    def pickled_results(self, job_id: str) -> list[PickledResults]:
-        """Every member's results of the job's last execution, pickled, in member order: a
-        client merges them (:func:`merge_results`), so member 0 neither unpickles nor pickles
-        them again."""
-        return self.fetch_results(job_id)[0]
+        return merge_results(self.fetch_results(job_id)[0])
 
     def fetch_results(self, job_id: str) -> tuple[list[PickledResults], bool]:
-        """:meth:`pickled_results`, and whether they are final (the job had ended: a client
-        may keep them, as they go ``fetched_result_ttl_s`` after this first fetch)."""
+        """Every member's results of the job's last execution, pickled, in member order (a
+        client merges them, :func:`merge_results`, so member 0 neither unpickles nor pickles
+        them again), and whether they are final (the job had ended: a client may keep them, as
+        they go ``fetched_result_ttl_s`` after this first fetch)."""
         run = self._run_of(job_id)
         with self._changed:
             if run.results_released:
