@@ -10,7 +10,6 @@ from jet.cluster.edges.distributed_plan import partition_owners
 from jet.core import DAG, Edge
 from jet.core.aggregate import counting
 from jet.core.inbox import Inbox
-from jet.core.partitioner import murmur_partition
 from jet.core.processor import Context
 from jet.core.processors.windows import aggregate_to_sliding_window_p
 from jet.core.sliding_window_policy import tumbling_win_policy
@@ -21,6 +20,7 @@ from jet.execution.snapshot_portions import grouping_partition_fn
 from jet.execution.snapshot_restore import chunk_filter, route_restore_entries
 from jet.job_config import ProcessingGuarantee
 from jet.snapshot.store import SnapshotStore, chunk_vertex_and_group
+from tests import partition_oracle as oracle
 
 KEYS_PER_MEMBER = 10_000
 JOB = "groups"
@@ -43,10 +43,10 @@ def _dag() -> DAG:
 
 
 def _keys_of(member: int, members: int, count: int) -> list[int]:
-    owners = partition_owners(members)
+    """Keys whose partition ``member`` owns, by the documented rules (``partition_oracle``)."""
     keys, key = [], 0
     while len(keys) < count:
-        if owners[murmur_partition(key)] == member:
+        if oracle.member_of(oracle.partition_of(key), members) == member:
             keys.append(key)
         key += 1
     return keys
