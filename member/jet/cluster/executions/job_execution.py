@@ -132,8 +132,6 @@ class JobExecution:
         self._pending_failure: JobFailedError | None = None
         self.report: tuple[dict[str, Any], bytes] | None = None
         """The end report (header, blob) once the execution finished, until cleanup."""
-        self.restore_counts: dict[str, int] | None = None
-        """What this member read of the snapshot it restored: chunks read and skipped, entries."""
         dag = cloudpickle.loads(dag_bytes)
         if not isinstance(dag, DAG):
             raise TypeError(f"init of job {self.job_id}: the payload is a {type(dag).__name__}, not a DAG")
@@ -205,7 +203,6 @@ class JobExecution:
                                           wanted=wanted)
         started, cpu = time.perf_counter(), time.thread_time()
         routed = route_restore_entries(counted(entries), dag, self.plan.local_parallelism, topology)
-        self.restore_counts = dict(counts)
         log.info("job %s: member %d restores %s: %d of %d chunks read, %d entries, %.0f ms (%.0f ms of CPU)",
                  self.job_id, self.member_index, what, counts["read"], counts["read"] + counts["skipped"],
                  counts["entries"], (time.perf_counter() - started) * 1000, (time.thread_time() - cpu) * 1000)
