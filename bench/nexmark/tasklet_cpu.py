@@ -36,6 +36,8 @@ def main() -> None:
     parser.add_argument("--members", type=int, default=2)
     parser.add_argument("--events", type=int, default=1_000_000)
     args = parser.parse_args()
+    if args.members < 1 or args.events < 1:
+        parser.error(f"--members and --events must be at least 1, got {args.members} and {args.events}")
     config = GeneratorConfig(events=args.events)
     events = generated(config)
     with tempfile.TemporaryDirectory(prefix="nexmark-") as shares, tempfile.TemporaryDirectory() as logs, \
