@@ -119,7 +119,7 @@ def q11(events: list, s: QuerySettings) -> Callable[[], int]:
 
 
 def q4(events: list, s: QuerySettings) -> Callable[[], int]:
-    mine = [(ts, e) for ts, e in events if wb.is_auction_or_bid(e)]
+    mine = [(ts, wb.project(e)) for ts, e in events if wb.is_auction_or_bid(e)]
     ttl_ms = 2 * s.max_auction_ms + s.allowed_lag_ms
     return lambda: _one_input(transform_stateful_p("flat_map", wb.auction_id, ttl_ms, wb.create, wb.accumulate,
                                                    wb.on_evict), mine, s.allowed_lag_ms)
