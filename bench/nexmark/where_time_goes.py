@@ -41,7 +41,7 @@ from nexmark.source import nexmark_source, preload_pipeline  # noqa: E402
 PARTS = [
     ("idle waits (backoff park, locks, gRPC polling)", ("BackoffIdleStrategy.idle", "Condition.wait", "Event.wait",
                                                          "selectors.py", "grpc/_server.py", "_poll_")),
-    ("pickling (chunks to other members, snapshots)", ("pickle", "dumps (", "loads (", "encode_chunk", "chunk_payload.py",
+    ("pickling (chunks to other members, snapshots)", ("pickle", "dumps (", "loads (", "encode_chunk", "item_columns.py",
                                                        "decode_chunk")),
     ("partitioning (key encoding, hashing)", ("key_encoding.py", "partitioner.py", "partitioning.py")),
     ("query's functions", ("nexmark/",)),

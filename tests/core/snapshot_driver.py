@@ -7,11 +7,13 @@ processors that restored them, as the engine does when a job restarts on other m
 
 from __future__ import annotations
 
-import pickle
+import io
 from typing import Any, Callable
 
 from jet.core.inbox import Inbox
 from jet.core.processor import Context, Processor
+from jet.core.snapshot_keys import BroadcastKey
+from jet.core.state_pickle import dumps_entries, load_entries
 from jet.core.test_support import restore_routing
 
 from tests.core.stream_driver import StreamDriver
@@ -48,9 +50,10 @@ class Driven(StreamDriver):
         return self
 
     def save(self) -> list[tuple[Any, Any]]:
-        """The entries of a snapshot taken now, through pickle as the store keeps them; taken
-        from the bounded snapshot buffer after every call, as the engine does
-        (``save_calls``: how many calls the save took)."""
+        """The entries of a snapshot taken now, pickled and loaded as the store keeps them (keyed
+        and broadcast entries apart, as the engine's partition groups split them); taken from the
+        bounded snapshot buffer after every call, as the engine does (``save_calls``: how many
+        calls the save took)."""
         entries: list = []
 
         def step() -> bool:
@@ -62,7 +65,10 @@ class Driven(StreamDriver):
 
         self.save_calls = 0
         self._until_true(step)
-        return pickle.loads(pickle.dumps(entries))
+        broadcast = [entry for entry in entries if type(entry[0]) is BroadcastKey]
+        keyed = [entry for entry in entries if type(entry[0]) is not BroadcastKey]
+        return [loaded for part in (keyed, broadcast) if part
+                for loaded in load_entries(io.BytesIO(dumps_entries("vertex", part)))[1]]
 
     @classmethod
     def restored(cls, supplier: Callable[[], Processor], context: Context,

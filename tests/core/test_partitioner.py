@@ -20,8 +20,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from jet.core import DAG, DEFAULT_PARTITIONER, DagValidationError, Edge
-from jet.core.key_encoding import UnsupportedKeyError, canonical_bytes
-from jet.core.partitioner import key_to_partition_fn, local_partition, murmur_partition
+from jet.core.key_encoding import UnsupportedKeyError, canonical_bytes, canonical_bytes_of_all
+from jet.core.partitioner import key_to_partition_fn, local_partition, murmur_partition, murmur_partitions
 from jet.core.processors import items_source_p, noop_p
 
 from tests import partition_oracle as oracle
@@ -48,6 +48,29 @@ def test_the_partition_is_mmh3_of_the_documented_encoding_mod_271(key):
 def test_edge_cases_follow_the_documented_encoding(key):
     assert canonical_bytes(key) == oracle.encode(key)
     assert murmur_partition(key) == oracle.partition_of(key)
+
+
+_INT64 = st.integers(-(2 ** 63), 2 ** 63 - 1)
+
+
+@given(st.one_of(st.lists(st.text()), st.lists(_INT64), st.lists(st.tuples(_INT64, _INT64)),
+                 st.lists(st.one_of(st.integers(), st.text(), st.booleans(), st.tuples(st.integers(), st.integers()),
+                                    st.tuples(st.booleans(), _INT64), st.tuples(_INT64, _INT64, _INT64)))))
+def test_a_list_of_keys_at_once_lands_where_each_key_does(keys):
+    assert murmur_partitions(keys) == [oracle.partition_of(key) for key in keys]
+    encoded = canonical_bytes_of_all(keys)
+    assert encoded is None or encoded == [oracle.encode(key) for key in keys]
+
+
+@pytest.mark.parametrize("keys", [["a", "\ud800", ""], [1, -(2 ** 63), 2 ** 63 - 1], [(1, 2), (-(2 ** 63), 2 ** 63 - 1)]])
+def test_lists_of_strs_ints_and_int_pairs_are_encoded_at_once(keys):
+    assert canonical_bytes_of_all(keys) == [oracle.encode(key) for key in keys]
+
+
+@pytest.mark.parametrize("keys", [[1, 2 ** 63], [(1, 2 ** 63)], [True, 1], [(True, 1)], [1, "a"], [(1, 2, 3)], [Pair(1, 2)]])
+def test_lists_of_other_keys_are_left_to_the_one_by_one_encoding(keys):
+    assert canonical_bytes_of_all(keys) is None
+    assert murmur_partitions(keys) == [murmur_partition(key) for key in keys]
 
 
 @given(comparable_oracle_keys, comparable_oracle_keys)

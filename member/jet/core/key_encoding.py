@@ -44,6 +44,8 @@ import struct
 import uuid
 import weakref
 from decimal import Decimal
+from itertools import repeat
+from operator import itemgetter
 from fractions import Fraction
 from typing import Any, Callable
 
@@ -112,6 +114,29 @@ def canonical_bytes(key: Any) -> bytes:
         return TAGGED_INT64.pack(TAG_INT, key)
     encode = _ENCODERS.get(kind) or _encoder_for_type(kind)
     return encode(key)
+
+
+_STR_ONLY, _INT_ONLY, _TUPLE_ONLY, _PAIR = {str}, {int}, {tuple}, {2}
+
+
+def canonical_bytes_of_all(keys: list) -> list[bytes] | None:
+    """``[canonical_bytes(key) for key in keys]`` in whole-list C passes when every key is a
+    ``str``, every key a 64-bit ``int``, or every key a plain tuple of two of them (the
+    commonest grouping keys); None for any other list, whose keys go one by one."""
+    kinds = set(map(type, keys))
+    try:
+        if kinds == _STR_ONLY:
+            return list(map(str.encode, keys, repeat("utf-8"), repeat("surrogatepass")))
+        if kinds == _INT_ONLY:
+            return list(map(TAGGED_INT64.pack, repeat(TAG_INT), keys))
+        if kinds == _TUPLE_ONLY and set(map(len, keys)) == _PAIR:
+            firsts, seconds = list(map(itemgetter(0), keys)), list(map(itemgetter(1), keys))
+            if set(map(type, firsts)) | set(map(type, seconds)) == _INT_ONLY:
+                size, tag = repeat(_INT64_LENGTH), repeat(TAG_INT)
+                return list(map(_INT64_PAIR.pack, repeat(TAG_TUPLE), size, tag, firsts, size, tag, seconds))
+    except struct.error:  # an int beyond 64 bits: encoded otherwise
+        pass
+    return None
 
 
 def _encode_int(value: int) -> bytes:

@@ -15,11 +15,12 @@ from typing import Any, Callable, Protocol, runtime_checkable
 
 import mmh3
 
-from jet.core.key_encoding import INT64_MAX, INT64_MIN, TAG_INT, TAGGED_INT64, UnsupportedKeyError, canonical_bytes
+from jet.core.key_encoding import (INT64_MAX, INT64_MIN, TAG_INT, TAGGED_INT64, UnsupportedKeyError, canonical_bytes,
+                                  canonical_bytes_of_all)
 
 __all__ = ["PARTITION_COUNT", "MURMUR_SEED", "Partitioner", "MurmurHashPartitioner", "HashPartitioner",
            "DEFAULT_PARTITIONER", "HASH_PARTITIONER", "UnsupportedKeyError", "canonical_bytes",
-           "murmur_partition", "local_partition", "key_to_partition_fn", "chunk_partitions_fn"]
+           "murmur_partition", "murmur_partitions", "local_partition", "key_to_partition_fn", "chunk_partitions_fn"]
 
 PARTITION_COUNT = 271
 MURMUR_SEED = 0x01000193
@@ -56,6 +57,22 @@ def murmur_partition(key: Any, partition_count: int = PARTITION_COUNT) -> int:
         data = canonical_bytes(key)
     h = mmh3.hash(data, MURMUR_SEED, signed=True)
     return 0 if h == _INT32_MIN else abs(h) % partition_count
+
+
+def murmur_partitions(keys: list, partition_count: int = PARTITION_COUNT) -> list[int]:
+    """``[murmur_partition(key) for key in keys]``, in whole-list C passes for the key shapes
+    :func:`~jet.core.key_encoding.canonical_bytes_of_all` encodes at once.
+
+    Raises :class:`UnsupportedKeyError` as :func:`murmur_partition` does.
+    """
+    encoded = canonical_bytes_of_all(keys)
+    if encoded is None:
+        return list(map(murmur_partition, keys, repeat(partition_count)))
+    hashes = list(map(mmh3.hash, encoded, repeat(MURMUR_SEED), repeat(True)))
+    partitions = list(map(int.__mod__, map(abs, hashes), repeat(partition_count)))
+    if _INT32_MIN in hashes:
+        partitions = [0 if h == _INT32_MIN else p for h, p in zip(hashes, partitions)]
+    return partitions
 
 
 def local_partition(key: Any, partition_count: int = PARTITION_COUNT) -> int:

@@ -5,7 +5,7 @@ below what the local engine moves; so a packet carries one pickle of a whole lis
 (or of (item, partition id) pairs, so a receiver with several processors does not hash again)::
 
     u8 type=CHUNK | i64 executionId | i32 destVertexId | i32 destOrdinal | u8 flags | i32 count
-    the ``count`` entries in the column form of :mod:`jet.cluster.edges.chunk_payload`
+    the ``count`` entries in the column form of :mod:`jet.core.item_columns`
     (one pickle, protocol 5; absent when count is 0)
 
 flags: bit 0 DONE (the sender's last packet), bit 1 entries are (item, partition id) pairs,
@@ -25,7 +25,7 @@ import struct
 from operator import itemgetter
 from typing import Any, NamedTuple
 
-from jet.cluster.edges.chunk_payload import pack_items, unpack_items
+from jet.core.item_columns import pack_items, unpack_items
 from jet.cluster.edges.flow_control import ITEM_FOOTPRINT_OVERHEAD_BYTES
 from jet.cluster.links.packets import FrameType, PacketFormatError
 

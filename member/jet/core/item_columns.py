@@ -1,4 +1,4 @@
-"""A chunk's items as the columns one pickle carries between members.
+"""A list of items as the columns one pickle carries (a chunk between members, a snapshot portion).
 
 Pickling a namedtuple calls its Python ``__reduce_ex__``/``__getnewargs__``, and unpickling it its
 Python ``__new__``: about 4x the cost of a plain tuple of the same values each way (1.0 against
@@ -88,7 +88,7 @@ def pack_items(items: list, partitions: list[int] | None = None) -> bytes:
     """One pickle of ``items`` (and their partition ids) in the column form above."""
     parts = None if partitions is None else array.array("H", partitions).tobytes()
     leading, lengths, head = None, None, items[0]
-    if (type(head) is tuple and len(head) >= 2 and _is_events(head[-1])
+    if (type(head) is tuple and len(head) >= 2 and carries_events(head[-1])
             and set(map(type, items)) == _TUPLE_ONLY and set(map(len, items)) == {len(head)}):
         last = len(head) - 1
         lasts = list(map(_second if last == 1 else itemgetter(last), items))
@@ -106,7 +106,7 @@ def pack_items(items: list, partitions: list[int] | None = None) -> bytes:
     return pickle.dumps(columns, PICKLE_PROTOCOL)
 
 
-def _is_events(value: Any) -> bool:
+def carries_events(value: Any) -> bool:
     """A plain namedtuple, or a non-empty list whose first element is one (a top_n's or a
     to_list's accumulator of events)."""
     if type(value) is list:

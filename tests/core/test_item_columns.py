@@ -6,7 +6,7 @@ from collections import namedtuple
 from typing import NamedTuple
 
 import pytest
-from jet.cluster.edges.chunk_payload import is_flattenable, pack_items, unpack_items
+from jet.core.item_columns import is_flattenable, pack_items, unpack_items
 
 Point = namedtuple("Point", "x y")
 
