@@ -8,10 +8,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from jet.core.aggregate import counting, summing
+from jet.core.aggregate import AggregateOperation, counting, summing
 from jet.core.processors import (accumulate_by_frame_p, aggregate_to_sliding_window_p,
                                  combine_to_sliding_window_p)
 from jet.core.sliding_window_policy import sliding_win_policy, tumbling_win_policy
+from jet.core.snapshot_keys import BroadcastKey
 from jet.core.special_items import Watermark
 from jet.core.test_support import TestSupport
 from jet.core.window_results import KeyedWindowResult, WindowResult
@@ -247,3 +248,44 @@ def test_windows_match_the_oracle_on_any_stream(entries, size_and_slide):
     stage_two = StreamDriver(combine_to_sliding_window_p(policy, counting()))
     stage_two.feed(stage_one.feed(inputs).complete().take()).complete()
     assert by_segment(stage_two.take()) == expected
+
+
+def _counting_finishes(finished: list) -> AggregateOperation:
+    """Counting whose ``finish`` records each call, to see when results are made."""
+    base = counting()
+
+    def finish(acc):
+        finished.append(acc)
+        return base.finish(acc)
+    return AggregateOperation(base.create, base.accumulate, base.combine, finish, name="counting")
+
+
+def test_a_closing_tumbling_window_makes_its_results_as_the_outbox_takes_them():
+    finished: list = []
+    keys = 500
+    driver = StreamDriver(aggregate_to_sliding_window_p(key_of, tumbling_win_policy(10), _counting_finishes(finished)),
+                          capacity=7)
+    driver.process([(ts, (key, ts)) for key in range(keys) for ts in (1, 2 + key % 5)])
+    assert driver.processor.try_process_watermark(Watermark(10)) is False  # the outbox refused
+    assert len(finished) <= 2 * 7  # not every result made at once
+    driver.watermark(10)
+    output = driver.take()
+    assert output[-1] == Watermark(10)
+    results = Counter((r.end, r.key, r.result) for _, r in output[:-1])
+    assert results == Counter((10, key, 2) for key in range(keys))
+    assert len(finished) == keys
+
+
+def test_a_snapshot_while_a_tumbling_window_closes_emits_every_result_first():
+    keys = 300
+    supplier = aggregate_to_sliding_window_p(key_of, tumbling_win_policy(10), counting())
+    driver = StreamDriver(supplier, capacity=5)
+    driver.process([(ts, (key, ts)) for key in range(keys) for ts in (1, 3)] + [(12, ("next", 12))])
+    assert driver.processor.try_process_watermark(Watermark(10)) is False
+    driver._until_true(driver.processor.save_to_snapshot)  # finishes the output, then saves
+    emitted = [entry[1] for entry in driver.take() if type(entry) is not Watermark]
+    assert Counter((r.key, r.result) for r in emitted) == Counter((key, 2) for key in range(keys))
+    saved = driver.outbox.snapshot_entries
+    assert [key for key, _ in saved if type(key) is not BroadcastKey] == ["next"]  # only the open window's key
+    driver.watermark(10)
+    assert driver.take() == [Watermark(10)]  # nothing emitted twice

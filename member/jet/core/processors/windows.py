@@ -26,13 +26,13 @@ counting); a chunk straddling frames is split per frame with C-level ``compress`
 
 from __future__ import annotations
 
-from itertools import compress, repeat
+from itertools import chain, compress, repeat
 from operator import itemgetter
 from typing import Any, Callable, Iterator
 
 from jet.core.aggregate import AggregateOperation, identity
 from jet.core.inbox import Inbox
-from jet.core.processors.base import Supplier
+from jet.core.processors.base import LazyOutput, Supplier
 from jet.core.processors.snapshot_state import (global_key, is_own_share, merge_keyed, own_key, tagged,
                                                 unexpected_entry)
 from jet.core.processors.streaming import StreamingProcessor, monotonic_ms
@@ -267,16 +267,21 @@ class SlidingWindowP(StreamingProcessor):
                 window[key] = combine(create() if current is _MISSING else current, acc)
         return window
 
-    def _close_windows(self, limit: int) -> list:
-        """The results of every window with end <= ``limit``; evicts the frames they free."""
+    def _close_windows(self, limit: int) -> "list | LazyOutput":
+        """The results of every window with end <= ``limit``; evicts the frames they free.
+
+        A tumbling window's frame leaves the state as it closes, so its results are made as
+        the outbox takes them (:class:`LazyOutput`); a sliding window's come from state that
+        changes next, so they are made at once."""
         policy = self._policy
         frames = self.frames
+        if policy.is_tumbling():
+            closing = [(end, frames.pop(end, None) or {}) for end in self._window_ends(limit)]
+            return LazyOutput(chain.from_iterable(self._results_of(end, window, False) for end, window in closing))
         output: list = []
         for end in self._window_ends(limit):
             leaving = end - policy.window_size + policy.frame_size
-            if policy.is_tumbling():
-                self._append_results(output, end, frames.pop(end, None) or {}, False)
-            elif self._deduct is not None:
+            if self._deduct is not None:
                 self._append_results(output, end, self._add_leading_frame(end), False)
                 self._deduct_frame(frames.pop(leaving, None))
             else:
@@ -319,10 +324,12 @@ class SlidingWindowP(StreamingProcessor):
         return output
 
     def _append_results(self, output: list, end: int, window: dict, is_early: bool) -> None:
+        output.extend(self._results_of(end, window, is_early))
+
+    def _results_of(self, end: int, window: dict, is_early: bool) -> Iterator:
         # Built by C-level zip/map: a namedtuple's own __new__ is a Python call per key.
         if self._kind == ACCUMULATE_BY_FRAME:
-            output.extend(zip(window.keys(), repeat(end), window.values()))
-            return
+            return zip(window.keys(), repeat(end), window.values())
         start = end - self._policy.window_size
         finish = self._aggregate.export_fn if is_early else self._aggregate.finish
         results = window.values() if finish is identity else map(finish, window.values())
@@ -332,7 +339,7 @@ class SlidingWindowP(StreamingProcessor):
         else:
             fields = zip(repeat(start), repeat(end), results, repeat(is_early))
             cls = WindowResult
-        output.extend(zip(repeat(end - 1), map(_new_tuple, repeat(cls), fields)))
+        return zip(repeat(end - 1), map(_new_tuple, repeat(cls), fields))
 
 
 def _check(where: str, window_policy: Any, aggregate: Any, needs_combine: bool) -> None:
