@@ -42,9 +42,9 @@ def dumps_entries(vertex: str, entries: list) -> bytes:
     accumulator an event (a plain namedtuple) or a list of them (a tumbling window's ``max_by``,
     ``top_n``, ``to_list``), the entries are pickled as ``(vertex, None, columns)``: the
     ``(key, end, accumulator)`` triples in :mod:`jet.core.item_columns`' column form. Pickling a
-    namedtuple runs its Python ``__reduce_ex__`` and loading it its Python ``__new__``; as columns a
-    NEXMark q18 entry pickles about 4x and loads about 5x faster (``bench/README.md``). Any other
-    portion is the plain ``(vertex, entries)``.
+    namedtuple runs its Python ``__reduce_ex__``; as columns a portion of NEXMark q18 entries
+    pickles about 2x faster and loads as fast (``bench/README.md``). Any other portion is the
+    plain ``(vertex, entries)``.
     """
     triples = _one_frame_triples(entries)
     if triples is not None:
