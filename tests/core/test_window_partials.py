@@ -7,7 +7,7 @@ operation whose ``combine`` changes its left argument (``to_list``) and one with
 import pickle
 import random
 
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from jet.core.aggregate import counting
@@ -74,6 +74,8 @@ def two_stages(events, policy, operation, processors, keyed, seed):
 @settings(max_examples=60, deadline=None)
 @given(EVENTS, st.sampled_from([(10, 10), (20, 10), (30, 10)]), st.sampled_from(sorted(OPERATIONS)),
        st.integers(1, 3), st.booleans(), st.integers(0, 1000))
+@example(events=[(0, "a", 0), (0, "b", 0)], size_slide=(10, 10), operation_name="max_by", processors=2,
+         keyed=False, seed=1)  # a tie the shuffled partials resolve the other way (found by a fresh clone's run)
 def test_two_stages_over_shuffled_partials_equal_one_stage(events, size_slide, operation_name, processors,
                                                           keyed, seed):
     policy = sliding_win_policy(*size_slide)
@@ -82,7 +84,10 @@ def test_two_stages_over_shuffled_partials_equal_one_stage(events, size_slide, o
     single = StreamDriver(aggregate_to_sliding_window_p(key_of if keyed else None, policy, operation))
     expected = normalized(single.feed(stamped).complete().output)
     actual = normalized(two_stages(events, policy, operation, processors, keyed, seed))
-    assert actual == expected
+    if operation_name == "max_by":  # among items of equal n the partials' order picks one, as in Jet
+        assert _by_window(actual) == _by_window(expected)
+    else:
+        assert actual == expected
     assert _by_window(actual) == plain_python_windows(events, *size_slide, operation_name, keyed)
     result_type = KeyedWindowResult if keyed else WindowResult
     assert all(type(r) is result_type and r.is_early is False for _ts, r in actual)
