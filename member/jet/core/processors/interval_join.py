@@ -128,10 +128,15 @@ class IntervalJoinP(StreamingProcessor):
     def _evict(self, watermark: int) -> None:
         left_limit, right_limit = watermark - self._upper, watermark - self._lower
         emptied = []
+        # evict_below inlined, and called only where the oldest item is out: this walks every
+        # key at every watermark
         for key, (lefts, rights) in self.buffers.items():
-            lefts.evict_below(left_limit)
-            rights.evict_below(right_limit)
-            if not lefts.stamps and not rights.stamps:
+            left_stamps, right_stamps = lefts.stamps, rights.stamps
+            if left_stamps and left_stamps[0] < left_limit:
+                lefts.evict_below(left_limit)
+            if right_stamps and right_stamps[0] < right_limit:
+                rights.evict_below(right_limit)
+            if not left_stamps and not right_stamps:
                 emptied.append(key)
         for key in emptied:
             del self.buffers[key]
