@@ -68,6 +68,11 @@ def murmur_partitions(keys: list, partition_count: int = PARTITION_COUNT) -> lis
     encoded = canonical_bytes_of_all(keys)
     if encoded is None:
         return list(map(murmur_partition, keys, repeat(partition_count)))
+    return _partitions_of_encoded(encoded, partition_count)
+
+
+def _partitions_of_encoded(encoded: list[bytes], partition_count: int) -> list[int]:
+    """:func:`murmur_partition` of keys already encoded, in whole-list C passes."""
     hashes = list(map(mmh3.hash, encoded, repeat(MURMUR_SEED), repeat(True)))
     partitions = list(map(int.__mod__, map(abs, hashes), repeat(partition_count)))
     if _INT32_MIN in hashes:
@@ -166,21 +171,31 @@ _MISSING = -1
 
 
 class _MemoizedPartitions:
-    """The partitions of a chunk's keys. While every key is an ``int``, or every key a short ``str``,
-    each is looked up in a bounded memo first: a dict lookup costs a tenth of encoding and hashing the key in
-    Python, and a stream's keys repeat (hot auctions, active users)."""
+    """The partitions of a chunk's keys for the default partitioner. While every key is an
+    ``int``, or every key a short ``str``, each is looked up in a bounded memo first: a dict
+    lookup costs a tenth of encoding and hashing the key in Python, and a stream's keys repeat
+    (hot auctions, active users). Keys the memo misses, and chunks of the key shapes
+    :func:`~jet.core.key_encoding.canonical_bytes_of_all` encodes at once (pairs of ints), are
+    hashed in whole-list C passes; for keys with a canonical encoding a local edge's
+    :func:`local_partition` is :func:`murmur_partition`."""
 
-    __slots__ = ("_partition_of", "_memo")
+    __slots__ = ("_partition_of", "_memo", "_count")
 
-    def __init__(self, partition_of: Callable[[Any], int]) -> None:
+    def __init__(self, partition_of: Callable[[Any], int], partition_count: int = PARTITION_COUNT) -> None:
         self._partition_of = partition_of
+        self._count = partition_count
         self._memo: dict[Any, int] = {}
 
+    def _all_at_once(self, keys: list) -> list[int]:
+        encoded = canonical_bytes_of_all(keys)
+        if encoded is None:
+            return list(map(self._partition_of, keys))
+        return _partitions_of_encoded(encoded, self._count)
+
     def __call__(self, keys: list) -> list[int]:
-        partition_of = self._partition_of
         kinds = set(map(type, keys))
         if not (kinds == _INT_ONLY or kinds == _STR_ONLY and max(map(len, keys)) <= PARTITION_MEMO_MAX_STR):
-            return list(map(partition_of, keys))
+            return self._all_at_once(keys)
         memo = self._memo
         partitions = list(map(memo.get, keys, repeat(_MISSING)))
         if _MISSING in partitions:
@@ -190,8 +205,8 @@ class _MemoizedPartitions:
                 new_keys = set(keys)
             else:
                 new_keys = set(compress(keys, map(_MISSING.__eq__, partitions)))
-            for key in new_keys:
-                memo[key] = partition_of(key)
+            new_keys = list(new_keys)
+            memo.update(zip(new_keys, self._all_at_once(new_keys)))
             partitions = list(map(memo.__getitem__, keys))
         return partitions
 
@@ -203,5 +218,5 @@ def chunk_partitions_fn(partitioner: Partitioner, partition_count: int = PARTITI
     :class:`_MemoizedPartitions`)."""
     partition_of = key_to_partition_fn(partitioner, partition_count, distributed=distributed)
     if isinstance(partitioner, MurmurHashPartitioner):
-        return _MemoizedPartitions(partition_of)
+        return _MemoizedPartitions(partition_of, partition_count)
     return lambda keys: list(map(partition_of, keys))
