@@ -18,6 +18,7 @@ from jet.connectors.kafka.ownership import owned_partitions, owner_of
 from jet.connectors.kafka.records import KafkaRecord
 from jet.connectors.kafka.source import KafkaRecordError
 from jet.core.event_time import EventTimePolicy
+from jet.core.outbox import MIN_SNAPSHOT_PORTION
 from jet.core.processor import Context
 from jet.core.special_items import IDLE_MESSAGE, Watermark
 from jet.job_config import ProcessingGuarantee
@@ -115,6 +116,30 @@ def test_offsets_restored_into_another_parallelism_lose_and_repeat_nothing(kafka
     got = kept + [item for driven in after for item in items_of(driven)]
     expected = [f"v{i}" for i in range(400)] + [f"later{i}" for i in range(200)]
     assert sorted(got) == sorted(expected)
+
+
+def test_a_processor_saves_the_offsets_of_more_partitions_than_one_call_may_offer(kafka_broker, new_topic):
+    servers = kafka_broker.bootstrap_servers
+    partitions = MIN_SNAPSHOT_PORTION + 5
+    topic = new_topic(partitions)
+    produce(servers, topic, records(partitions, 4 * partitions))
+    source = Sources.kafka(topic, servers, value_fn=bytes.decode)
+    (before,) = start(source, 1)
+    read_until([before], 4 * partitions)
+    before.outbox.snapshot_capacity = MIN_SNAPSHOT_PORTION  # what the engine allows after a first portion
+    snapshot = before.save()
+    close_all([before])
+    assert before.save_calls > 1
+    assert sorted(key.key[2] for key, _ in snapshot) == list(range(partitions))
+    produce(servers, topic, records(partitions, partitions, "later"))
+    (after,) = start(source, 1, restore=snapshot)
+    try:
+        read_until([after], partitions)
+        time.sleep(0.3)
+        after.complete(calls=3)
+    finally:
+        close_all([after])
+    assert sorted(items_of(after)) == sorted(f"later{i}" for i in range(partitions))  # nothing read again
 
 
 def test_partitions_added_while_the_source_runs_are_read_within_seconds(any_broker):

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 from jet.connectors.kafka.client_config import (BROKER_OUTAGE_S, DEFAULT_METADATA_POLL_MS, client_settings,
                                                 for_admin, redacted)
@@ -34,6 +34,7 @@ from jet.core.event_time import EventTimePolicy
 from jet.core.inbox import Inbox
 from jet.core.outbox import Outbox
 from jet.core.processor import Context, Processor
+from jet.core.processors.snapshot_state import SnapshotSaver
 from jet.core.snapshot_keys import BroadcastKey
 from jet.job_config import ProcessingGuarantee
 
@@ -79,6 +80,7 @@ class StreamKafkaP(Processor):
         self._restored_wms: dict[tuple[str, int], int] = {}
         self._restored = False
         self._known = False  # the first metadata arrived
+        self._saver = SnapshotSaver()
 
     def init(self, outbox: Outbox, context: Context) -> None:
         super().init(outbox, context)
@@ -205,8 +207,13 @@ class StreamKafkaP(Processor):
 
     # -- snapshots -------------------------------------------------------------------------------
     def save_to_snapshot(self) -> bool:
-        if not self._emitter.flush(self.outbox) or self.outbox.pending_special is not None:
+        saver = self._saver
+        if not saver.saving and (not self._emitter.flush(self.outbox) or self.outbox.pending_special is not None):
             return False  # what was read before the barrier goes downstream before it
+        # in portions: a processor may own more partitions than one call may offer
+        return saver.offer(self.outbox, self._offset_entries)
+
+    def _offset_entries(self) -> Iterator[tuple[BroadcastKey, tuple[int, int | None]]]:
         mapper = self._emitter.mapper
         for tp, offset in self._offsets.items():
             index = self._mapper_index.get(tp)
@@ -214,8 +221,7 @@ class StreamKafkaP(Processor):
                 watermark = mapper.get_watermark(index)
             else:
                 watermark = self._restored_wms.get(tp)
-            self.outbox.offer_to_snapshot(BroadcastKey((OFFSET_TAG,) + tp), (offset, watermark))
-        return True
+            yield BroadcastKey((OFFSET_TAG,) + tp), (offset, watermark)
 
     def restore_from_snapshot(self, inbox: Inbox) -> None:
         spec, context = self._spec, self.context
