@@ -175,13 +175,13 @@ class FileSinkP(Processor):
         return True
 
     def snapshot_commit_prepare(self) -> bool:
-        if self._txns is not None:
-            if self._file is not None:
-                self._file.flush()
-                os.fsync(self._file.fileno())
-                self._finish_file()
-            self._txns.prepare(self.outbox)
-        return True
+        if self._txns is None:
+            return True
+        if self._file is not None and not self._txns.recording:
+            self._file.flush()
+            os.fsync(self._file.fileno())
+            self._finish_file()
+        return self._txns.prepare(self.outbox)
 
     def snapshot_commit_finish(self, success: bool) -> bool:
         if self._txns is not None:

@@ -116,10 +116,11 @@ class WriteBufferedP(Processor):
         return True
 
     def snapshot_commit_prepare(self) -> bool:
-        if self._txns is not None:
+        if self._txns is None:
+            return True
+        if not self._txns.recording:  # once a snapshot: a refused prepare goes on below
             self._prepare()
-            self._txns.prepare(self.outbox)
-        return True
+        return self._txns.prepare(self.outbox)
 
     def snapshot_commit_finish(self, success: bool) -> bool:
         if self._txns is not None:

@@ -16,6 +16,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from jet.core.outbox import Outbox
+from jet.core.processors.snapshot_state import SnapshotSaver
 from jet.core.snapshot_keys import BroadcastKey
 
 
@@ -32,16 +33,27 @@ class UnboundedTransactions:
         self._commit = commit_fn
         self.pending: list[tuple[int, int, Any]] = []  # (owner index, number, transaction)
         self._prepared = 0  # how many of ``pending`` the snapshot in progress recorded
+        self._saver = SnapshotSaver()
 
     def finished(self, index: int, number: int, txn: Any) -> None:
         """Transaction ``txn`` (number ``number`` of processor ``index``) waits for a snapshot."""
         self.pending.append((index, number, txn))
 
-    def prepare(self, outbox: Outbox) -> None:
-        """Phase 1: record every pending transaction in the snapshot."""
-        for index, number, txn in self.pending:
-            outbox.offer_to_snapshot(BroadcastKey((self.tag, index, number)), txn)
+    @property
+    def recording(self) -> bool:
+        """True while a :meth:`prepare` that the outbox refused goes on (call it again)."""
+        return self._saver.saving
+
+    def prepare(self, outbox: Outbox) -> bool:
+        """Phase 1: record every pending transaction in the snapshot; False when the outbox took
+        only some (the engine calls ``snapshot_commit_prepare`` again): after snapshots that
+        failed, more may wait than one call may offer."""
+        tag = self.tag
+        if not self._saver.offer(outbox, lambda: ((BroadcastKey((tag, index, number)), txn)
+                                                  for index, number, txn in self.pending)):
+            return False
         self._prepared = len(self.pending)
+        return True
 
     def finish(self, success: bool) -> None:
         """Phase 2: commit what the snapshot recorded, or keep it for the next snapshot."""
