@@ -31,7 +31,7 @@ class Outbox:
     """
 
     __slots__ = ("buckets", "capacities", "_all", "pending_special", "_open_capacities", "snapshot_entries",
-                 "snapshot_capacity")
+                 "snapshot_capacity", "snapshot_refused")
 
     def __init__(self, bucket_count: int,
                  capacities: Sequence[int] | int = DEFAULT_OUTBOX_CAPACITY,
@@ -51,6 +51,9 @@ class Outbox:
         self.snapshot_capacity = max(MIN_SNAPSHOT_PORTION, snapshot_capacity)
         """How many entries ``snapshot_entries`` holds before ``offer_to_snapshot`` refuses (the
         engine adjusts it between calls)."""
+        self.snapshot_refused = False
+        """Whether ``offer_to_snapshot`` refused an entry since the engine last cleared this: a
+        processor that then reports its save done would lose that entry."""
 
     def offer_to_snapshot(self, key: Any, value: Any) -> bool:
         """Save one entry of the processor's state into the snapshot being taken.
@@ -65,6 +68,7 @@ class Outbox:
         processor saving fewer needs no resumption."""
         entries = self.snapshot_entries
         if len(entries) >= self.snapshot_capacity:
+            self.snapshot_refused = True
             return False
         entries.append((key, value))
         return True

@@ -407,11 +407,13 @@ class ProcessorTasklet:
             # at once, ignoring offer_to_snapshot's answer, is never refused.
             outbox.snapshot_capacity = SNAPSHOT_PORTION
         started = time.perf_counter()
+        outbox.snapshot_refused = False
         if not self._prepared:
             done = processor.save_to_snapshot()
             taken = portions.take(outbox, started)
             if not done:
                 return taken != 0
+            self._check_nothing_refused("save_to_snapshot")
             self._prepared = True
             if taken > MIN_SNAPSHOT_PORTION:
                 return True  # snapshot_commit_prepare in the next call: this one pickled a portion
@@ -419,6 +421,7 @@ class ProcessorTasklet:
         portions.take(outbox, started)
         if not done:
             return True
+        self._check_nothing_refused("snapshot_commit_prepare")
         self._portions = None
         barrier = self._barrier
         self.saved_snapshot_id = barrier.snapshot_id
@@ -432,6 +435,15 @@ class ProcessorTasklet:
         if self.outbox.pending_special is None:
             self._barrier_emitted()
         return True
+
+    def _check_nothing_refused(self, method: str) -> None:
+        """A processor's save that returned True after ``offer_to_snapshot`` refused an entry
+        would leave that entry out of the snapshot: fail the job instead of losing it."""
+        if self.outbox.snapshot_refused:
+            raise RuntimeError(
+                f"vertex {self.context.vertex_name!r}: {type(self.processor).__name__}.{method}() returned True"
+                " after offer_to_snapshot() refused an entry, which would be missing from the snapshot;"
+                " return False and offer it again on the next call")
 
     def _barrier_emitted(self) -> None:
         if self._barrier.is_terminal:

@@ -169,7 +169,7 @@ class SnapshotPortions:
         return by_group
 
     def _group_of_key(self, key: Any) -> int | None:
-        if type(key) is BroadcastKey or type(key) is ProcessorEnded:
+        if type(key) in _ENGINE_KEYS:
             return None
         try:
             return self._partition_of(key) % SNAPSHOT_GROUPS
