@@ -154,33 +154,6 @@ def test_the_watermark_evicts_what_can_match_nothing_more_and_late_items_are_cou
     assert [x for x in driven.output if not isinstance(x, Watermark)] == [(12, ("l10", "r12")), (20, ("l20", "r18"))]
 
 
-def test_saved_accumulators_are_not_changed_by_later_input():
-    """The engine pickles saved entries on a writer thread later: what was saved must stay as it
-    was, even for parts that fold in place (to_list, which the window join uses)."""
-    import pickle
-    lists = co_aggregate((AggregateOperations.to_list(), AggregateOperations.to_list()))
-    policy = sliding_win_policy(10, 10)
-    suppliers = [co_accumulate_by_frame_p((key_of, key_of), policy, lists),
-                 co_aggregate_to_sliding_window_p((key_of, key_of), policy, lists),
-                 co_aggregate_to_session_window_p(10, (key_of, key_of), lists)]
-    for supplier in suppliers:
-        driven = Driven(supplier, context_of(0, 1))
-        driven.process(pairs([(1, "a")], "l"), 0).process(pairs([(2, "a")], "r"), 1)
-        driven.processor.save_to_snapshot()
-        entries = list(driven.outbox.snapshot_entries)
-        at_save = pickle.dumps(entries)
-        driven.process(pairs([(3, "a")], "l"), 0).process(pairs([(4, "a")], "r"), 1)
-        assert pickle.dumps(entries) == at_save, supplier
-    from jet.core.processors.co_group import co_combine_to_sliding_window_p
-    second = Driven(co_combine_to_sliding_window_p(policy, lists), context_of(0, 1))
-    second.process([("a", 10, [[(1, "a")], []])])
-    second.processor.save_to_snapshot()
-    entries = list(second.outbox.snapshot_entries)
-    at_save = pickle.dumps(entries)
-    second.process([("a", 10, [[(3, "a")], [(4, "a")]])])
-    assert pickle.dumps(entries) == at_save
-
-
 def test_early_results_of_co_grouped_windows_and_sessions():
     from tests.core.stream_driver import FakeClock
     lists = co_aggregate((AggregateOperations.to_list(), counting()))

@@ -49,3 +49,13 @@ def wait_until(condition, timeout=20.0):
         if time.monotonic() > deadline:
             raise AssertionError("condition not reached in time")
         time.sleep(0.001)
+
+
+def call_until_saved(tasklet) -> int:
+    """Call a tasklet whose snapshot's phase 1 has started until its save is over; the calls."""
+    from jet.execution.processor_tasklet import ProcessorState
+    calls = 0
+    while tasklet.saved_snapshot_id < 0 or tasklet.state is ProcessorState.SAVE_SNAPSHOT:
+        tasklet.call()
+        calls += 1
+    return calls

@@ -14,13 +14,14 @@ from jet.core.processor import Context
 from jet.core.processors.windows import aggregate_to_sliding_window_p
 from jet.core.sliding_window_policy import tumbling_win_policy
 from jet.execution.plan import MemberTopology
-from jet.execution.processor_tasklet import ProcessorTasklet, ProcessorState
+from jet.execution.processor_tasklet import ProcessorTasklet
 from jet.execution.snapshot_context import SnapshotContext
 from jet.execution.snapshot_portions import grouping_partition_fn
 from jet.execution.snapshot_restore import chunk_filter, route_restore_entries
 from jet.job_config import ProcessingGuarantee
 from jet.snapshot.store import SnapshotStore, chunk_vertex_and_group
 from tests import partition_oracle as oracle
+from tests.execution.support import call_until_saved
 
 KEYS_PER_MEMBER = 10_000
 JOB = "groups"
@@ -70,10 +71,7 @@ def _save(store: SnapshotStore, slot: int, member: int, keys: list[int]) -> int:
         return len(data)
 
     phase1 = context.start_phase1(0, False, write)
-    calls = 0
-    while tasklet.saved_snapshot_id < 0 or tasklet.state is ProcessorState.SAVE_SNAPSHOT:
-        tasklet.call()
-        calls += 1
+    calls = call_until_saved(tasklet)
     phase1.result(timeout=30)
     context.execution_ended(None)
     return calls

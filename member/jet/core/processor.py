@@ -116,7 +116,9 @@ class Processor:
         partitioned input edge routes by, so at restore it reaches the processor that owns that
         key's partition, on however many members; anything else goes under a
         :class:`~jet.core.snapshot_keys.BroadcastKey` and reaches every processor of the vertex.
-        Values must pickle. The default saves nothing (a stateless processor)."""
+        Values must pickle. The engine pickles what was offered before the processor runs
+        again, so a value may be live state the next items change in place (no copy needed).
+        The default saves nothing (a stateless processor)."""
         return True
 
     def restore_from_snapshot(self, inbox: Inbox) -> None:

@@ -7,15 +7,13 @@ late events, watermarks, snapshots keyed by the grouping key) is theirs, since a
 shares create, combine, deduct and finish with the whole operation; the second stage of two
 combines whole accumulators as the single-input one does.
 
-One more difference: the engine pickles a snapshot's entries on a writer thread after
-``save_to_snapshot`` returns, so a processor must not change a saved accumulator afterwards. The
-parts of a co-aggregation may fold in place (``to_list`` does, and the window join is built on
-it), so these processors go on with a deep copy of their windows after each save.
+Parts of a co-aggregation may fold in place (``to_list`` does, and the window join is built on
+it); a save needs no copy of them, since the tasklet pickles what was offered before the
+processor runs again.
 """
 
 from __future__ import annotations
 
-import copy
 from typing import Any, Callable, Sequence
 
 from jet.core.co_aggregate import CoAggregateOperation
@@ -43,15 +41,7 @@ def _first(key_fns: Sequence[Callable[[Any], Any]] | None) -> Callable[[Any], An
     return None if key_fns is None else key_fns[0]
 
 
-class DetachedSlidingWindowP(SlidingWindowP):
-    """A sliding-window processor that saves copies of its accumulators, which it goes on
-    changing in place after the save."""
-
-    def _saved_value(self, frames: dict) -> dict:
-        return copy.deepcopy(frames)
-
-
-class CoGroupSlidingWindowP(DetachedSlidingWindowP):
+class CoGroupSlidingWindowP(SlidingWindowP):
     """Sliding or tumbling windows over several inputs: the first stage of two
     (``accumulate-by-frame``) or a single stage (``aggregate-to-window``)."""
 
@@ -84,9 +74,6 @@ class CoGroupSessionWindowP(SessionWindowP):
         self._aggregate = self._inputs.views[ordinal]
         super().process(ordinal, inbox)
 
-    def _saved_value(self, sessions: list) -> list:
-        return copy.deepcopy(sessions)  # the accumulators change in place after the save
-
 
 def _check(where: str, aggregate: Any, key_fns: Any) -> None:
     if not isinstance(aggregate, CoAggregateOperation):
@@ -112,12 +99,12 @@ def co_accumulate_by_frame_p(key_fns: Sequence[Callable[[Any], Any]] | None,
 
 def co_combine_to_sliding_window_p(window_policy: SlidingWindowPolicy, aggregate: CoAggregateOperation,
                                    keyed: bool = True) -> Supplier:
-    """Stage two over several inputs: ``combine_to_sliding_window_p`` that never changes an
-    accumulator it saved (see the module docstring)."""
+    """Stage two over several inputs: ``combine_to_sliding_window_p`` with a co-aggregation's
+    checks."""
     _check("co_combine_to_sliding_window_p", aggregate, None)
     if aggregate.combine is None:
         raise ValueError(f"co_combine_to_sliding_window_p: {aggregate.name!r} has no combine function")
-    return lambda: DetachedSlidingWindowP(COMBINE_TO_WINDOW, None, window_policy, aggregate, keyed=keyed)
+    return lambda: SlidingWindowP(COMBINE_TO_WINDOW, None, window_policy, aggregate, keyed=keyed)
 
 
 def co_aggregate_to_sliding_window_p(key_fns: Sequence[Callable[[Any], Any]] | None,

@@ -149,16 +149,11 @@ class SessionWindowP(StreamingProcessor):
     def save_to_snapshot(self) -> bool:
         return self.save_state(self._saved_entries, self.current_watermark)
 
-    def _saved_value(self, sessions: list) -> list:
-        """What a key's ``[(start, end, accumulator)]`` is saved as (a subclass may copy it)."""
-        return sessions
-
     def _saved_entries(self) -> Iterator[tuple[Any, list]]:
         keyed = self._key_fn is not None
-        saved_value = self._saved_value
         for key, windows in self.windows.items():
             yield (key if keyed else global_key(self.context),
-                   saved_value(list(zip(windows.starts, windows.ends, windows.accs))))
+                   list(zip(windows.starts, windows.ends, windows.accs)))
 
     def restore_from_snapshot(self, inbox: Inbox) -> None:
         context = self.context

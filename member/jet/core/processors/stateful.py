@@ -18,7 +18,6 @@ lives in one processor, so a key restored twice is an error.
 from __future__ import annotations
 
 from collections import OrderedDict
-from copy import deepcopy
 from typing import Any, Callable, Iterator
 
 from jet.core.inbox import Inbox
@@ -103,9 +102,10 @@ class TransformStatefulP(StreamingProcessor):
 
     def _saved_entries(self) -> Iterator[tuple[Any, tuple]]:
         keyed = self._key_fn is not None
+        # No copy of a state the next items change in place: the tasklet pickles what was
+        # offered before this processor runs again.
         for key, (ts, state) in self.states.items():
-            # A copy: the next items change a state in place (a list, a dict) once the save is over.
-            yield key if keyed else global_key(self.context), (ts, deepcopy(state))
+            yield key if keyed else global_key(self.context), (ts, state)
 
     def restore_from_snapshot(self, inbox: Inbox) -> None:
         context, states = self.context, self.states

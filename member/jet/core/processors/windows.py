@@ -169,16 +169,12 @@ class SlidingWindowP(StreamingProcessor):
     def save_to_snapshot(self) -> bool:
         return self.save_state(self._saved_entries, self.next_win_to_emit, self.current_watermark)
 
-    def _saved_value(self, frames: dict) -> dict:
-        """What a key's ``{frame end: accumulator}`` is saved as (a subclass may copy it)."""
-        return frames
-
     def _saved_entries(self) -> Iterator[tuple[Any, dict]]:
         """``key -> {frame end: accumulator}`` per key, keys in order of first appearance; lazily,
         one key at a time, so a save in portions costs no pass over the whole state at once."""
         ends = list(self.frames)
         maps = [self.frames[end] for end in ends]
-        snapshot_key, saved_value = self._snapshot_key, self._saved_value
+        snapshot_key = self._snapshot_key
         for i, accumulators in enumerate(maps):
             earlier, later = maps[:i], list(zip(ends[i + 1:], maps[i + 1:]))
             for key, acc in accumulators.items():
@@ -189,7 +185,7 @@ class SlidingWindowP(StreamingProcessor):
                     other = m.get(key, _MISSING)
                     if other is not _MISSING:
                         value[end] = other
-                yield snapshot_key(key), saved_value(value)
+                yield snapshot_key(key), value
 
     def restore_from_snapshot(self, inbox: Inbox) -> None:
         context, aggregate = self.context, self._aggregate
