@@ -4,7 +4,7 @@ restore into another processor count, late events and the interval join's evicti
 
 from collections import Counter
 
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from jet.core.aggregate import counting
@@ -139,6 +139,53 @@ def test_interval_join_buffers_restored_into_another_count_join_every_pair_once(
     for i, driven in enumerate(new):
         driven.process(share(right, i, counts[1]), 1).complete()
     assert sorted(item for d in old + new for item in d.output) == interval_oracle(left, right, 3, 5)
+
+
+@settings(max_examples=40, deadline=None)
+@given(EVENTS, EVENTS, COUNTS, st.sampled_from([0, 1]), st.lists(st.integers(0, 20), min_size=3, max_size=3))
+@example([(18, "a")], [(21, "a"), (19, "a")], (2, 3), 0, [0, 12, 0])  # a saved broadcast item meets a later one
+def test_a_broadcast_side_joins_every_pair_once_through_a_restore_into_another_count(left, right, counts, broadcast,
+                                                                                      watermarks):
+    """Every processor takes every item of the broadcast side and some of the other; before the
+    save each has its own watermark (none above the later items)."""
+    sides = [pairs(left, "l"), pairs(right, "r")]
+    supplier = interval_join_p(key_of, key_of, 3, 5, lambda a, b: (a, b), broadcast)
+
+    def share(items, index, count, phase):
+        items = [pair for pair in items if (pair[0] < 20) == (phase == 1)]
+        return [pair for n, pair in enumerate(items) if n % count == index]
+
+    def feed(driven, index, count, phase):
+        for ordinal in (0, 1):
+            everything = ordinal == broadcast
+            driven.process(share(sides[ordinal], 0 if everything else index, 1 if everything else count, phase),
+                           ordinal)
+
+    old = [Driven(supplier, context_of(i, counts[0])) for i in range(counts[0])]
+    for i, driven in enumerate(old):
+        feed(driven, i, counts[0], 1)
+        driven.watermark(watermarks[i])
+    new = restore_all(supplier, [d.save() for d in old], counts[1])
+    for i, driven in enumerate(new):
+        feed(driven, i, counts[1], 2)
+        driven.complete()
+    joined = [item for d in old + new for item in d.output if not isinstance(item, Watermark)]
+    assert sorted(joined) == interval_oracle(*sides, 3, 5)
+
+
+def test_a_restore_keeps_the_broadcast_copy_of_the_processor_with_the_lowest_watermark():
+    supplier = interval_join_p(key_of, key_of, 0, 5, lambda a, b: (a, b), 0)
+    lefts = [(ts, ("k", f"l{ts}")) for ts in (10, 20, 30)]
+    old = [Driven(supplier, context_of(i, 2)).process(lefts, 0) for i in range(2)]
+    old[0].process([(31, ("k", "r31"))], 1)
+    old[0].watermark(26)  # evicts l10, l20 here (nothing at or above 26 can meet them)
+    old[1].watermark(16)  # only l10 here
+    (restored,) = restore_all(supplier, [d.save() for d in old], 1)
+    assert restored.processor.current_watermark == 16
+    left_side, right_side = restored.processor.buffers["k"]
+    assert left_side.pairs() == lefts[1:] and right_side.pairs() == [(31, ("k", "r31"))]
+    restored.process([(22, ("k", "r22"))], 1)
+    assert restored.output == [(22, (lefts[1][1], ("k", "r22")))]
 
 
 def test_the_watermark_evicts_what_can_match_nothing_more_and_late_items_are_counted():

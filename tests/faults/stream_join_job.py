@@ -43,7 +43,11 @@ def _side(name: str, events: int, rate: int, every: int):
             .build())
 
 
-def join_pipeline(window_dir: str, interval_dir: str, events: int, rate: int) -> Pipeline:
+def join_pipeline(window_dir: str, interval_dir: str, broadcast_dir: str, events: int, rate: int) -> Pipeline:
+    """A window join, an interval join and an interval join that broadcasts its left side, of the
+    same two streams, each into its own directory. A left item often waits in a snapshot for the
+    right one of its sequence, which the other source sends after its own barrier: so the
+    broadcast join's restores depend on its saved copies of the broadcast side."""
     p = Pipeline.create()
     left = p.read_from(_side("left", events, rate, 1)).with_native_timestamps(0) \
         .filter(lambda event: event[0] != TICK)
@@ -57,11 +61,15 @@ def join_pipeline(window_dir: str, interval_dir: str, events: int, rate: int) ->
      .interval_join(right.grouping_key(lambda event: event[1]), 0, INTERVAL_UPPER_MS,
                     lambda a, b: {"left": a[0], "right": b[0]})
      .write_to(Sinks.jsonl(interval_dir)))
+    (left.grouping_key(lambda event: event[1])
+     .interval_join(right.grouping_key(lambda event: event[1]), 0, INTERVAL_UPPER_MS,
+                    lambda a, b: {"left": a[0], "right": b[0]}, broadcast="left")
+     .write_to(Sinks.jsonl(broadcast_dir)))
     return p
 
 
 def oracle(events: int) -> Counter:
-    """(left, right) of every joined pair, once each (both joins give the same pairs)."""
+    """(left, right) of every joined pair, once each (the joins give the same pairs)."""
     return Counter((sequence, sequence) for sequence in range(0, events, RIGHT_EVERY))
 
 

@@ -101,13 +101,15 @@ def test_window_joins_inner_and_left(members, window):
 
 
 @pytest.mark.parametrize("members", [1, 2, 3])
-@pytest.mark.parametrize("lower, upper", [(0, 0), (20, 50), (100, 10)])
-def test_interval_join(members, lower, upper):
+@pytest.mark.parametrize("lower, upper, broadcast", [(0, 0, None), (20, 50, None), (100, 10, None),
+                                                     (20, 50, "left"), (100, 10, "right")])
+def test_interval_join(members, lower, upper, broadcast):
     left, right = _inputs(2, n=200, seed=33)
     p = Pipeline.create()
     s0, s1 = _streams(p, left, right)
     s0.grouping_key(key_of).interval_join(s1.grouping_key(key_of), lower, upper,
-                                          lambda a, b: (value_of(a), value_of(b))).write_to(Sinks.list("joined"))
+                                          lambda a, b: (value_of(a), value_of(b)), broadcast=broadcast) \
+        .write_to(Sinks.list("joined"))
     results = run_pipeline(p, members)
     assert sorted(results["joined"]) == sorted(v for _, v in interval_join(left, right, lower, upper))
 
@@ -156,12 +158,15 @@ def test_co_grouping_and_joins_on_a_local_cluster(members):
         s1.grouping_key(key_of), lambda a, b: (a[2], b and b[2]), how="left").write_to(Sinks.list("join"))
     s0.grouping_key(key_of).interval_join(s1.grouping_key(key_of), 20, 40, lambda a, b: (a[2], b[2])) \
         .write_to(Sinks.list("interval"))
+    s0.grouping_key(key_of).interval_join(s1.grouping_key(key_of), 20, 40, lambda a, b: (a[2], b[2]),
+                                          broadcast="right").write_to(Sinks.list("broadcast"))
     with jet.local_cluster(members=members) as cluster:
         job = cluster.new_job(p)
         job.join(timeout=120)
         assert sorted(job.result("three")) == co_counts([left, right, third], shape)
         assert sorted(job.result("join"), key=repr) == window_join(left, right, WINDOWS["session"][1], how="left")
         assert sorted(job.result("interval")) == sorted(v for _, v in interval_join(left, right, 20, 40))
+        assert sorted(job.result("broadcast")) == sorted(job.result("interval"))
 
 
 @pytest.mark.timeout(300)

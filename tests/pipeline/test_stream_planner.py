@@ -12,6 +12,7 @@ import pytest
 from jet import AggregateOperation, Pipeline, Sinks, Sources, WindowDefinition
 from jet import AggregateOperations as A
 from jet.core.partitioner import HASH_PARTITIONER
+from jet.pipeline.errors import PipelineDefinitionError
 from jet.pipeline.join_processors import TimestampedHashJoinP
 from jet.pipeline.source_sink import StreamSource
 
@@ -277,3 +278,29 @@ def test_merged_streams_meet_in_one_pass_through_vertex(calls):
     edges = _edges(p.to_dag(2))
     assert ("first-add-timestamps", "merge") in edges and ("second-add-timestamps", "merge") in edges
     assert ("merge", "sliding-window-prepare") in edges
+
+
+@pytest.mark.parametrize("broadcast", [None, "left", "right"])
+def test_an_interval_join_partitions_both_sides_across_members_or_broadcasts_one(broadcast):
+    p = Pipeline.create()
+    small = p.read_from(_stream("small")).with_timestamps(abs, 0)
+    large = p.read_from(_stream("large")).with_timestamps(abs, 0)
+    small.grouping_key(str).interval_join(large.grouping_key(str), 0, 10, max, broadcast=broadcast) \
+        .write_to(Sinks.list())
+    edges = _edges(p.to_dag(2))
+    for source, ordinal in (("small-add-timestamps", 0), ("large-add-timestamps", 1)):
+        edge = edges[(source, "interval-join")]
+        if broadcast is None:
+            assert edge.routing_policy.name == "PARTITIONED" and edge.is_distributed(), source
+        elif ordinal == ("left", "right").index(broadcast):
+            assert edge.routing_policy.name == "BROADCAST" and edge.is_distributed(), source
+        else:  # stays on the member that produced it
+            assert edge.routing_policy.name == "PARTITIONED" and not edge.is_distributed(), source
+
+
+def test_an_interval_join_refuses_a_broadcast_side_it_does_not_know():
+    p = Pipeline.create()
+    stream = p.read_from(_stream()).with_timestamps(abs, 0)
+    with pytest.raises(PipelineDefinitionError, match=r"interval_join broadcast must be 'left', 'right' or None,"
+                                                      r" got 'both'"):
+        stream.grouping_key(str).interval_join(stream.grouping_key(str), 0, 10, max, broadcast="both")

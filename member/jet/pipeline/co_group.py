@@ -48,6 +48,8 @@ class CoGroupSpec:
     other_key_fns: tuple | None = None
     interval: IntervalBounds | None = None
     how: str = "left"
+    broadcast: int | None = None
+    """The input an interval join sends to every processor (``broadcast="left"``: 0), or None."""
 
 
 class JoinClause(NamedTuple):
@@ -182,12 +184,19 @@ class WindowAggregateBuilder:
 
 
 # -- interval join --------------------------------------------------------------------------------
+_BROADCAST_SIDES = {None: None, "left": 0, "right": 1}
+
+
 def interval_join(keyed_stage: Any, other: Any, lower_ms: int, upper_ms: int,
-                  mapper: Callable[[Any, Any], Any]) -> Any:
+                  mapper: Callable[[Any, Any], Any], broadcast: str | None = None) -> Any:
     """``mapper(left, right)`` for each left and right item of a key with ``right.ts`` in
-    ``[left.ts - lower_ms, left.ts + upper_ms]``, emitted at the later timestamp of the two."""
+    ``[left.ts - lower_ms, left.ts + upper_ms]``, emitted at the later timestamp of the two;
+    ``broadcast``: the side ("left" or "right") sent to every member, or None."""
     stage = keyed_stage._stage
     require_callable(mapper, stage.name, "the interval join mapper")
+    if not isinstance(broadcast, (str, type(None))) or broadcast not in _BROADCAST_SIDES:
+        raise PipelineDefinitionError(f"stage {stage.name!r}: interval_join broadcast must be 'left', 'right'"
+                                      f" or None, got {broadcast!r}")
     for argument, value in (("lower_ms", lower_ms), ("upper_ms", upper_ms)):
         if not isinstance(value, int) or isinstance(value, bool):
             raise PipelineDefinitionError(f"stage {stage.name!r}: interval_join {argument} must be an int (ms),"
@@ -198,7 +207,8 @@ def interval_join(keyed_stage: Any, other: Any, lower_ms: int, upper_ms: int,
     source, other_key = _side(stage, other, True, "interval_join")
     return stage._add("interval_join", [stage._input(), source], name="interval-join",
                       fn=mapper, timestamped=True,
-                      co_group=CoGroupSpec((keyed_stage._key_fn, other_key), interval=IntervalBounds(lower_ms, upper_ms)))
+                      co_group=CoGroupSpec((keyed_stage._key_fn, other_key), interval=IntervalBounds(lower_ms, upper_ms),
+                                           broadcast=_BROADCAST_SIDES[broadcast]))
 
 
 # -- batches --------------------------------------------------------------------------------------

@@ -99,14 +99,18 @@ class CoGroupPlanner:
         builder, spec = self._builder, transform.co_group
         left_key, right_key = spec.key_fns
         supplier = interval_join_p(left_key, right_key, spec.interval.lower_ms, spec.interval.upper_ms,
-                                   transform.fn)
+                                   transform.fn, spec.broadcast)
         vertex = builder.vertex(builder.names[transform], supplier, builder.effective_lp(transform))
 
-        def across_members(ordinal: int) -> Callable:
+        def routing(ordinal: int) -> Callable:
+            if ordinal == spec.broadcast:
+                return lambda e: e.broadcast().distributed()
             by_key = key_of_pair(spec.key_fns[ordinal])
+            if spec.broadcast is not None:
+                return lambda e: e.partitioned(by_key)  # stays on its member
             return lambda e: e.partitioned(by_key).distributed()
 
-        self._connect_inputs(transform, vertex, across_members)
+        self._connect_inputs(transform, vertex, routing)
         builder.output_vertex[transform] = vertex
 
     def plan_co_aggregate(self, transform: Transform) -> None:

@@ -286,12 +286,17 @@ class StageWithKey(KeyedServiceStageMethods):
         return aggregate_n(self, 3, args)
 
     def interval_join(self, other: "StageWithKey", lower_ms: int, upper_ms: int,
-                      mapper: Callable[[Any, Any], Any]) -> Any:
+                      mapper: Callable[[Any, Any], Any], *, broadcast: str | None = None) -> Any:
         """Join two keyed streams in event time: ``mapper(left, right)`` for every ``right``
         of ``other`` with the same key and ``right.ts`` in ``[left.ts - lower_ms, left.ts +
         upper_ms]``, emitted at the later of the two timestamps. Buffers are evicted by the
-        watermark; items behind it are late (dropped and counted)."""
-        return interval_join(self, other, lower_ms, upper_ms, mapper)
+        watermark; items behind it are late (dropped and counted).
+
+        ``broadcast="left"`` (this stage) or ``"right"`` (``other``): that side, which must be
+        small enough for every processor to hold, goes to every member, and the other side
+        stays on the member that produced it, so it never crosses the network (Spark's
+        broadcast hint). Default: both sides partitioned by key across members."""
+        return interval_join(self, other, lower_ms, upper_ms, mapper, broadcast)
 
     def window(self, definition: WindowDefinition) -> "StageWithKeyAndWindow":
         """Group each key's events into windows, then ``aggregate``: emits KeyedWindowResults."""

@@ -16,20 +16,31 @@ and the watermark's lag need, never the whole stream.
 Snapshots: per key ``(lefts, rights)`` under the key (the vertex's partitioned inputs route by
 it, so a restore on another member count reaches the key's new owner); a key restored twice is
 concatenated. The watermark per processor, restored as the minimum over all.
+
+**A broadcast side** (``broadcast_ordinal``): the planner sends one side, small enough to hold
+everywhere, to every processor on every member, and keeps the other on the member that produced
+it, partitioned by key among that member's processors, so the large side never crosses members.
+Each item of the partitioned side is on one processor and meets every broadcast item there, so
+each pair is still emitted once. Each processor saves its copy of the broadcast side under
+``BroadcastKey(("broadcast-side", global index, key))``; a restore keeps the copy of the processor
+whose saved watermark was lowest, which evicted and dropped the least and so holds every item any
+other copy holds.
 """
 
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 from jet.core.inbox import Inbox
 from jet.core.processors.base import Supplier
 from jet.core.processors.snapshot_state import tagged
+from jet.core.snapshot_keys import BroadcastKey
 from jet.core.processors.streaming import StreamingProcessor
 from jet.core.special_items import MIN_TIMESTAMP, Watermark
 
 LEFT, RIGHT = 0, 1
+_BROADCAST_SIDE = "broadcast-side"
 
 
 class _Side:
@@ -64,14 +75,20 @@ class IntervalJoinP(StreamingProcessor):
     """Joins ordinal 0 (left) with ordinal 1 (right) per key; emits ``(ts, result)`` pairs."""
 
     def __init__(self, left_key_fn: Callable[[Any], Any], right_key_fn: Callable[[Any], Any],
-                 lower_ms: int, upper_ms: int, mapper: Callable[[Any, Any], Any]) -> None:
+                 lower_ms: int, upper_ms: int, mapper: Callable[[Any, Any], Any],
+                 broadcast_ordinal: int | None = None) -> None:
         self._key_fns = (left_key_fn, right_key_fn)
+        self._broadcast = broadcast_ordinal
         self._lower = lower_ms
         self._upper = upper_ms
         self._mapper = mapper
         self.buffers: dict[Any, tuple[_Side, _Side]] = {}
         self.current_watermark = MIN_TIMESTAMP
         self.late_events_dropped = 0
+        self._restored_copies: dict[int, list] = {}
+        """A broadcast side's saved copies by the saving processor's global index, until the
+        restore ends."""
+        self._restored_watermarks: dict[int, int] = {}
 
     @property
     def buffered(self) -> int:
@@ -146,33 +163,61 @@ class IntervalJoinP(StreamingProcessor):
 
     # -- snapshots -------------------------------------------------------------------------
     def save_to_snapshot(self) -> bool:
-        return self.save_state(lambda: ((key, (lefts.pairs(), rights.pairs()))
-                                        for key, (lefts, rights) in self.buffers.items()),
-                               self.current_watermark)
+        return self.save_state(self._saved_entries, self.current_watermark)
+
+    def _saved_entries(self) -> Iterator[tuple[Any, Any]]:
+        broadcast = self._broadcast
+        if broadcast is None:
+            for key, (lefts, rights) in self.buffers.items():
+                yield key, (lefts.pairs(), rights.pairs())
+            return
+        index = self.context.global_index
+        for key, sides in self.buffers.items():
+            copy, partitioned = sides[broadcast], sides[1 - broadcast]
+            if partitioned.stamps:
+                yield key, ([], partitioned.pairs()) if broadcast == LEFT else (partitioned.pairs(), [])
+            if copy.stamps:
+                yield BroadcastKey((_BROADCAST_SIDE, index, key)), copy.pairs()
 
     def restore_from_snapshot(self, inbox: Inbox) -> None:
         for key, value in inbox.take_chunk():
-            if tagged(key, "progress") is not None:
+            index = tagged(key, "progress")
+            if index is not None:
                 self.merge_restored_progress(value)
-                continue
-            sides = self.buffers.get(key)
-            if sides is None:
-                sides = self.buffers[key] = (_Side(), _Side())
-            for side, saved in zip(sides, value):
-                for ts, item in saved:
-                    side.add(ts, item)
+                self._restored_watermarks[index] = value[0]
+            elif type(key) is BroadcastKey and type(key.key) is tuple and key.key[0] == _BROADCAST_SIDE:
+                _, index, item_key = key.key
+                self._restored_copies.setdefault(index, []).append((item_key, value))
+            else:
+                self._restore_key(key, value)
+
+    def _restore_key(self, key: Any, value: tuple) -> None:
+        sides = self.buffers.get(key)
+        if sides is None:
+            sides = self.buffers[key] = (_Side(), _Side())
+        for side, saved in zip(sides, value):
+            for ts, item in saved:
+                side.add(ts, item)
 
     def finish_snapshot_restore(self) -> bool:
         if self.restored_progress is not None:
             (self.current_watermark,) = self.restored_progress
+        if self._broadcast is not None and self._restored_watermarks:
+            fullest = min(self._restored_watermarks, key=self._restored_watermarks.__getitem__)
+            for key, pairs in self._restored_copies.get(fullest, ()):
+                self._restore_key(key, (pairs, []) if self._broadcast == LEFT else ([], pairs))
+        self._restored_copies, self._restored_watermarks = {}, {}
         return True
 
 
 def interval_join_p(left_key_fn: Callable[[Any], Any], right_key_fn: Callable[[Any], Any],
-                    lower_ms: int, upper_ms: int, mapper: Callable[[Any, Any], Any]) -> Supplier:
+                    lower_ms: int, upper_ms: int, mapper: Callable[[Any, Any], Any],
+                    broadcast_ordinal: int | None = None) -> Supplier:
     """An interval join: ``(ts, item)`` pairs on ordinal 0 (left) and 1 (right), each partitioned
     by its key function; ``(ts, mapper(left, right))`` pairs out for ``right.ts`` in
-    ``[left.ts - lower_ms, left.ts + upper_ms]``."""
+    ``[left.ts - lower_ms, left.ts + upper_ms]``. ``broadcast_ordinal``: the side that reaches
+    every processor (the other is partitioned among one member's processors; see the module
+    docstring), or None."""
     where = "interval_join_p"
     for name, fn in (("left_key_fn", left_key_fn), ("right_key_fn", right_key_fn), ("mapper", mapper)):
         if not callable(fn):
@@ -182,4 +227,6 @@ def interval_join_p(left_key_fn: Callable[[Any], Any], right_key_fn: Callable[[A
             raise TypeError(f"{where}: {name} must be an int (ms), got {value!r}")
     if lower_ms + upper_ms < 0:
         raise ValueError(f"{where}: the interval [-{lower_ms}, +{upper_ms}] ms is empty")
-    return lambda: IntervalJoinP(left_key_fn, right_key_fn, lower_ms, upper_ms, mapper)
+    if broadcast_ordinal not in (None, LEFT, RIGHT):
+        raise ValueError(f"{where}: broadcast_ordinal must be 0 (left), 1 (right) or None, got {broadcast_ordinal!r}")
+    return lambda: IntervalJoinP(left_key_fn, right_key_fn, lower_ms, upper_ms, mapper, broadcast_ordinal)
