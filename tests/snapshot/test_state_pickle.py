@@ -104,6 +104,14 @@ def test_portions_not_all_single_frames_of_events_come_back_as_they_were(odd_one
     assert loaded == entries
 
 
+def test_lists_of_events_mixed_with_single_events_come_back_as_they_were():
+    offers = _offers(60)
+    entries = [(i, {7: [offer]} if i % 3 else {7: offer}) for i, offer in enumerate(offers, 1)]
+    _, loaded = _round_trip(entries)
+    assert loaded == entries
+    assert [type(value[7]) for _, value in loaded] == [type(value[7]) for _, value in entries]
+
+
 def test_events_of_a_class_shipped_by_value_round_trip():
     namespace: dict = {}
     exec("from typing import NamedTuple\nclass Sale(NamedTuple):\n    item: int\n    price: int\n", namespace)

@@ -86,19 +86,34 @@ def is_flattenable(kind: type) -> bool:
 
 def pack_items(items: list, partitions: list[int] | None = None) -> bytes:
     """One pickle of ``items`` (and their partition ids) in the column form above."""
-    parts = None if partitions is None else array.array("H", partitions).tobytes()
-    leading, lengths, head = None, None, items[0]
+    head = items[0]
     if (type(head) is tuple and len(head) >= 2 and carries_events(head[-1])
             and set(map(type, items)) == _TUPLE_ONLY and set(map(len, items)) == {len(head)}):
         last = len(head) - 1
         lasts = list(map(_second if last == 1 else itemgetter(last), items))
-        grouped = type(head[-1]) is list
-        if not grouped or set(map(type, lasts)) == _LIST_ONLY:
-            leading = [_column(list(map(itemgetter(i), items))) for i in range(last)]
-            items = lasts
-            if grouped:
-                lengths = array.array("I", map(len, items)).tobytes()
-                items = list(chain.from_iterable(items))
+        if type(head[-1]) is not list or set(map(type, lasts)) == _LIST_ONLY:
+            return _pack([list(map(itemgetter(i), items)) for i in range(last)], lasts, partitions)
+    return _pack(None, items, partitions)
+
+
+def pack_columns(leading: list[list], lasts: list) -> bytes:
+    """:func:`pack_items` of the tuples ``zip(*leading, lasts)``, without making them: for
+    ``lasts`` whose first element carries events (:func:`carries_events`)."""
+    if type(lasts[0]) is list and set(map(type, lasts)) != _LIST_ONLY:
+        return pack_items(list(zip(*leading, lasts)))
+    return _pack(leading, lasts, None)
+
+
+def _pack(leading: list[list] | None, items: list, partitions: list[int] | None) -> bytes:
+    """The pickle of the columns: ``leading`` columns (or None) and the items (their last
+    elements when there are leading columns)."""
+    parts = None if partitions is None else array.array("H", partitions).tobytes()
+    lengths = None
+    if leading is not None:
+        leading = list(map(_column, leading))
+        if type(items[0]) is list:
+            lengths = array.array("I", map(len, items)).tobytes()
+            items = list(chain.from_iterable(items))
     values, classes, codes = _flatten(items)
     columns = (leading, values, classes, codes, parts, lengths)
     if len(values) >= FAST_PICKLE_MIN_ITEMS and _is_plain(values[0]):

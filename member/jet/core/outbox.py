@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Sequence
+from itertools import islice
+from typing import Any, Iterable, Iterator, Sequence
 
 from jet.core.edge import DEFAULT_OUTBOX_CAPACITY
 from jet.core.special_items import SpecialItem
@@ -72,6 +73,19 @@ class Outbox:
             return False
         entries.append((key, value))
         return True
+
+    def offer_some_to_snapshot(self, entries: Iterator[tuple[Any, Any]]) -> bool:
+        """Save ``(key, value)`` entries from ``entries`` until the snapshot buffer holds a
+        portion, at once (no call per entry); True once ``entries`` ran out. On False, call
+        again with the same iterator on the next call of the save, as after a refused
+        :meth:`offer_to_snapshot`."""
+        buffer = self.snapshot_entries
+        room = self.snapshot_capacity - len(buffer)
+        if room <= 0:
+            return False
+        before = len(buffer)
+        buffer.extend(islice(entries, room))
+        return len(buffer) - before < room
 
     def offer_watermark(self, watermark: SpecialItem) -> bool:
         """Offer a watermark to every ordinal; False while an earlier one is still pending.

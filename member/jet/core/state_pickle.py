@@ -10,13 +10,12 @@ Either way the bytes load with ``pickle.loads``.
 from __future__ import annotations
 
 import pickle
-from itertools import chain
 from operator import itemgetter
 from typing import IO, Any
 
 import cloudpickle
 
-from jet.core.item_columns import carries_events, pack_items, unpack_items
+from jet.core.item_columns import carries_events, pack_columns, unpack_items
 
 _REFUSED = (pickle.PicklingError, AttributeError, TypeError)
 """What pickle raises for an object it cannot write by reference (a lambda, a local or shipped class)."""
@@ -46,26 +45,29 @@ def dumps_entries(vertex: str, entries: list) -> bytes:
     pickles about 2x faster and loads as fast (``bench/README.md``). Any other portion is the
     plain ``(vertex, entries)``.
     """
-    triples = _one_frame_triples(entries)
-    if triples is not None:
+    columns = _one_frame_columns(entries)
+    if columns is not None:
+        keys, ends, accumulators = columns
         try:
-            return pickle.dumps((vertex, None, pack_items(triples)), protocol=pickle.HIGHEST_PROTOCOL)
+            return pickle.dumps((vertex, None, pack_columns([keys, ends], accumulators)),
+                                protocol=pickle.HIGHEST_PROTOCOL)
         except _REFUSED:  # a class shipped with the job: cloudpickle below
             pass
     return dumps_state((vertex, entries))
 
 
-def _one_frame_triples(entries: list) -> list | None:
+def _one_frame_columns(entries: list) -> tuple[list, list, list] | None:
+    """(keys, frame ends, accumulators) of entries that are all single frames of events."""
     if len(entries) < _COLUMNS_MIN_ENTRIES:
         return None
     first = entries[0][1]
     if type(first) is not dict or len(first) != 1 or not carries_events(next(iter(first.values()))):
         return None  # the first entry decides for most portions, before any pass over them all
-    values = list(map(_second, entries))
-    if set(map(type, values)) != _ONE_FRAME or set(map(len, values)) != {1}:
+    frames = list(map(_second, entries))
+    if set(map(type, frames)) != _ONE_FRAME or set(map(len, frames)) != {1}:
         return None
-    frames = list(chain.from_iterable(map(dict.items, values)))
-    return list(zip(map(_first, entries), map(_first, frames), map(_second, frames)))
+    ends = list(map(next, map(iter, frames)))
+    return list(map(_first, entries)), ends, list(map(dict.__getitem__, frames, ends))
 
 
 def load_entries(stream: IO[bytes]) -> tuple[str, list]:

@@ -37,11 +37,10 @@ class SnapshotSaver:
     save is in progress (the engine calls nothing else of the processor until it returns True).
     """
 
-    __slots__ = ("_entries", "_held")
+    __slots__ = ("_entries",)
 
     def __init__(self) -> None:
         self._entries: Iterator[tuple[Any, Any]] | None = None
-        self._held: tuple[Any, Any] | None = None
 
     @property
     def saving(self) -> bool:
@@ -49,19 +48,11 @@ class SnapshotSaver:
         return self._entries is not None
 
     def offer(self, outbox: Any, entries: Callable[[], Iterable[tuple[Any, Any]]]) -> bool:
-        """Offer the entries; True once all are in, False when the outbox refused (call again)."""
+        """Offer the entries; True once all are in, False when the outbox is full (call again)."""
         if self._entries is None:
             self._entries = iter(entries())
-        offer = outbox.offer_to_snapshot
-        held = self._held
-        if held is not None:
-            if not offer(*held):
-                return False
-            self._held = None
-        for key, value in self._entries:
-            if not offer(key, value):
-                self._held = (key, value)
-                return False
+        if not outbox.offer_some_to_snapshot(self._entries):
+            return False
         self._entries = None
         return True
 
