@@ -83,10 +83,16 @@ def accumulate(state: list, key: int, event: AuctionTerms | BidOffer) -> tuple:
         for bid in state[2]:
             _consider(state, bid)
         state[2] = []
-    elif state[0] is None:
+        return ()
+    auction = state[0]
+    if auction is None:
         state[2].append(event)
-    else:
-        _consider(state, event)
+    # _consider inlined (this runs for every bid): qualifies, and ranks above the best so far
+    elif auction.date_time <= event.date_time < auction.expires and event.price >= auction.reserve:
+        best = state[1]
+        if best is None or event.price > best.price or (event.price == best.price
+                                                        and event.date_time < best.date_time):
+            state[1] = event
     return ()
 
 
