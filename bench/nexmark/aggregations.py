@@ -39,31 +39,27 @@ def all_maxima(value_fn: Callable[[Any], Any], item_fn: Callable[[Any], Any]) ->
 
 
 def _q16_create() -> list:
-    # [latest timestamp, counts by rank 0 (all) .. 3, bidder sets by rank, auction sets by rank];
-    # a key's bids are of one day, so its latest minute is the minute of its latest timestamp
-    # (formatted once, in finish, not per bid)
-    return [-1, [0, 0, 0, 0], [set(), set(), set(), set()], [set(), set(), set(), set()]]
+    # [latest timestamp, counts of ranks 1..3, bidder sets of ranks 1..3, auction sets of ranks
+    # 1..3] (index 0 unused); all ranks together are the sums and unions, made once in finish
+    # rather than per bid. A key's bids are of one day, so its latest minute is the minute of its
+    # latest timestamp (formatted once, in finish, not per bid).
+    return [-1, [0, 0, 0, 0], [None, set(), set(), set()], [None, set(), set(), set()]]
 
 
 def _q16_accumulate(acc: list, bid: Any) -> list:
     if bid.date_time > acc[0]:
         acc[0] = bid.date_time
-    counts, bidders, auctions = acc[1], acc[2], acc[3]
     price = bid.price
     r = 1 if price < RANK1_BELOW else 2 if price < RANK2_BELOW else 3
-    counts[0] += 1
-    counts[r] += 1
-    bidder, auction = bid.bidder, bid.auction
-    bidders[0].add(bidder)
-    bidders[r].add(bidder)
-    auctions[0].add(auction)
-    auctions[r].add(auction)
+    acc[1][r] += 1
+    acc[2][r].add(bid.bidder)
+    acc[3][r].add(bid.auction)
     return acc
 
 
 def _q16_combine(acc: list, other: list) -> list:
     acc[0] = max(acc[0], other[0])
-    for r in range(4):
+    for r in range(1, 4):
         acc[1][r] += other[1][r]
         acc[2][r] |= other[2][r]
         acc[3][r] |= other[3][r]
@@ -71,7 +67,9 @@ def _q16_combine(acc: list, other: list) -> list:
 
 
 def _q16_finish(acc: list) -> tuple:
-    return (minute_of(acc[0]), *acc[1], *map(len, acc[2]), *map(len, acc[3]))
+    counts, bidders, auctions = acc[1][1:], acc[2][1:], acc[3][1:]
+    return (minute_of(acc[0]), sum(counts), *counts, len(set().union(*bidders)), *map(len, bidders),
+            len(set().union(*auctions)), *map(len, auctions))
 
 
 def q16_statistics() -> AggregateOperation:
