@@ -79,8 +79,19 @@ def q3_join(state: list, key: int, event: Person | Auction) -> list:
     return []
 
 
-def q8_result(person: Person, auction: Auction) -> tuple[int, str, int]:
-    return person.id, person.name, auction.reserve
+def q8_person(person: Person) -> tuple[int, str]:
+    """What q8 reads of a person: its id (the key) and name."""
+    return person.id, person.name
+
+
+def q8_auction(auction: Auction) -> tuple[int, int]:
+    """What q8 reads of an auction: its seller (the key) and reserve."""
+    return auction.seller, auction.reserve
+
+
+def q8_result(person: tuple[int, str], auction: tuple[int, int]) -> tuple[int, str, int]:
+    """Beam's q8 row of a projected person and auction (:func:`q8_person`, :func:`q8_auction`)."""
+    return person[0], person[1], auction[1]
 
 
 def q13_side_input() -> list[tuple[int, str]]:

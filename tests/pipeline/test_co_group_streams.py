@@ -196,5 +196,5 @@ def test_late_items_are_left_out_and_counted_on_a_local_cluster():
         assert sorted(job.result("counts")) == co_counts([on_time, right], ("sliding", 1000, 1000))
         assert sorted(job.result("join"), key=repr) == window_join(on_time, right, ("sliding", 1000, 1000))
         assert sorted(job.result("interval")) == sorted(v for _, v in interval_join(on_time, right, 100, 100))
-    for vertex in ("sliding-window-co-group2-prepare", "window-join-prepare", "interval-join"):
+    for vertex in ("sliding-window-co-group2-prepare", "window-join", "interval-join"):
         assert metrics[vertex]["lateEventsDropped"] == len(late), (vertex, metrics[vertex])

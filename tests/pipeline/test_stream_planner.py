@@ -160,14 +160,18 @@ def test_a_non_keyed_sliding_window_ends_in_one_processor_of_the_cluster(calls):
     assert calls["combine_to_sliding_window_p"][0][2] is False
 
 
-@pytest.mark.parametrize("variant", ["early results", "rebalance", "no combine"])
-def test_early_results_a_rebalance_or_no_combine_make_a_window_one_stage(calls, variant):
+@pytest.mark.parametrize("variant", ["early results", "rebalance", "no combine", "to_list", "all_of to_lists"])
+def test_early_results_a_rebalance_no_combine_or_no_reduction_make_a_window_one_stage(calls, variant):
     definition = WindowDefinition.tumbling(100)
     operation = A.counting()
     if variant == "early results":
         definition.set_early_results_period(20)
     if variant == "no combine":
         operation = AggregateOperation(list, lambda acc, x: acc + [x])
+    if variant == "to_list":  # a first stage would send every item anyway
+        operation = A.to_list()
+    if variant == "all_of to_lists":
+        operation = A.all_of(A.to_list(), A.to_list())
     p = Pipeline.create()
     stream = p.read_from(_stream()).with_timestamps(abs, 0)
     if variant == "rebalance":
@@ -304,3 +308,21 @@ def test_an_interval_join_refuses_a_broadcast_side_it_does_not_know():
     with pytest.raises(PipelineDefinitionError, match=r"interval_join broadcast must be 'left', 'right' or None,"
                                                       r" got 'both'"):
         stream.grouping_key(str).interval_join(stream.grouping_key(str), 0, 10, max, broadcast="both")
+
+
+def test_a_first_stage_stays_when_one_part_reduces():
+    assert A.all_of(A.to_list(), A.counting()).keeps_every_item is False
+    assert A.to_list().keeps_every_item and not A.to_set().keeps_every_item
+
+
+def test_a_window_join_is_one_stage_partitioned_across_members():
+    p = Pipeline.create()
+    left = p.read_from(_stream("left")).with_timestamps(abs, 0)
+    right = p.read_from(_stream("right")).with_timestamps(abs, 0)
+    left.grouping_key(str).window(WindowDefinition.tumbling(100)).join(right.grouping_key(str), max) \
+        .write_to(Sinks.list())
+    edges = _edges(p.to_dag(2))
+    assert not any(dest.endswith("-prepare") for _, dest in edges)
+    for source in ("left-add-timestamps", "right-add-timestamps"):
+        edge = edges[(source, "window-join")]
+        assert edge.routing_policy.name == "PARTITIONED" and edge.is_distributed(), source

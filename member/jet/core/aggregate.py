@@ -43,6 +43,10 @@ class AggregateOperation:
     And one lets a grouped aggregation fold whole Arrow batches in C++ (see
     :mod:`jet.core.batch_fold`): ``batch_aggregation``, the Arrow sums and counts an accumulator
     is made of, when its values are columns a getter reads.
+
+    ``keeps_every_item``: the accumulator holds every item folded in (``to_list``, and so a
+    window join). A first stage before the shuffle would then send as much as the items
+    themselves and fold them twice, so the planner aggregates such windows in one stage.
     """
 
     create: Callable[[], Any]
@@ -55,6 +59,7 @@ class AggregateOperation:
     deduct: Callable[[Any, Any], Any] | None = None
     export: Callable[[Any], Any] | None = None
     batch_aggregation: BatchAggregation | None = None
+    keeps_every_item: bool = False
 
     def __post_init__(self) -> None:
         for field_name in ("create", "accumulate", "finish"):

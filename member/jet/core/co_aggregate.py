@@ -73,7 +73,8 @@ def co_aggregate(parts: Sequence[AggregateOperation],
     whole = CoAggregateOperation(
         create=create, accumulate=accumulate_tagged, combine=combine, finish=finish,
         name="aggregate" + str(len(parts)) + "(" + ", ".join(p.name for p in parts) + ")",
-        deduct=deduct, export=export, parts=parts)
+        deduct=deduct, export=export, parts=parts,
+        keeps_every_item=all(part.keeps_every_item for part in parts))
     views = tuple(_view(whole, parts, ordinal) for ordinal in range(len(parts)))
     object.__setattr__(whole, "views", views)
     return whole

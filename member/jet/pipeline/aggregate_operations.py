@@ -97,7 +97,7 @@ def _to_list() -> AggregateOperation:
     return AggregateOperation(create=list, accumulate=accumulate, combine=accumulate_chunk,
                               accumulate_chunk=accumulate_chunk,
                               accumulate_keyed_chunk=accumulate_keyed, name="to_list",
-                              export=list)
+                              export=list, keeps_every_item=True)
 
 
 def _to_set() -> AggregateOperation:
@@ -149,7 +149,8 @@ def _all_of(operations: tuple[AggregateOperation, ...]) -> AggregateOperation:
         name="all_of(" + ", ".join(op.name for op in operations) + ")", deduct=deduct,
         export=lambda acc: tuple(op.export_fn(a) for op, a in zip(operations, acc)),
         accumulate_keyed_chunk=_all_of_keyed(operations, accumulate),
-        batch_aggregation=all_of_batches([op.batch_aggregation for op in operations]))
+        batch_aggregation=all_of_batches([op.batch_aggregation for op in operations]),
+        keeps_every_item=all(op.keeps_every_item for op in operations))
 
 
 def _all_of_keyed(operations: tuple[AggregateOperation, ...],

@@ -5,7 +5,8 @@ used by ``Planner``). Input ``i`` always reaches its vertex on ordinal ``i``.
   ``<name>-prepare`` (``co_accumulate_by_frame_p``: every input on a local edge partitioned by
   its own key, folded into one accumulation per frame and key) then ``<name>``
   (``co_combine_to_sliding_window_p``, partitioned by key across members; one processor when not
-  keyed) when the operation can combine and neither early results nor a rebalance say
+  keyed) when the operation can combine, its first stage would reduce what crosses (not
+  ``keeps_every_item``, as a window join's lists) and neither early results nor a rebalance say
   otherwise; else one stage. Session windows are one stage. A window join is such a stage
   followed by a flat-map of each window's joined list.
 - Interval join: one vertex, both inputs partitioned by their key across members.
@@ -70,7 +71,7 @@ class CoGroupPlanner:
             supplier = co_aggregate_to_session_window_p(definition.timeout_ms, key_fns, operation, early_ms)
             vertex = builder.vertex(name, supplier, last_lp)
             self._connect_inputs(transform, vertex, across_members)
-        elif (operation.combine is None or early_ms > 0
+        elif (operation.combine is None or operation.keeps_every_item or early_ms > 0
               or any(source.rebalance for source in transform.inputs)):
             policy = sliding_win_policy(definition.size_ms, definition.slide_ms)
             vertex = builder.vertex(name, co_aggregate_to_sliding_window_p(key_fns, policy, operation, early_ms),

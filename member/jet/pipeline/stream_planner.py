@@ -8,7 +8,8 @@
   gcd(frame, 1000) above 1000 ms; every policy of the pipeline gets it.
 - Tumbling and sliding windows are ``<name>-prepare`` (``accumulate_by_frame_p``, on a local
   edge) then ``<name>`` (``combine_to_sliding_window_p``, across members) when the aggregation
-  can combine and neither early results nor a rebalance say otherwise; else one stage
+  can combine, its first stage would reduce what crosses (not ``keeps_every_item``) and neither
+  early results nor a rebalance say otherwise; else one stage
   (``aggregate_to_sliding_window_p``). Session windows are one stage. Keyed stages partition by
   key across members; non-keyed ones end in one processor of the cluster.
 - Stateful mapping is one ``transform_stateful_p`` stage partitioned by key (global: one
@@ -133,7 +134,7 @@ class StreamPlanner:
                                                                 early_ms)
             vertex = self._builder.vertex(name, supplier, last_lp)
             self._builder.connect_input(source, vertex, keyed=True, setup=across_members, pairs=True)
-        elif operation.combine is None or early_ms > 0 or source.rebalance:
+        elif operation.combine is None or operation.keeps_every_item or early_ms > 0 or source.rebalance:
             supplier = processors.aggregate_to_sliding_window_p(key_fn, self._window_policy(definition),
                                                                 operation, early_ms)
             vertex = self._builder.vertex(name, supplier, last_lp)
