@@ -2,10 +2,12 @@
 portions, partition groups and pickling), without members: what exactly-once costs per
 snapshot on top of the query.
 
-    python bench/nexmark/snapshot_save_cpu.py [q18] [--events 1000000] [--repeat 5]
+    python bench/nexmark/snapshot_save_cpu.py [q18,lists] [--events 1000000] [--repeat 5]
 
 q18: the first stage of q18's day-long tumbling window (``max_by`` per bidder and auction)
-after all the bids, 265,594 keys at 1 M events. Each round builds the state again, saves it
+after all the bids, 265,594 keys at 1 M events. lists: a stateful mapping of 200,000 keys, each
+state the list of its latest 10 values (as q6's sellers keep their latest prices), after 1 M
+items. Each round builds the state again, saves it
 while timing ``time.process_time()`` around the tasklet's calls, and prints the keys, the CPU
 seconds and the calls the save took; the machine's speed moves from minute to minute, so
 compare trees by alternating runs.
@@ -23,7 +25,7 @@ sys.path[:0] = [str(Path(__file__).resolve().parents[2] / "member"), str(Path(__
 
 from jet.core.partitioner import murmur_partition  # noqa: E402
 from jet.core.processor import Context  # noqa: E402
-from jet.core.processors import accumulate_by_frame_p  # noqa: E402
+from jet.core.processors import accumulate_by_frame_p, transform_stateful_p  # noqa: E402
 from jet.core.sliding_window_policy import tumbling_win_policy  # noqa: E402
 from jet.execution.gc_tuning import settle_member_heap  # noqa: E402
 from jet.execution.processor_tasklet import ProcessorState, ProcessorTasklet  # noqa: E402
@@ -66,12 +68,34 @@ def save(processor: Any) -> tuple[float, int]:
     return took, calls
 
 
-QUERIES = {"q18": q18}
+def _latest_ten(state: list, key: int, item: tuple) -> int:
+    state.append(item[1])
+    del state[:-10]
+    return len(state)
+
+
+def lists(events: list) -> Callable[[], Any]:
+    items = [(1, (n % 200_000, n)) for n in range(len(events))]
+
+    def state() -> Any:
+        driven = _Driven(transform_stateful_p("map", f.first, 0, list, _latest_ten))
+        for start in range(0, len(items), CHUNK):
+            driven.process(items[start:start + CHUNK])
+        return driven.processor
+    return state
+
+
+def _keys(processor: Any) -> int:
+    frames = getattr(processor, "frames", None)
+    return len(processor.states) if frames is None else sum(map(len, frames.values()))
+
+
+QUERIES = {"q18": q18, "lists": lists}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("queries", nargs="?", default="q18")
+    parser.add_argument("queries", nargs="?", default="q18,lists")
     parser.add_argument("--events", type=int, default=1_000_000)
     parser.add_argument("--repeat", type=int, default=5)
     args = parser.parse_args()
@@ -81,7 +105,7 @@ def main() -> None:
         state = QUERIES[name](events)
         for _ in range(args.repeat):
             processor = state()
-            keys = sum(map(len, processor.frames.values()))
+            keys = _keys(processor)
             took, calls = save(processor)
             print(f"{name}: {keys:,} keys saved in {took:.3f} s CPU, {calls} calls", flush=True)
 
