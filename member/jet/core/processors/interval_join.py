@@ -35,8 +35,8 @@ from typing import Any, Callable, Iterator
 from jet.core.inbox import Inbox
 from jet.core.processors.base import Supplier
 from jet.core.processors.snapshot_state import tagged
-from jet.core.snapshot_keys import BroadcastKey
 from jet.core.processors.streaming import StreamingProcessor
+from jet.core.snapshot_keys import BroadcastKey
 from jet.core.special_items import MIN_TIMESTAMP, Watermark
 
 LEFT, RIGHT = 0, 1
