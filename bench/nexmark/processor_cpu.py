@@ -42,7 +42,7 @@ CHUNK = 2048
 WATERMARK_STEP_MS = 100
 
 
-class _Driven:
+class DrivenProcessor:
     """One processor with an outbox that takes everything; ``output`` collects its items."""
 
     def __init__(self, supplier: Callable[[], Any]) -> None:
@@ -83,7 +83,7 @@ def _chunks(pairs: list, lag_ms: int):
 
 
 def _one_input(supplier: Callable[[], Any], pairs: list, lag_ms: int, then: Callable[[], Any] | None = None) -> int:
-    first, second = _Driven(supplier), then and _Driven(then)
+    first, second = DrivenProcessor(supplier), then and DrivenProcessor(then)
     count = 0
     last_wm = None
     for chunk, wm in _chunks(pairs, lag_ms):
@@ -98,7 +98,7 @@ def _one_input(supplier: Callable[[], Any], pairs: list, lag_ms: int, then: Call
     return count
 
 
-def _pass(second: _Driven | None, items: list) -> int:
+def _pass(second: DrivenProcessor | None, items: list) -> int:
     if second is None:
         return len(items)
     items = [i for i in items if type(i) is not Watermark]
@@ -130,7 +130,7 @@ def q20(events: list, s: QuerySettings) -> Callable[[], int]:
               for chunk, wm in _chunks(events, s.allowed_lag_ms)]
 
     def run() -> int:
-        join = _Driven(interval_join_p(f.id_of, f.key_auction, 0, s.max_auction_ms, f.q20_result))
+        join = DrivenProcessor(interval_join_p(f.id_of, f.key_auction, 0, s.max_auction_ms, f.q20_result))
         count, last_wm = 0, None
         for auctions, bids, wm in chunks:
             count += len(join.process(auctions, 0)) + len(join.process(bids, 1))

@@ -36,7 +36,7 @@ from jet.pipeline.aggregate_operations import AggregateOperations  # noqa: E402
 from nexmark import functions as f  # noqa: E402
 from nexmark.events import generated  # noqa: E402
 from nexmark.generator import GeneratorConfig  # noqa: E402
-from nexmark.processor_cpu import CHUNK, _Driven  # noqa: E402
+from nexmark.processor_cpu import CHUNK, DrivenProcessor  # noqa: E402
 
 
 def q18(events: list) -> Callable[[], Any]:
@@ -44,7 +44,7 @@ def q18(events: list) -> Callable[[], Any]:
     policy, operation = tumbling_win_policy(f.DAY_MS), AggregateOperations.max_by(f.latest)
 
     def state() -> Any:
-        driven = _Driven(accumulate_by_frame_p(f.q18_key, policy, operation))
+        driven = DrivenProcessor(accumulate_by_frame_p(f.q18_key, policy, operation))
         for start in range(0, len(bids), CHUNK):
             driven.process(bids[start:start + CHUNK])
         return driven.processor
@@ -78,7 +78,7 @@ def lists(events: list) -> Callable[[], Any]:
     items = [(1, (n % 200_000, n)) for n in range(len(events))]
 
     def state() -> Any:
-        driven = _Driven(transform_stateful_p("map", f.first, 0, list, _latest_ten))
+        driven = DrivenProcessor(transform_stateful_p("map", f.first, 0, list, _latest_ten))
         for start in range(0, len(items), CHUNK):
             driven.process(items[start:start + CHUNK])
         return driven.processor
