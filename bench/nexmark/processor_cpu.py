@@ -33,6 +33,7 @@ from jet.execution.gc_tuning import settle_member_heap  # noqa: E402
 from jet.pipeline.aggregate_operations import AggregateOperations  # noqa: E402
 
 from nexmark import functions as f  # noqa: E402
+from nexmark.aggregations import q16_statistics  # noqa: E402
 from nexmark import winning_bids as wb  # noqa: E402
 from nexmark.events import generated  # noqa: E402
 from nexmark.generator import GeneratorConfig  # noqa: E402
@@ -105,11 +106,19 @@ def _pass(second: DrivenProcessor | None, items: list) -> int:
     return len(second.process(items)) if items else 0
 
 
-def q18(events: list, s: QuerySettings) -> Callable[[], int]:
-    bids = [(ts, e) for ts, e in events if f.is_bid(e)]
-    policy, operation = tumbling_win_policy(f.DAY_MS), AggregateOperations.max_by(f.latest)
-    return lambda: _one_input(accumulate_by_frame_p(f.q18_key, policy, operation), bids, s.allowed_lag_ms,
-                              combine_to_sliding_window_p(policy, operation))
+def _per_day(key_fn: Callable, operation: Any) -> Callable[[list, QuerySettings], Callable[[], int]]:
+    """q16-q19: a day-long window's two stages over the bids (see ``queries._per_day``)."""
+    def query(events: list, s: QuerySettings) -> Callable[[], int]:
+        bids = [(ts, e) for ts, e in events if f.is_bid(e)]
+        policy = tumbling_win_policy(f.DAY_MS)
+        return lambda: _one_input(accumulate_by_frame_p(key_fn, policy, operation), bids, s.allowed_lag_ms,
+                                  combine_to_sliding_window_p(policy, operation))
+    return query
+
+
+q16 = _per_day(f.q16_key, q16_statistics())
+q18 = _per_day(f.q18_key, AggregateOperations.max_by(f.latest))
+q19 = _per_day(f.key_auction, AggregateOperations.top_n(10, f.q19_order))
 
 
 def q11(events: list, s: QuerySettings) -> Callable[[], int]:
@@ -141,7 +150,7 @@ def q20(events: list, s: QuerySettings) -> Callable[[], int]:
     return run
 
 
-QUERIES = {"q18": q18, "q11": q11, "q20": q20, "q4": q4}
+QUERIES = {"q16": q16, "q18": q18, "q19": q19, "q11": q11, "q20": q20, "q4": q4}
 
 
 def main() -> None:

@@ -90,12 +90,14 @@ class AggregateOperation:
             self.accumulate_keyed_chunk(accumulators, keys, items)
             return
         get, create, accumulate = accumulators.get, self.create, self.accumulate
-        for item in items:
-            key = key_fn(item)
+        keys = items if key_fn is whole_item else map_each(key_fn, items)
+        for key, item in zip(keys, items):
             acc = get(key, _MISSING)
             if acc is _MISSING:
-                acc = create()
-            accumulators[key] = accumulate(acc, item)
+                acc = accumulators[key] = create()
+            result = accumulate(acc, item)
+            if result is not acc:  # an accumulator changed in place is stored already: one hash less
+                accumulators[key] = result
 
     def combine_into(self, accumulators: dict, entries: Iterable[tuple[Any, Any]]) -> None:
         """Merge (key, partial accumulator) entries into ``accumulators``."""

@@ -74,10 +74,24 @@ def _extreme_by(key_fn: Callable[[Any], Any], larger: bool, name: str) -> Aggreg
         best = (max if larger else min)(items, key=key_fn)
         return better(acc, best)
 
+    def accumulate_keyed(accs: dict, keys: Iterable[Any], items: list) -> None:
+        # better() inlined, and the items' own keys in one pass: this runs for every item
+        get = accs.get
+        if larger:
+            for key, item, rank in zip(keys, items, map_each(key_fn, items)):
+                best = get(key, _NOTHING)
+                if best is _NOTHING or rank > key_fn(best):
+                    accs[key] = item
+        else:
+            for key, item, rank in zip(keys, items, map_each(key_fn, items)):
+                best = get(key, _NOTHING)
+                if best is _NOTHING or rank < key_fn(best):
+                    accs[key] = item
+
     return AggregateOperation(
         create=lambda: _NOTHING, accumulate=better, combine=better,
         finish=lambda acc: None if acc is _NOTHING else acc,
-        accumulate_chunk=accumulate_chunk, name=name)
+        accumulate_chunk=accumulate_chunk, accumulate_keyed_chunk=accumulate_keyed, name=name)
 
 
 def _to_list() -> AggregateOperation:
