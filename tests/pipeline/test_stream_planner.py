@@ -24,7 +24,10 @@ _FACTORIES = ("insert_watermarks_p", "accumulate_by_frame_p", "combine_to_slidin
 def calls(monkeypatch):
     """Every stream factory the planner calls, by name, with its arguments."""
     import jet.core.processors as processors
-    import jet.core.processors.co_group  # noqa: F401 - imported lazily later, with the real policies
+    # imported now, with the real policies: modules a test imports lazily under the fake ones below
+    # would keep the fakes for every later test
+    import jet.core.processors.co_group  # noqa: F401
+    import jet.pipeline.co_group_planner  # noqa: F401
     recorded = {}
 
     def recorder(name):

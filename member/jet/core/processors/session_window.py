@@ -8,6 +8,11 @@ depend on when the watermark comes). An event is late, dropped and counted, when
 below the current watermark. A watermark closes every window whose end is below it, in
 deadline order, and is then forwarded; ``complete()`` closes everything.
 
+Deadlines (a heap of window ends, each with the keys due then) are kept lazily: an event that
+extends a key's window leaves the key under the end it had, and when that deadline comes, a key
+whose first window now ends later is moved to that end. So the usual event, one that extends
+its key's only window, touches no deadline at all.
+
 Snapshots: per key its open windows as ``key -> [(start, end, accumulator), ...]`` (the global
 windows under the vertex's name: that stage is one processor fed through ``all_to_one``), and
 the watermark per processor, restored as the minimum over all. A key's sessions live in one
@@ -88,13 +93,9 @@ class SessionWindowP(StreamingProcessor):
                 accs[0] = accumulate(accs[0], item)
                 if ts < windows.starts[0]:
                     windows.starts[0] = ts
-                end = ends[0]
-                if event_end <= end:
-                    continue
-                ends[0] = event_end
-                keys = get_keys(end)
-                if keys is not None:
-                    keys.pop(key, None)
+                if event_end > ends[0]:
+                    ends[0] = event_end  # its deadline stays where it was (see _close_windows)
+                continue
             keys = get_keys(event_end)
             if keys is None:
                 keys = deadline_keys[event_end] = {}
@@ -192,9 +193,18 @@ class SessionWindowP(StreamingProcessor):
         """Results of every window ending below ``watermark`` (everything for MAX), by deadline."""
         output: list = []
         deadlines, deadline_keys = self._deadlines, self._deadline_keys
+        windows_of = self.windows
         while deadlines and (deadlines[0] < watermark or watermark == MAX_TIMESTAMP):
-            for key in deadline_keys.pop(heapq.heappop(deadlines)):
-                self._close_key(key, watermark, output)
+            deadline = heapq.heappop(deadlines)
+            for key in deadline_keys.pop(deadline):
+                windows = windows_of.get(key)
+                if windows is None:
+                    continue
+                first_end = windows.ends[0]
+                if first_end > deadline:  # extended since: it closes in its own end's turn
+                    self._add_deadline(key, first_end)
+                else:
+                    self._close_key(key, watermark, output)
         return output
 
     def _close_key(self, key: Any, watermark: int, output: list) -> None:
