@@ -162,15 +162,16 @@ def q20(events: list, s: QuerySettings) -> Callable[[], int]:
 QUERIES = {"q16": q16, "q18": q18, "q19": q19, "q11": q11, "q20": q20, "q4": q4}
 
 
-def instructions(name: str, events: int) -> int:
-    """Instructions of one run of query ``name`` over ``events`` events, counted by callgrind."""
+def callgrind_instructions(arguments: list[list[str]]) -> list[int]:
+    """The instructions each of these commands (``python`` argument lists) runs under callgrind,
+    all run at once."""
     with tempfile.TemporaryDirectory() as directory:
         runs = []
-        for repeat in (0, 1):
-            out = os.path.join(directory, f"callgrind.{repeat}")
+        for index, command in enumerate(arguments):
+            out = os.path.join(directory, f"callgrind.{index}")
             runs.append((out, subprocess.Popen(
-                ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", sys.executable, __file__, name,
-                 f"--events={events}", f"--repeat={repeat}"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)))
+                ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", sys.executable, *command],
+                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)))
         counts = []
         for out, process in runs:
             _, errors = process.communicate()
@@ -178,7 +179,14 @@ def instructions(name: str, events: int) -> int:
                 raise SystemExit(f"valgrind failed ({process.returncode}): {errors.decode()[-2000:]}")
             with open(out) as profile:
                 counts.append(next(int(line.split()[1]) for line in profile if line.startswith("summary:")))
-    return counts[1] - counts[0]
+    return counts
+
+
+def instructions(name: str, events: int) -> int:
+    """Instructions of one run of query ``name`` over ``events`` events, counted by callgrind."""
+    setup, run = callgrind_instructions([[__file__, name, f"--events={events}", f"--repeat={repeat}"]
+                                         for repeat in (0, 1)])
+    return run - setup
 
 
 def main() -> None:
