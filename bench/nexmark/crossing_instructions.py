@@ -52,9 +52,8 @@ def crossing_items(name: str, events: list) -> tuple[list, Callable[[list], list
     raise SystemExit(f"no query {name!r} here; the queries are q4, q11 and q18")
 
 
-def run(name: str, events: int, steps: int) -> int:
-    """The first ``steps`` steps over every chunk; the count of items unpacked."""
-    items, keys_of = crossing_items(name, generated(GeneratorConfig(events=events)))
+def run(items: list, keys_of: Callable[[list], list], steps: int) -> int:
+    """The first ``steps`` steps over every chunk of ``items``; the count of items unpacked."""
     settle_member_heap()
     partitions_of = chunk_partitions_fn(DEFAULT_PARTITIONER, distributed=True)
     owner = [p % 2 for p in range(PARTITION_COUNT)]
@@ -75,12 +74,12 @@ def main() -> None:
     parser.add_argument("--events", type=int, default=200_000)
     parser.add_argument("--steps", type=int, help=argparse.SUPPRESS)  # one run under callgrind
     args = parser.parse_args()
-    if args.steps is not None:
-        run(args.queries, args.events, args.steps)
-        return
     for name in args.queries.split(","):
-        items, _ = crossing_items(name, generated(GeneratorConfig(events=args.events)))
-        sent = run(name, args.events, 3)
+        items, keys_of = crossing_items(name, generated(GeneratorConfig(events=args.events)))
+        if args.steps is not None:
+            run(items, keys_of, args.steps)
+            continue
+        sent = run(items, keys_of, len(STEPS))
         counts = callgrind_instructions([[__file__, name, f"--events={args.events}", f"--steps={steps}"]
                                          for steps in range(len(STEPS) + 1)])
         per_step = [later - earlier for earlier, later in zip(counts, counts[1:])]

@@ -85,12 +85,11 @@ class AggregateOperation:
     def fold_keyed_chunk(self, accumulators: dict, key_fn: Callable[[Any], Any],
                          items: list) -> None:
         """Fold each item into ``accumulators[key_fn(item)]``, creating accumulators as needed."""
+        keys = items if key_fn is whole_item else map_each(key_fn, items)
         if self.accumulate_keyed_chunk is not None:
-            keys = items if key_fn is whole_item else map_each(key_fn, items)
             self.accumulate_keyed_chunk(accumulators, keys, items)
             return
         get, create, accumulate = accumulators.get, self.create, self.accumulate
-        keys = items if key_fn is whole_item else map_each(key_fn, items)
         for key, item in zip(keys, items):
             acc = get(key, _MISSING)
             if acc is _MISSING:
